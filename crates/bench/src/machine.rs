@@ -1,0 +1,180 @@
+//! What the harness reads from the machine: the process's memory from `/proc/self/status`, a
+//! description of the machine for the JSON report, the date, and whether `perf` can count cache
+//! misses here.
+//!
+//! Memory is read from `/proc` rather than `getrusage`: `ru_maxrss` gives only the peak, and the
+//! accounting check needs the current resident size (`VmRSS`) as well as the peak (`VmHWM`).
+
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+/// Resident memory of this process, in bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// `VmHWM`: the peak resident set size since the process started.
+    pub peak_rss_bytes: u64,
+    /// `VmRSS`: the resident set size now.
+    pub rss_bytes: u64,
+}
+
+/// Reads `VmHWM` and `VmRSS` of the calling process.
+pub fn memory() -> Memory {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    parse_status(&status)
+}
+
+/// Parses the `VmHWM:` and `VmRSS:` lines (in kB, as the kernel prints them) of a
+/// `/proc/<pid>/status` text; missing lines read as 0.
+pub fn parse_status(status: &str) -> Memory {
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kib| kib.parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024)
+    };
+    Memory {
+        peak_rss_bytes: field("VmHWM:"),
+        rss_bytes: field("VmRSS:"),
+    }
+}
+
+/// The machine a report was measured on.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineInfo {
+    pub nproc: usize,
+    pub cpu_model: String,
+    pub mem_total_bytes: u64,
+    pub kernel: String,
+    /// UTC, ISO 8601 (`2026-11-22T02:13:30Z`).
+    pub date_utc: String,
+}
+
+impl MachineInfo {
+    pub fn read() -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+        let mem_total_bytes = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kib| kib * 1024);
+        Self {
+            nproc: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            cpu_model: cpu_model(&cpuinfo).unwrap_or_else(|| "unknown".to_owned()),
+            mem_total_bytes,
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map_or_else(|_| "unknown".to_owned(), |s| s.trim().to_owned()),
+            date_utc: iso8601_utc(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            ),
+        }
+    }
+}
+
+/// The first `model name` of a `/proc/cpuinfo` text.
+pub fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+}
+
+/// Formats seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC),
+/// with Howard Hinnant's `civil_from_days` instead of a date-time dependency.
+pub fn iso8601_utc(epoch_secs: u64) -> String {
+    let days = (epoch_secs / 86_400) as i64;
+    let secs_of_day = epoch_secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        secs_of_day / 3600,
+        secs_of_day / 60 % 60,
+        secs_of_day % 60
+    )
+}
+
+/// Whether `perf stat -e cache-misses` counts on this machine (virtual machines often expose no
+/// hardware counters; perf then prints `<not supported>` and exits 0).
+pub fn perf_counts_cache_misses() -> bool {
+    Command::new("perf")
+        .args(["stat", "-x,", "-e", "cache-misses", "true"])
+        .output()
+        .is_ok_and(|out| {
+            out.status.success() && parse_perf_csv(&String::from_utf8_lossy(&out.stderr)).is_some()
+        })
+}
+
+/// The `cache-misses` count from `perf stat -x,` output (CSV on stderr: `value,unit,event,...`);
+/// `None` when the event is `<not supported>`, `<not counted>` or absent.
+pub fn parse_perf_csv(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|line| {
+        let mut fields = line.split(',');
+        let value = fields.next()?;
+        let _unit = fields.next()?;
+        let event = fields.next()?;
+        if event.starts_with("cache-misses") {
+            value.trim().parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cpu_model, iso8601_utc, parse_perf_csv, parse_status};
+
+    #[test]
+    fn status_fields_are_read_in_bytes() {
+        let status = "Name:\tbench\nVmPeak:\t  99999 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n";
+        let mem = parse_status(status);
+        assert_eq!(mem.peak_rss_bytes, 2048 * 1024);
+        assert_eq!(mem.rss_bytes, 1024 * 1024);
+        assert_eq!(parse_status("").rss_bytes, 0);
+    }
+
+    #[test]
+    fn own_status_is_readable() {
+        let mem = super::memory();
+        assert!(mem.rss_bytes > 0 && mem.peak_rss_bytes >= mem.rss_bytes);
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso8601_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(iso8601_utc(1_795_314_810), "2026-11-22T02:33:30Z");
+    }
+
+    #[test]
+    fn cpu_model_line() {
+        let text = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: fpu\n";
+        assert_eq!(cpu_model(text).as_deref(), Some("Intel(R) Xeon(R) Processor"));
+        assert_eq!(cpu_model("processor : 0\n"), None);
+    }
+
+    #[test]
+    fn perf_csv() {
+        assert_eq!(
+            parse_perf_csv("1234567,,cache-misses,2001,100.00,,\n"),
+            Some(1_234_567)
+        );
+        assert_eq!(parse_perf_csv("<not supported>,,cache-misses,0,100.00,,\n"), None);
+        assert_eq!(parse_perf_csv("garbage\n"), None);
+    }
+}

@@ -1,0 +1,623 @@
+//! densekv's block heap: where every byte of user data lives.
+//!
+//! ```text
+//!  request size            served by                          file
+//!  1 B ..= 32 KiB          slot in a size-class slab (88)     slab.rs, class.rs
+//!  (not a multiple of 8 KiB)
+//!  n · 8 KiB, or           group of n contiguous blocks       blocks.rs
+//!  32 KiB .. 512 KiB       (free runs coalesce; quick cache)
+//!  512 KiB ..= 16 MiB      large region of whole megablocks    large.rs
+//!                          from the large-block cache (8 classes)
+//!  > 16 MiB                large region, mapped directly
+//! ```
+//!
+//! Memory comes from one reserved range of address space (`arena.rs`) in 1 MiB megablocks, each cut
+//! into 128 blocks of 8 KiB; block 0 of a megablock holds the 32-byte descriptors of all 128
+//! (`desc.rs`), found from any interior pointer by masking and shifting (after GHC's block
+//! allocator and its 32-byte `bdescr`). Large regions start on a megablock boundary, where no slab
+//! slot or group can start (block 0 is always the descriptor area), so `free` tells them apart
+//! by alignment and keeps their few facts in a per-megablock side table.
+//!
+//! Memory goes back to the OS when blocks are freed: freed runs stay resident ("dirty") up to
+//! `dirty_bytes_max`, then the largest are purged with `MADV_DONTNEED`; a megablock that becomes
+//! entirely free goes back to the arena (purged) when another free one is already on hand; the
+//! large cache releases its coldest regions in batches of `release_batch_bytes`.
+//!
+//! # Threading contract
+//! One heap per owning thread. The server runs one shard per thread and each shard owns one heap;
+//! every method takes `&mut self` (or `&self`), so the fast paths take no lock and touch no atomic.
+//! `Heap` is `Send` (a shard may be built on one thread and moved to its own) but not `Sync`, and
+//! it is not a general-purpose multi-threaded `malloc`: a pointer must be freed to the heap that
+//! allocated it, by that heap's owner.
+//!
+//! # Accounting
+//! `stats()` reports live requested bytes, live usable bytes per size class, committed address
+//! space, an estimate of resident bytes (descriptor pages + blocks in use + dirty free blocks +
+//! touched pages of large regions) and the fragmentation ratio. The estimate tracks the process's
+//! VmRSS within 10% on the benchmarks (see `docs/heap.md`).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod arena;
+mod blocks;
+mod check;
+mod class;
+pub mod desc;
+mod large;
+mod os;
+mod slab;
+mod stats;
+
+pub use class::{CLASS_COUNT, SIZES as CLASS_SIZES, SMALL_MAX_BYTES};
+pub use large::{LARGE_CLASS_BYTES, LARGE_DIRECT_MIN_BYTES};
+pub use stats::{BlockCensus, BlockUsage, HeapStats};
+
+use arena::Arena;
+use std::ptr::NonNull;
+
+/// Bytes in a megablock; megablocks are aligned to their size.
+pub const MEGABLOCK_BYTES: usize = 1 << 20;
+/// Bytes in a block.
+pub const BLOCK_BYTES: usize = 8 << 10;
+/// Blocks in a megablock, block 0 (the descriptor area) included.
+pub const BLOCKS_PER_MEGABLOCK: usize = MEGABLOCK_BYTES / BLOCK_BYTES;
+/// Requests from this size on are served by the large-block cache.
+pub const LARGE_MIN_BYTES: usize = 512 << 10;
+
+/// Tunables; `HeapConfig::default()` suits a server shard.
+#[derive(Clone, Debug)]
+pub struct HeapConfig {
+    /// Address space reserved up front (costs no memory). Bounds the heap's size.
+    pub reserve_bytes: usize,
+    /// Cached large regions kept for reuse before the coldest are released.
+    pub large_cache_bytes_max: usize,
+    /// Large regions are released to the OS once this many bytes are pending.
+    pub release_batch_bytes: usize,
+    /// Freed block bytes kept resident for reuse before the heap purges them.
+    pub dirty_bytes_max: usize,
+}
+
+impl Default for HeapConfig {
+    fn default() -> HeapConfig {
+        HeapConfig {
+            reserve_bytes: 64 << 30,
+            large_cache_bytes_max: 64 << 20,
+            release_batch_bytes: 8 << 20,
+            dirty_bytes_max: 8 << 20,
+        }
+    }
+}
+
+/// Why an allocation failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapError {
+    /// The reservation is exhausted or the OS refused memory.
+    OutOfMemory,
+    /// The request (or the configured reservation) cannot be represented.
+    TooLarge,
+}
+
+impl std::fmt::Display for HeapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HeapError::OutOfMemory => f.write_str("out of memory"),
+            HeapError::TooLarge => f.write_str("allocation too large"),
+        }
+    }
+}
+
+impl std::error::Error for HeapError {}
+
+/// Which allocator part serves a request of a given size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Route {
+    Small(usize),
+    Medium(u32),
+    Large,
+}
+
+#[inline(always)]
+fn route(size: usize) -> Route {
+    let size = size.max(1);
+    if size <= SMALL_MAX_BYTES && !size.is_multiple_of(BLOCK_BYTES) {
+        Route::Small(class::class_of(size))
+    } else if size < LARGE_MIN_BYTES {
+        Route::Medium(size.div_ceil(BLOCK_BYTES) as u32)
+    } else {
+        Route::Large
+    }
+}
+
+/// A block heap. `DESC_BYTES` is the descriptor stride: 32 (the dense layout) or 64 (padded to a
+/// cache line, kept to measure the dense layout against).
+#[derive(Debug)]
+pub struct Heap<const DESC_BYTES: usize = 32> {
+    arena: Arena,
+    runs: blocks::Runs,
+    quick: blocks::Quick,
+    slabs: slab::Slabs,
+    large: large::LargeCache,
+    /// Per-megablock facts for megablocks that are not block land (large regions), indexed by
+    /// megablock number; `blockland` counts the block-land megablocks.
+    mega: Vec<large::MegaSlot>,
+    counters: stats::Counters,
+    config: HeapConfig,
+}
+
+// SAFETY: a heap owns its whole reservation and every pointer inside it; nothing in it refers to
+// thread-local state, so moving it to another thread (with all its memory) is sound. It is not
+// `Sync`: every method needs exclusive or single-threaded access.
+unsafe impl<const D: usize> Send for Heap<D> {}
+
+/// A heap with 32-byte descriptors (the default layout).
+pub type DenseHeap = Heap<32>;
+/// A heap with descriptors padded to 64 bytes, for measurement.
+pub type PaddedHeap = Heap<64>;
+
+impl<const DESC_BYTES: usize> Heap<DESC_BYTES> {
+    const LAYOUT_OK: () = assert!(DESC_BYTES == 32 || DESC_BYTES == 64);
+
+    pub fn new() -> Result<Self, HeapError> {
+        Self::with_config(HeapConfig::default())
+    }
+
+    pub fn with_config(config: HeapConfig) -> Result<Self, HeapError> {
+        let () = Self::LAYOUT_OK;
+        Ok(Heap {
+            arena: Arena::new(config.reserve_bytes)?,
+            runs: blocks::Runs::new(),
+            quick: blocks::Quick::new(),
+            slabs: slab::Slabs::new(),
+            large: large::LargeCache::new(),
+            mega: Vec::new(),
+            counters: stats::Counters::default(),
+            config,
+        })
+    }
+
+    /// Allocates at least `size` bytes (0 is taken as 1), 8-byte aligned. A request of a multiple
+    /// of `BLOCK_BYTES` below `LARGE_MIN_BYTES` is block-aligned; a large one is
+    /// megablock-aligned.
+    #[inline]
+    pub fn alloc(&mut self, size: usize) -> Result<NonNull<u8>, HeapError> {
+        let ptr = match route(size) {
+            Route::Small(class) => self.alloc_small(class)?,
+            Route::Medium(blocks) => self.alloc_group(blocks)?,
+            Route::Large => self.alloc_large(size)?,
+        };
+        self.counters.requested_bytes += size as u64;
+        self.check_if_expensive();
+        Ok(ptr)
+    }
+
+    /// As [`Heap::alloc`], with the bytes zeroed.
+    pub fn alloc_zeroed(&mut self, size: usize) -> Result<NonNull<u8>, HeapError> {
+        let ptr = self.alloc(size)?;
+        // SAFETY: `ptr` was just allocated with at least `size` bytes.
+        unsafe { ptr.as_ptr().write_bytes(0, size) };
+        Ok(ptr)
+    }
+
+    /// Frees an allocation.
+    ///
+    /// # Safety
+    /// `ptr` was returned by `alloc`, `alloc_zeroed` or `realloc` of this heap for exactly `size`
+    /// bytes, has not been freed since, and is not used after this call.
+    #[inline]
+    pub unsafe fn free(&mut self, ptr: NonNull<u8>, size: usize) {
+        // SAFETY (all three arms): the caller's contract, and `route` is the same function that
+        // chose where `ptr` came from.
+        unsafe {
+            match route(size) {
+                Route::Small(_) => self.free_small(ptr),
+                Route::Medium(blocks) => self.free_group(ptr, blocks),
+                Route::Large => self.free_large(ptr, size),
+            }
+        }
+        self.counters.requested_bytes -= size as u64;
+        self.check_if_expensive();
+    }
+
+    /// Resizes an allocation, moving it unless both sizes fall in the same size class.
+    ///
+    /// # Safety
+    /// As [`Heap::free`] for `(ptr, old_size)`. On success the old pointer is dead; on error the old
+    /// allocation is untouched.
+    pub unsafe fn realloc(
+        &mut self,
+        ptr: NonNull<u8>,
+        old_size: usize,
+        new_size: usize,
+    ) -> Result<NonNull<u8>, HeapError> {
+        let (old_route, new_route) = (route(old_size), route(new_size));
+        let same_class = match (old_route, new_route) {
+            (Route::Large, Route::Large) => {
+                large::class_of(old_size) == large::class_of(new_size)
+                    && large::class_of(old_size).is_some()
+            }
+            _ => old_route == new_route,
+        };
+        if same_class {
+            if old_route == Route::Large {
+                self.resize_large_in_place(ptr, old_size, new_size);
+            } else {
+                self.counters.requested_bytes =
+                    self.counters.requested_bytes - old_size as u64 + new_size as u64;
+            }
+            return Ok(ptr);
+        }
+        let new = self.alloc(new_size)?;
+        // SAFETY: both allocations are live, distinct, and at least min(old, new) bytes long.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptr.as_ptr(), new.as_ptr(), old_size.min(new_size));
+            self.free(ptr, old_size);
+        }
+        Ok(new)
+    }
+
+    /// The bytes an allocation of `size` really occupies.
+    pub fn usable_size(size: usize) -> usize {
+        match route(size) {
+            Route::Small(class) => class::SIZES[class] as usize,
+            Route::Medium(blocks) => blocks as usize * BLOCK_BYTES,
+            Route::Large => large::usable_size(size),
+        }
+    }
+
+    /// Compact handle for `ptr`: its byte offset from the heap's base, below `reserve_bytes`.
+    #[inline]
+    pub fn offset_of(&self, ptr: NonNull<u8>) -> u64 {
+        debug_assert!(self.contains(ptr));
+        self.arena.offset_of(ptr) as u64
+    }
+
+    /// The pointer whose [`Heap::offset_of`] is `offset`.
+    #[inline]
+    pub fn ptr_at(&self, offset: u64) -> NonNull<u8> {
+        assert!((offset as usize) < self.arena.reserve_bytes());
+        // SAFETY: the offset is inside the reservation (asserted), so the sum is in bounds of one
+        // mapping and not null. Forming the pointer is all this does; reading it is the caller's
+        // business.
+        unsafe { self.arena.base().add(offset as usize) }
+    }
+
+    /// Whether `ptr` lies inside this heap's committed memory.
+    pub fn contains(&self, ptr: NonNull<u8>) -> bool {
+        let base = self.arena.base().as_ptr() as usize;
+        let p = ptr.as_ptr() as usize;
+        p >= base && p < base + self.arena.committed_megablocks() as usize * MEGABLOCK_BYTES
+    }
+
+    /// Gives every freed-but-resident byte back to the OS now: the quick cache is coalesced, dirty
+    /// free runs are purged, and pending and cached large regions are released.
+    pub fn purge(&mut self) {
+        self.flush_quick();
+        self.purge_runs(0);
+        self.release_large_cache();
+        self.check_if_expensive();
+    }
+
+    #[inline(always)]
+    #[cfg_attr(not(feature = "expensive-checks"), allow(clippy::unused_self))]
+    fn check_if_expensive(&self) {
+        #[cfg(feature = "expensive-checks")]
+        self.validate();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small_heap() -> Heap {
+        Heap::with_config(HeapConfig {
+            reserve_bytes: 2 << 30,
+            ..HeapConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn routes_by_size() {
+        assert_eq!(route(0), Route::Small(0));
+        assert_eq!(route(8), Route::Small(0));
+        assert_eq!(route(9), Route::Small(1));
+        assert_eq!(route(BLOCK_BYTES), Route::Medium(1));
+        assert_eq!(
+            route(BLOCK_BYTES + 1),
+            Route::Small(class::class_of(BLOCK_BYTES + 1))
+        );
+        assert_eq!(route(SMALL_MAX_BYTES + 1), Route::Medium(5));
+        assert_eq!(route(LARGE_MIN_BYTES - 1), Route::Medium(64));
+        assert_eq!(route(LARGE_MIN_BYTES), Route::Large);
+    }
+
+    #[test]
+    fn descriptor_is_found_from_any_interior_pointer() {
+        let mut heap = small_heap();
+        // Fill two megablocks with single-block groups and check that the first and last byte of
+        // each block map back to that block's descriptor, including at megablock edges.
+        let blocks: Vec<_> = (0..2 * 127)
+            .map(|_| heap.alloc(BLOCK_BYTES).unwrap())
+            .collect();
+        for &ptr in &blocks {
+            let offset = heap.offset_of(ptr) as usize;
+            assert_eq!(offset % BLOCK_BYTES, 0);
+            assert_ne!(offset % MEGABLOCK_BYTES, 0, "block 0 is never handed out");
+            let first = heap.arena.block_of(ptr);
+            // SAFETY: BLOCK_BYTES - 1 stays inside the block.
+            let last = heap.arena.block_of(unsafe { ptr.add(BLOCK_BYTES - 1) });
+            assert_eq!(first, last);
+            let desc = heap.arena.desc::<32>(first);
+            let expected = heap.arena.megablock_ptr(first / 128).as_ptr() as usize
+                + (first as usize % 128) * 32;
+            assert_eq!(desc.as_ptr() as usize, expected);
+            assert_eq!(desc.kind(), desc::kind::GROUP);
+        }
+        let edges: Vec<usize> = blocks
+            .iter()
+            .map(|&p| heap.offset_of(p) as usize % MEGABLOCK_BYTES / BLOCK_BYTES)
+            .collect();
+        assert!(edges.contains(&1) && edges.contains(&127));
+        for ptr in blocks {
+            // SAFETY: each block is live and freed once with its size.
+            unsafe { heap.free(ptr, BLOCK_BYTES) };
+        }
+        heap.validate();
+    }
+
+    #[test]
+    fn padded_descriptors_work_the_same() {
+        let mut heap = Heap::<64>::with_config(HeapConfig {
+            reserve_bytes: 1 << 30,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        let ptrs: Vec<_> = (1..2000)
+            .map(|i| (heap.alloc(i * 7).unwrap(), i * 7))
+            .collect();
+        heap.validate();
+        let census = heap.census();
+        // Every size 7·i below 14 KiB is a slab slot: the descriptors must count all 1,999.
+        assert_eq!((census.live_slots, census.group_blocks), (1999, 0));
+        for (ptr, size) in ptrs {
+            // SAFETY: live, freed once with its size.
+            unsafe { heap.free(ptr, size) };
+        }
+        heap.validate();
+        assert_eq!(heap.stats().allocated_bytes, 0);
+    }
+
+    #[test]
+    fn freed_groups_coalesce_back_into_one_run() {
+        let mut heap = small_heap();
+        // Sizes that bypass the quick cache once it is full: many distinct lengths.
+        let ptrs: Vec<_> = (1..=60)
+            .map(|n| {
+                (
+                    heap.alloc(n * BLOCK_BYTES / 2 + 40 * 1024).unwrap(),
+                    n * BLOCK_BYTES / 2 + 40 * 1024,
+                )
+            })
+            .collect();
+        heap.validate();
+        for (ptr, size) in ptrs.into_iter().rev() {
+            // SAFETY: live, freed once with its size.
+            unsafe { heap.free(ptr, size) };
+            heap.validate();
+        }
+        heap.flush_quick();
+        heap.validate();
+        let census = heap.census();
+        assert_eq!(
+            census.slab_blocks + census.group_blocks + census.cached_blocks,
+            0
+        );
+        // Everything merged back: one free run per block-land megablock.
+        assert_eq!(census.descriptors_read, census.megablocks);
+    }
+
+    #[test]
+    fn slabs_reuse_freed_slots_first() {
+        let mut heap = small_heap();
+        let a = heap.alloc(48).unwrap();
+        let b = heap.alloc(48).unwrap();
+        // SAFETY: `a` is live and freed once.
+        unsafe { heap.free(a, 48) };
+        let c = heap.alloc(48).unwrap();
+        assert_eq!(a, c, "the most recently freed slot is handed out again");
+        assert_eq!(heap.block_usage(b).live_objects, 2);
+        let mut seen = Vec::new();
+        heap.for_each_live(b, |p, size| seen.push((p, size)));
+        assert_eq!(seen, vec![(c, 48), (b, 48)], "slots in address order");
+    }
+
+    #[test]
+    fn empty_slabs_return_their_blocks() {
+        let mut heap = small_heap();
+        let ptrs: Vec<_> = (0..10_000).map(|_| heap.alloc(100).unwrap()).collect();
+        let slab_blocks = heap.census().slab_blocks;
+        assert!(slab_blocks > 100);
+        for ptr in ptrs {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(ptr, 100) };
+        }
+        heap.validate();
+        assert_eq!(
+            heap.census().slab_blocks,
+            1,
+            "only the class's last slab is kept"
+        );
+    }
+
+    #[test]
+    fn large_regions_are_cached_and_reused() {
+        let mut heap = small_heap();
+        let a = heap.alloc(2 << 20).unwrap();
+        assert_eq!(heap.offset_of(a) as usize % MEGABLOCK_BYTES, 0);
+        // SAFETY: live, freed once.
+        unsafe { heap.free(a, 2 << 20) };
+        assert_eq!(heap.stats().large_cache_bytes, 2 << 20);
+        let b = heap.alloc((2 << 20) - 100).unwrap();
+        assert_eq!(a, b, "same class reuses the cached region");
+        assert_eq!(heap.stats().large_cache_bytes, 0);
+        // SAFETY: live, freed once.
+        unsafe { heap.free(b, (2 << 20) - 100) };
+        heap.purge();
+        assert_eq!(heap.stats().large_cache_bytes, 0);
+        assert_eq!(heap.stats().resident_bytes, 0);
+    }
+
+    #[test]
+    fn large_cache_releases_coldest_in_batches() {
+        let mut heap = Heap::<32>::with_config(HeapConfig {
+            reserve_bytes: 2 << 30,
+            large_cache_bytes_max: 16 << 20,
+            release_batch_bytes: 8 << 20,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        // Make the 1 MiB class hot and 4 MiB cold.
+        for _ in 0..40 {
+            let p = heap.alloc(1 << 20).unwrap();
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, 1 << 20) };
+        }
+        let cold: Vec<_> = (0..4).map(|_| heap.alloc(4 << 20).unwrap()).collect();
+        let hot: Vec<_> = (0..4).map(|_| heap.alloc(1 << 20).unwrap()).collect();
+        for p in hot {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, 1 << 20) };
+        }
+        for p in cold {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, 4 << 20) };
+        }
+        // 4 MiB hot + 16 MiB cold = 20 MiB > 16 MiB: the cold class gave up a region, and since
+        // 4 MiB pending is below the batch it has not been released yet.
+        let stats = heap.stats();
+        assert_eq!(heap.large.stacks[1].len(), 4, "hot class untouched");
+        assert_eq!(heap.large.stacks[4].len(), 3);
+        assert_eq!(heap.large.pending_bytes, 4 << 20);
+        assert_eq!(stats.large_cache_bytes, 20 << 20);
+        let extra: Vec<_> = (0..2).map(|_| heap.alloc(3 << 20).unwrap()).collect();
+        for p in extra {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, 3 << 20) };
+        }
+        assert_eq!(
+            heap.large.pending_bytes, 0,
+            "batch of >= 8 MiB released at once"
+        );
+        assert!(heap.large.cached_bytes <= 16 << 20);
+        assert!(heap.stats().free_megablocks >= 8);
+    }
+
+    #[test]
+    fn direct_regions_are_released_on_free() {
+        let mut heap = small_heap();
+        let size = 40 << 20;
+        let p = heap.alloc(size).unwrap();
+        // SAFETY: the region is `size` bytes long.
+        unsafe { p.as_ptr().write_bytes(7, size) };
+        assert_eq!(heap.stats().large_bytes, size as u64);
+        // SAFETY: live, freed once.
+        unsafe { heap.free(p, size) };
+        let stats = heap.stats();
+        assert_eq!(
+            (
+                stats.large_bytes,
+                stats.large_cache_bytes,
+                stats.resident_bytes
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(stats.free_megablocks, 40);
+    }
+
+    #[test]
+    fn realloc_keeps_contents_across_every_route() {
+        let mut heap = small_heap();
+        let sizes = [
+            1,
+            8,
+            100,
+            4000,
+            8192,
+            9000,
+            40_000,
+            300_000,
+            600_000,
+            3 << 20,
+            20 << 20,
+            64,
+        ];
+        let mut ptr = heap.alloc(sizes[0]).unwrap();
+        // SAFETY: one byte allocated.
+        unsafe { ptr.write(0xAB) };
+        for pair in sizes.windows(2) {
+            // SAFETY: `ptr` is live with size pair[0].
+            ptr = unsafe { heap.realloc(ptr, pair[0], pair[1]).unwrap() };
+            // SAFETY: at least one byte is allocated.
+            assert_eq!(unsafe { ptr.read() }, 0xAB);
+            heap.validate();
+        }
+        // SAFETY: live, freed once.
+        unsafe { heap.free(ptr, 64) };
+        assert_eq!(heap.stats().requested_bytes, 0);
+    }
+
+    #[test]
+    fn offsets_round_trip() {
+        let mut heap = small_heap();
+        for size in [1, 500, 8192, 100_000, 1 << 20] {
+            let p = heap.alloc(size).unwrap();
+            assert_eq!(heap.ptr_at(heap.offset_of(p)), p);
+            assert!(heap.offset_of(p) < 1 << 40);
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, size) };
+        }
+    }
+
+    #[test]
+    fn exhausted_reservation_is_an_error_not_a_crash() {
+        let mut heap = Heap::<32>::with_config(HeapConfig {
+            reserve_bytes: 4 << 20,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        assert_eq!(heap.alloc(8 << 20), Err(HeapError::TooLarge));
+        let mut live = Vec::new();
+        loop {
+            match heap.alloc(BLOCK_BYTES) {
+                Ok(p) => live.push(p),
+                Err(e) => {
+                    assert_eq!(e, HeapError::OutOfMemory);
+                    break;
+                }
+            }
+        }
+        assert_eq!(live.len(), 4 * 127);
+        heap.validate();
+    }
+
+    #[test]
+    fn dirty_blocks_are_purged_past_the_bound() {
+        let mut heap = Heap::<32>::with_config(HeapConfig {
+            reserve_bytes: 1 << 30,
+            dirty_bytes_max: 1 << 20,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        // Distinct lengths so the quick cache does not hold them all.
+        let ptrs: Vec<_> = (0..600)
+            .map(|i| (heap.alloc(40_000 + i).unwrap(), 40_000 + i))
+            .collect();
+        for (p, size) in ptrs {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, size) };
+        }
+        heap.validate();
+        assert!(heap.stats().dirty_bytes <= 1 << 20);
+    }
+}

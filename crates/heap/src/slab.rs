@@ -1,0 +1,182 @@
+//! Slabs: small objects (1 B – 32 KiB) in slots of one size class, packed into block groups.
+//!
+//! ```text
+//!  slab of class 48 B, 1 block (170 slots, 32 B tail waste)
+//!  ┌────┬────┬────┬────┬────┬─────────────── never used ───────────────┬──┐
+//!  │live│free│live│free│live│ … bump (desc.aux) ─▶                      │  │
+//!  └────┴─┬──┴────┴─▲──┴────┴────────────────────────────────────────────┴──┘
+//!         └─ next ──┘   free slots hold the u32 offset of the next free slot; desc.free_head
+//!                       starts the chain, NIL ends it
+//! ```
+//! The slab's whole state is its head descriptor (`free_head`, bump offset in `aux`, `used`,
+//! `capacity`, `class`, `slot_bytes`): no per-slab header inside the data, so a slab of 16-byte
+//! slots holds exactly 512 of them. Slots are handed out from the free chain first (the most
+//! recently freed slot, still in cache), then by bumping, so a fresh slab is never written
+//! ahead of use and its untouched pages stay out of memory. Each class keeps a doubly linked list
+//! of slabs with a free slot (through the descriptors' `next`/`prev`); allocation takes from its
+//! head, a slab that fills leaves the list, and a slab that empties goes back to the block runs
+//! unless it is the class's only one (so a class that oscillates around one slab does not churn).
+//!
+//! Invariants (per slab): `used + chain_length + (capacity - aux / slot_bytes) == capacity`; a slab
+//! is on its class list iff `used < capacity`; `Slabs::live_slots[c] == Σ used` over slabs of c.
+
+use crate::class::{self, CLASS_COUNT, SIZES, SLAB_BLOCKS};
+use crate::desc::{NIL, kind};
+use crate::{Heap, HeapError};
+use std::ptr::NonNull;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SlabClass {
+    /// First slab with a free slot, or NIL.
+    pub partial: u32,
+    pub partial_count: u32,
+    pub live_slots: u64,
+    pub slabs: u64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Slabs {
+    pub classes: [SlabClass; CLASS_COUNT],
+    /// Blocks held by all slabs.
+    pub blocks: u64,
+}
+
+impl Slabs {
+    pub fn new() -> Slabs {
+        Slabs {
+            classes: [SlabClass {
+                partial: NIL,
+                partial_count: 0,
+                live_slots: 0,
+                slabs: 0,
+            }; CLASS_COUNT],
+            blocks: 0,
+        }
+    }
+}
+
+impl<const D: usize> Heap<D> {
+    #[inline]
+    pub(crate) fn alloc_small(&mut self, class: usize) -> Result<NonNull<u8>, HeapError> {
+        let mut head = self.slabs.classes[class].partial;
+        if head == NIL {
+            head = self.add_slab(class)?;
+        }
+        let slab = self.arena.block_ptr(head);
+        let d = self.arena.desc::<D>(head);
+        let (offset, full) = d.update(|d| {
+            let offset = if d.free_head == NIL {
+                let offset = d.aux;
+                d.aux += d.slot_bytes;
+                offset
+            } else {
+                let offset = d.free_head;
+                // SAFETY: `offset` is a free slot of this slab (it heads the free chain), inside
+                // the slab's committed blocks and 8-aligned; `free_small` wrote the next link there.
+                d.free_head = unsafe { slab.add(offset as usize).cast::<u32>().read() };
+                offset
+            };
+            d.used += 1;
+            (offset, d.used == d.capacity)
+        });
+        debug_assert!((offset as usize) < SLAB_BLOCKS[class] as usize * crate::BLOCK_BYTES);
+        if full {
+            self.unlink_partial(class, head);
+        }
+        self.slabs.classes[class].live_slots += 1;
+        // SAFETY: the slot lies inside the slab (checked above in debug builds; by construction of
+        // the free chain and bump offset otherwise).
+        Ok(unsafe { slab.add(offset as usize) })
+    }
+
+    /// Frees a slab slot.
+    ///
+    /// # Safety
+    /// `ptr` is a live slot from [`Heap::alloc_small`].
+    #[inline]
+    pub(crate) unsafe fn free_small(&mut self, ptr: NonNull<u8>) {
+        let mut head = self.arena.block_of(ptr);
+        let mut d = self.arena.desc::<D>(head);
+        if d.kind() == kind::TAIL {
+            head -= d.blocks();
+            d = self.arena.desc::<D>(head);
+        }
+        debug_assert_eq!(
+            d.kind(),
+            kind::SLAB,
+            "free of a pointer that is not a slab slot"
+        );
+        let slab = self.arena.block_ptr(head);
+        let offset = (ptr.as_ptr() as usize - slab.as_ptr() as usize) as u32;
+        let (class, was_full, empty) = d.update(|d| {
+            debug_assert_eq!(offset % d.slot_bytes, 0, "free of an interior pointer");
+            // SAFETY: the caller guarantees `ptr` is a live slot of at least 8 bytes, which from
+            // now on belongs to the heap; slots are 8-aligned.
+            unsafe { ptr.cast::<u32>().write(d.free_head) };
+            d.free_head = offset;
+            let was_full = d.used == d.capacity;
+            d.used -= 1;
+            (d.class as usize, was_full, d.used == 0)
+        });
+        self.slabs.classes[class].live_slots -= 1;
+        if was_full {
+            self.push_partial(class, head);
+        }
+        if empty && self.slabs.classes[class].partial_count > 1 {
+            self.unlink_partial(class, head);
+            let blocks = SLAB_BLOCKS[class] as u32;
+            self.slabs.classes[class].slabs -= 1;
+            self.slabs.blocks -= blocks as u64;
+            self.give_blocks(head, blocks);
+        }
+    }
+
+    #[cold]
+    fn add_slab(&mut self, class: usize) -> Result<u32, HeapError> {
+        let blocks = SLAB_BLOCKS[class] as u32;
+        let head = self.take_blocks(blocks, kind::SLAB)?;
+        self.arena.desc::<D>(head).update(|d| {
+            d.free_head = NIL;
+            d.aux = 0;
+            d.used = 0;
+            d.capacity = class::slab_capacity(class) as u16;
+            d.class = class as u8;
+            d.slot_bytes = SIZES[class];
+        });
+        self.slabs.classes[class].slabs += 1;
+        self.slabs.blocks += blocks as u64;
+        self.push_partial(class, head);
+        Ok(head)
+    }
+
+    fn push_partial(&mut self, class: usize, head: u32) {
+        let old = self.slabs.classes[class].partial;
+        self.arena.desc::<D>(head).update(|d| {
+            d.next = old;
+            d.prev = NIL;
+        });
+        if old != NIL {
+            self.arena.desc::<D>(old).update(|d| d.prev = head);
+        }
+        let c = &mut self.slabs.classes[class];
+        c.partial = head;
+        c.partial_count += 1;
+    }
+
+    fn unlink_partial(&mut self, class: usize, head: u32) {
+        let desc = self.arena.desc::<D>(head).get();
+        if desc.prev == NIL {
+            self.slabs.classes[class].partial = desc.next;
+        } else {
+            self.arena
+                .desc::<D>(desc.prev)
+                .update(|d| d.next = desc.next);
+        }
+        if desc.next != NIL {
+            self.arena
+                .desc::<D>(desc.next)
+                .update(|d| d.prev = desc.prev);
+        }
+        self.slabs.classes[class].partial_count -= 1;
+    }
+}

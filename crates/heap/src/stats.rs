@@ -1,0 +1,120 @@
+//! What the heap reports about itself: the figures behind INFO memory.
+//!
+//! `allocated_bytes` is Redis's `used_memory` (live bytes at their usable size, as zmalloc counts
+//! them); `resident_bytes` estimates the process's share of VmRSS that the heap causes:
+//!
+//! ```text
+//!  resident = block-land megablocks × descriptor pages (4 KiB dense, 8 KiB padded)
+//!           + (slab + group + quick-cached + dirty free) blocks × 8 KiB
+//!           + touched pages of live, cached and pending large regions
+//! ```
+//! Blocks handed out are counted as resident whether or not the caller touched every page, and a
+//! slab's not-yet-bumped slots too, so the estimate errs high by at most one partly used slab per
+//! class; purged runs and arena-free megablocks are not counted (`MADV_DONTNEED` took them).
+//! `fragmentation_ratio = resident / allocated`, Redis's `mem_fragmentation_ratio` for the heap.
+
+use crate::class::{CLASS_COUNT, SIZES};
+use crate::{BLOCK_BYTES, Heap, MEGABLOCK_BYTES};
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub requested_bytes: u64,
+    pub group_blocks: u64,
+    pub blockland_megablocks: u64,
+}
+
+/// The heap's accounting, from [`Heap::stats`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HeapStats {
+    /// Live bytes as the callers requested them.
+    pub requested_bytes: u64,
+    /// Live bytes at their usable size: slab slots, groups, page-rounded large regions.
+    pub allocated_bytes: u64,
+    pub small_bytes: u64,
+    pub medium_bytes: u64,
+    pub large_bytes: u64,
+    /// `(slot size, live bytes)` for every size class with live slots.
+    pub class_bytes: Vec<(usize, u64)>,
+    /// Address space committed from the OS.
+    pub reserved_bytes: u64,
+    /// Estimate of resident memory (see the module block).
+    pub resident_bytes: u64,
+    /// Bytes of freed large regions held for reuse (cached and pending release).
+    pub large_cache_bytes: u64,
+    /// Freed blocks not yet purged.
+    pub dirty_bytes: u64,
+    /// Megablocks committed / used as block land / free in the arena.
+    pub megablocks: u64,
+    pub blockland_megablocks: u64,
+    pub free_megablocks: u64,
+    /// `resident_bytes / allocated_bytes` (0 when nothing is allocated).
+    pub fragmentation_ratio: f64,
+}
+
+/// How full the block holding a pointer is, from [`Heap::block_usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockUsage {
+    pub used_bytes: usize,
+    pub capacity_bytes: usize,
+    pub live_objects: usize,
+}
+
+/// Blocks by kind, from a walk of every descriptor ([`Heap::census`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockCensus {
+    pub megablocks: u64,
+    pub slab_blocks: u64,
+    pub group_blocks: u64,
+    pub cached_blocks: u64,
+    pub free_blocks: u64,
+    pub live_slots: u64,
+    pub descriptors_read: u64,
+}
+
+impl<const D: usize> Heap<D> {
+    /// The heap's accounting.
+    pub fn stats(&self) -> HeapStats {
+        let mut class_bytes = Vec::new();
+        let mut small_bytes = 0;
+        for class in 0..CLASS_COUNT {
+            let live = self.slabs.classes[class].live_slots;
+            if live > 0 {
+                let bytes = live * SIZES[class] as u64;
+                class_bytes.push((SIZES[class] as usize, bytes));
+                small_bytes += bytes;
+            }
+        }
+        let medium_bytes = self.counters.group_blocks * BLOCK_BYTES as u64;
+        let large_bytes = self.large.live_bytes;
+        let allocated_bytes = small_bytes + medium_bytes + large_bytes;
+        let desc_page_bytes = (128 * D).next_multiple_of(4096) as u64;
+        let blocks_resident = self.slabs.blocks
+            + self.counters.group_blocks
+            + self.quick.blocks
+            + self.runs.dirty_blocks;
+        let resident_bytes = self.counters.blockland_megablocks * desc_page_bytes
+            + blocks_resident * BLOCK_BYTES as u64
+            + self.large.touched_bytes;
+        let committed = self.arena.committed_megablocks() as u64;
+        HeapStats {
+            requested_bytes: self.counters.requested_bytes,
+            allocated_bytes,
+            small_bytes,
+            medium_bytes,
+            large_bytes,
+            class_bytes,
+            reserved_bytes: committed * MEGABLOCK_BYTES as u64,
+            resident_bytes,
+            large_cache_bytes: self.large.cached_bytes + self.large.pending_bytes,
+            dirty_bytes: self.runs.dirty_blocks * BLOCK_BYTES as u64,
+            megablocks: committed,
+            blockland_megablocks: self.counters.blockland_megablocks,
+            free_megablocks: self.arena.free_megablocks() as u64,
+            fragmentation_ratio: if allocated_bytes == 0 {
+                0.0
+            } else {
+                resident_bytes as f64 / allocated_bytes as f64
+            },
+        }
+    }
+}

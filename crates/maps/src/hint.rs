@@ -1,0 +1,87 @@
+//! SWAR hint matching: compare one hint byte against eight stored hints with a few word operations.
+//!
+//! ```text
+//!  word  = 8 hint bytes (little-endian load)      h0 h1 h2 h3 h4 h5 h6 h7
+//!  x     = word ^ (hint * 0x0101_0101_0101_0101)  zero byte <=> match
+//!  t     = ((x & 0x7f..7f) + 0x7f..7f) | x         high bit set <=> byte non-zero (exact: no carry
+//!                                                  crosses bytes, unlike the `x - 0x01..` trick)
+//!  mask  = !t & 0x80..80 & valid                   one bit per matching position
+//! ```
+//!
+//! A hint is eight hash bits the entry's address did not use, so two different keys in the same
+//! piece share a hint with probability 1/256 (Ruby's ar_table hints). Callers decode a key only for
+//! positions in the mask. This is the single place hint matching happens; a SIMD variant would
+//! replace these functions and nothing else.
+
+const LO7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+const HI: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
+
+/// Bit 8*i+7 set for each byte i of `word` equal to `hint`, among the first `count` bytes (<= 8).
+#[inline]
+pub fn match_word(word: u64, hint: u8, count: usize) -> u64 {
+    let x = word ^ (u64::from(hint).wrapping_mul(ONES));
+    let t = ((x & LO7).wrapping_add(LO7)) | x;
+    let valid = if count >= 8 { u64::MAX } else { (1u64 << (count * 8)) - 1 };
+    !t & HI & valid
+}
+
+/// Positions in `hints` equal to `hint`, as an iterator of indices, eight at a time.
+#[inline]
+pub fn matches(hints: &[u8], hint: u8) -> Matches<'_> {
+    Matches { hints, hint, base: 0, mask: 0 }
+}
+
+/// Iterator returned by [`matches`].
+#[derive(Debug)]
+pub struct Matches<'a> {
+    hints: &'a [u8],
+    hint: u8,
+    base: usize,
+    mask: u64,
+}
+
+impl Iterator for Matches<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        // Bounded: each refill consumes eight hints.
+        loop {
+            if self.mask != 0 {
+                let bit = self.mask.trailing_zeros() as usize;
+                self.mask &= self.mask - 1;
+                return Some(self.base - 8 + bit / 8);
+            }
+            if self.base >= self.hints.len() {
+                return None;
+            }
+            let rest = &self.hints[self.base..];
+            let n = rest.len().min(8);
+            let mut buf = [0u8; 8];
+            buf[..n].copy_from_slice(&rest[..n]);
+            self.mask = match_word(u64::from_le_bytes(buf), self.hint, n);
+            self.base += 8;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_exactly_the_equal_bytes() {
+        let mut x = 99u64;
+        for _ in 0..2000 {
+            x = crate::hash::splitmix(x);
+            let n = (x % 20) as usize;
+            let hints: Vec<u8> = (0..n).map(|i| ((x >> (i % 8)) as u8) & 0x83).collect();
+            let hint = (x >> 40) as u8 & 0x83;
+            let want: Vec<usize> = (0..n).filter(|&i| hints[i] == hint).collect();
+            assert_eq!(matches(&hints, hint).collect::<Vec<_>>(), want);
+        }
+        // 0x80 / 0x00 neighbours are where the naive trick gives false positives.
+        assert_eq!(matches(&[0x00, 0x80, 0x01, 0x00], 0x00).collect::<Vec<_>>(), vec![0, 3]);
+    }
+}

@@ -1,0 +1,1 @@
+//! Compact maps (being written).

@@ -1,0 +1,101 @@
+//! LEB128 varints: seven bits per byte, least significant group first, high bit = "more follows".
+//!
+//! ```text
+//!  value          bytes   example
+//!  0 ..= 127        1     0x05             -> 5
+//!  128 ..= 16383    2     0x80 0x01        -> 128
+//!  u64::MAX        10     0xff x9, 0x01
+//! ```
+//!
+//! Lengths of keys and values are varints. Integer *values* of the IntMap are instead stored as
+//! minimal little-endian byte strings with the byte count in a nibble ([`le_len`]): a random
+//! 64-bit value then costs 8 bytes plus half a byte, where LEB128 would cost 10.
+
+/// Bytes the varint of `v` takes.
+#[inline]
+pub fn len(v: u64) -> usize {
+    // 1 + floor(bits / 7), with bits = 0 for v = 0.
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    bits.div_ceil(7)
+}
+
+/// Writes `v` at the start of `out`, returns the bytes written. `out` must have room for `len(v)`.
+#[inline]
+pub fn put(out: &mut [u8], mut v: u64) -> usize {
+    let mut i = 0;
+    while v >= 0x80 {
+        out[i] = (v as u8) | 0x80;
+        v >>= 7;
+        i += 1;
+    }
+    out[i] = v as u8;
+    i + 1
+}
+
+/// Reads a varint at the start of `bytes`: `(value, bytes read)`. Panics on truncated input
+/// (only the map's own bytes are ever decoded; `validate` checks them).
+#[inline]
+pub fn get(bytes: &[u8]) -> (u64, usize) {
+    let b0 = bytes[0];
+    if b0 < 0x80 {
+        return (u64::from(b0), 1);
+    }
+    let mut v = u64::from(b0 & 0x7f);
+    let mut shift = 7;
+    let mut i = 1;
+    // At most 10 bytes: the loop is bounded by the shift.
+    while shift < 64 {
+        let b = bytes[i];
+        v |= u64::from(b & 0x7f) << shift;
+        i += 1;
+        if b < 0x80 {
+            return (v, i);
+        }
+        shift += 7;
+    }
+    panic!("varint longer than 10 bytes");
+}
+
+/// Minimal little-endian byte count of `v` (0 for 0, 8 for values >= 2^56).
+#[inline]
+pub fn le_len(v: u64) -> usize {
+    (64 - v.leading_zeros() as usize).div_ceil(8)
+}
+
+/// Writes the low `n` bytes of `v` little-endian.
+#[inline]
+pub fn put_le(out: &mut [u8], v: u64, n: usize) {
+    out[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+}
+
+/// Reads `n <= 8` little-endian bytes.
+#[inline]
+pub fn get_le(bytes: &[u8], n: usize) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let mut buf = [0u8; 10];
+        let mut x = 0x1234_5678u64;
+        let mut vals = vec![0, 1, 127, 128, 16383, 16384, u64::MAX, u64::MAX >> 1];
+        for _ in 0..1000 {
+            x = crate::hash::splitmix(x);
+            vals.push(x >> (x % 64));
+        }
+        for v in vals {
+            let n = put(&mut buf, v);
+            assert_eq!(n, len(v));
+            assert_eq!(get(&buf), (v, n));
+            let m = le_len(v);
+            put_le(&mut buf, v, m);
+            assert_eq!(get_le(&buf, m), v);
+        }
+    }
+}
