@@ -175,7 +175,11 @@ mod tests {
     #[test]
     fn peers_round_trip() {
         // densekv is left out: its crate has its own tests, and this one must not depend on it.
-        for id in [AllocatorId::Mimalloc, AllocatorId::Jemalloc, AllocatorId::System] {
+        for id in [
+            AllocatorId::Mimalloc,
+            AllocatorId::Jemalloc,
+            AllocatorId::System,
+        ] {
             with_allocator(id, RoundTrip);
         }
     }

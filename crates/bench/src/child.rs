@@ -8,7 +8,7 @@
 //! {"allocator":"mimalloc","workload":"json","rounds":7,"ops_per_round":65536,
 //!  "ns_per_op":[812.1,...],"build_ns_per_op":null,"peak_rss_bytes":...,"rss_bytes":...,
 //!  "baseline_rss_bytes":...,"sample_rss_bytes":...,"allocator_resident_bytes":null,
-//!  "live_requested_bytes":262144}
+//!  "live_requested_bytes":262144,"timed_minor_faults":0}
 //! ```
 //!
 //! Nothing else goes to stdout; a panic goes to stderr with a non-zero exit, which the parent
@@ -79,11 +79,13 @@ pub struct ChildReport {
     pub sample_rss_bytes: u64,
     pub allocator_resident_bytes: Option<u64>,
     pub live_requested_bytes: u64,
+    /// Minor page faults during the timed rounds, all rounds together.
+    pub timed_minor_faults: u64,
 }
 
 /// Runs one measurement and prints its report line.
 pub fn run(args: &ChildArgs) -> Result<(), String> {
-    let sizes = Sizes::new(args.quick, args.rounds);
+    let sizes = Sizes::new(args.quick, args.rounds, None);
     let measurement = match (args.workload, args.allocator) {
         (Workload::Descriptors, AllocatorId::Densekv) => {
             run_descriptors::<32>(&sizes, !args.skip_census)
@@ -113,6 +115,7 @@ pub fn run(args: &ChildArgs) -> Result<(), String> {
         sample_rss_bytes: measurement.sample_rss_bytes,
         allocator_resident_bytes: measurement.allocator_resident_bytes,
         live_requested_bytes: measurement.live_requested_bytes,
+        timed_minor_faults: measurement.timed_minor_faults,
     };
     let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
     let mut stdout = std::io::stdout().lock();
@@ -153,6 +156,7 @@ mod tests {
             sample_rss_bytes: 9 << 20,
             allocator_resident_bytes: Some(7 << 20),
             live_requested_bytes: 1 << 30,
+            timed_minor_faults: 17,
         }
     }
 
@@ -180,7 +184,11 @@ mod tests {
     #[test]
     fn parser_reports_missing_and_malformed_lines() {
         assert!(parse_report("").unwrap_err().contains("no report line"));
-        assert!(parse_report("{\"allocator\":\"nope\"}").unwrap_err().contains("bad child report"));
+        assert!(
+            parse_report("{\"allocator\":\"nope\"}")
+                .unwrap_err()
+                .contains("bad child report")
+        );
         let truncated = &serde_json::to_string(&sample()).unwrap()[..40];
         assert!(parse_report(truncated).is_err());
     }

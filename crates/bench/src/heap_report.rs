@@ -2,8 +2,9 @@
 //!
 //! * **Allocators** (workload × allocator): median ns/op over the rounds, the rounds' spread,
 //!   peak RSS (`VmHWM` of the child), `RSS/live` (the child's resident bytes above its baseline at
-//!   the sample point, per live requested byte: 1.00 would be a perfectly dense allocator), and
-//!   time and peak-RSS ratios against mimalloc measured in the same run.
+//!   the sample point, per live requested byte: 1.00 would be a perfectly dense allocator), minor
+//!   page faults per op in the timed rounds (memory handed back to the OS and faulted in again),
+//!   and time and peak-RSS ratios against mimalloc measured in the same run.
 //! * **Descriptors**: the census time per descriptor for `Heap<32>` and `Heap<64>`, the resident
 //!   bytes the descriptors cost, cache misses where `perf` counts them, and the 32/64 ratio.
 //! * **Accounting**: densekv's `stats().resident_bytes` against the child's `VmRSS` at the same
@@ -35,6 +36,8 @@ pub struct AllocRow {
     pub spread: Option<f64>,
     pub peak_rss_mib: f64,
     pub rss_per_live_byte: Option<f64>,
+    /// Minor page faults per op in the timed rounds.
+    pub faults_per_op: Option<f64>,
     pub time_vs_mimalloc: Option<f64>,
     pub rss_vs_mimalloc: Option<f64>,
     pub build_ns_per_op: Option<f64>,
@@ -99,10 +102,53 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB
 }
 
+/// Merges the reports of one (allocator, workload) pair from several passes into one, in the
+/// order pairs first appear: the rounds of all passes are concatenated (the median is taken over
+/// all of them), the peak RSS is the highest pass's, and the accounting sample is the first
+/// pass's (the workloads are deterministic, so the samples agree to a page or two).
+pub fn merge_passes(reports: Vec<ChildReport>) -> Vec<ChildReport> {
+    let mut merged: Vec<ChildReport> = Vec::new();
+    for report in reports {
+        match merged
+            .iter_mut()
+            .find(|m| m.allocator == report.allocator && m.workload == report.workload)
+        {
+            Some(m) => {
+                m.rounds += report.rounds;
+                m.ns_per_op.extend(report.ns_per_op);
+                m.peak_rss_bytes = m.peak_rss_bytes.max(report.peak_rss_bytes);
+                m.timed_minor_faults += report.timed_minor_faults;
+            }
+            None => merged.push(report),
+        }
+    }
+    merged
+}
+
+/// Medians of the per-pass cache-miss counts of each allocator.
+pub fn merge_misses(misses: &[(AllocatorId, f64)]) -> Vec<(AllocatorId, f64)> {
+    let mut ids: Vec<AllocatorId> = Vec::new();
+    for &(id, _) in misses {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids.into_iter()
+        .filter_map(|id| {
+            let counts: Vec<f64> = misses.iter().filter(|m| m.0 == id).map(|m| m.1).collect();
+            median(&counts).map(|m| (id, m))
+        })
+        .collect()
+}
+
 /// The allocator table, in the order the reports came in, with ratios against mimalloc's row
 /// of the same workload.
 pub fn alloc_rows(reports: &[ChildReport]) -> Vec<AllocRow> {
-    let compared = || reports.iter().filter(|r| r.workload != Workload::Descriptors);
+    let compared = || {
+        reports
+            .iter()
+            .filter(|r| r.workload != Workload::Descriptors)
+    };
     let peer = |workload: Workload| {
         compared().find(|r| r.workload == workload && r.allocator == AllocatorId::PEER)
     };
@@ -118,6 +164,10 @@ pub fn alloc_rows(reports: &[ChildReport]) -> Vec<AllocRow> {
                 spread: spread(&r.ns_per_op),
                 peak_rss_mib: mib(r.peak_rss_bytes),
                 rss_per_live_byte: ratio(rss_above as f64, Some(r.live_requested_bytes as f64)),
+                faults_per_op: ratio(
+                    r.timed_minor_faults as f64,
+                    Some((r.ops_per_round * r.rounds as u64) as f64),
+                ),
                 time_vs_mimalloc: ratio(median_ns, peer.and_then(|p| median(&p.ns_per_op))),
                 rss_vs_mimalloc: ratio(
                     r.peak_rss_bytes as f64,
@@ -150,7 +200,11 @@ pub fn descriptor_rows(
             let census_count = (r.ops_per_round / blocks.max(1)).max(1);
             Some(DescriptorRow {
                 allocator: r.allocator,
-                descriptor_bytes: if r.allocator == AllocatorId::Densekv64 { 64 } else { 32 },
+                descriptor_bytes: if r.allocator == AllocatorId::Densekv64 {
+                    64
+                } else {
+                    32
+                },
                 blocks,
                 median_ns_per_descriptor: median_ns,
                 median_census_ms: median_ns * (r.ops_per_round / census_count) as f64 / 1e6,
@@ -197,35 +251,57 @@ pub fn render(report: &HeapSuiteReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\nheap suite: {} rounds per child, medians; ratios are against mimalloc in this run\n",
-        report.sizes.rounds
+        "\nheap suite: medians of {} passes × {} rounds; ratios are against mimalloc in this run\n",
+        report.sizes.passes, report.sizes.rounds
     );
     let _ = writeln!(
         out,
-        "{:<8} {:<10} {:>12} {:>7} {:>13} {:>9} {:>12} {:>11} {:>10}",
-        "workload", "allocator", "ns/op", "spread", "peak RSS MiB", "RSS/live", "time vs mi", "RSS vs mi", "build ns"
+        "{:<8} {:<10} {:>12} {:>7} {:>13} {:>9} {:>10} {:>12} {:>11} {:>10}",
+        "workload",
+        "allocator",
+        "ns/op",
+        "spread",
+        "peak RSS MiB",
+        "RSS/live",
+        "faults/op",
+        "time vs mi",
+        "RSS vs mi",
+        "build ns"
     );
     for row in &report.allocators {
         let _ = writeln!(
             out,
-            "{:<8} {:<10} {:>12.1} {:>7} {:>13.1} {:>9} {:>12} {:>11} {:>10}",
+            "{:<8} {:<10} {:>12.1} {:>7} {:>13.1} {:>9} {:>10} {:>12} {:>11} {:>10}",
             row.workload.name(),
             row.allocator.name(),
             row.median_ns_per_op,
             opt(row.spread.map(|s| s * 100.0), 0, "%"),
             row.peak_rss_mib,
             opt(row.rss_per_live_byte, 2, ""),
+            opt(row.faults_per_op, 2, ""),
             opt(row.time_vs_mimalloc, 2, "x"),
             opt(row.rss_vs_mimalloc, 2, "x"),
             opt(row.build_ns_per_op, 1, ""),
         );
     }
     if !report.descriptors.is_empty() {
-        let _ = writeln!(out, "\ndescriptor scan (census): {}", report.descriptor_metric);
+        let _ = writeln!(
+            out,
+            "\ndescriptor scan (census): {}",
+            report.descriptor_metric
+        );
         let _ = writeln!(
             out,
             "{:<11} {:>9} {:>8} {:>10} {:>10} {:>12} {:>13} {:>13} {:>9}",
-            "allocator", "desc B", "blocks", "ns/desc", "census ms", "build ns/blk", "desc RSS MiB", "misses/census", "vs 64 B"
+            "allocator",
+            "desc B",
+            "blocks",
+            "ns/desc",
+            "census ms",
+            "build ns/blk",
+            "desc RSS MiB",
+            "misses/census",
+            "vs 64 B"
         );
         for row in &report.descriptors {
             let _ = writeln!(
@@ -253,7 +329,14 @@ pub fn render(report: &HeapSuiteReport) -> String {
         let _ = writeln!(
             out,
             "{:<12} {:<11} {:>13} {:>10} {:>12} {:>14} {:>12} {:>6}",
-            "workload", "allocator", "resident MiB", "VmRSS MiB", "baseline MiB", "res/(RSS-base)", "res/VmRSS", "ok"
+            "workload",
+            "allocator",
+            "resident MiB",
+            "VmRSS MiB",
+            "baseline MiB",
+            "res/(RSS-base)",
+            "res/VmRSS",
+            "ok"
         );
         for row in &report.accounting {
             let _ = writeln!(
@@ -283,13 +366,20 @@ pub fn render(report: &HeapSuiteReport) -> String {
 }
 
 #[cfg(test)]
+// The expected values are built from small integers and halves, exact in binary floating point.
+#[allow(clippy::float_cmp)]
 mod tests {
-    use super::{accounting_rows, alloc_rows, descriptor_rows};
+    use super::{accounting_rows, alloc_rows, descriptor_rows, merge_misses, merge_passes};
     use crate::alloc::AllocatorId;
     use crate::child::ChildReport;
     use crate::workload::Workload;
 
-    fn report(allocator: AllocatorId, workload: Workload, ns: &[f64], peak_mib: u64) -> ChildReport {
+    fn report(
+        allocator: AllocatorId,
+        workload: Workload,
+        ns: &[f64],
+        peak_mib: u64,
+    ) -> ChildReport {
         ChildReport {
             allocator,
             workload,
@@ -303,14 +393,25 @@ mod tests {
             sample_rss_bytes: 12 << 20,
             allocator_resident_bytes: None,
             live_requested_bytes: 8 << 20,
+            timed_minor_faults: 0,
         }
     }
 
     #[test]
     fn ratios_are_against_mimalloc_of_the_same_workload() {
         let reports = vec![
-            report(AllocatorId::Densekv, Workload::Json, &[30.0, 20.0, 900.0], 30),
-            report(AllocatorId::Mimalloc, Workload::Json, &[10.0, 11.0, 9.0], 20),
+            report(
+                AllocatorId::Densekv,
+                Workload::Json,
+                &[30.0, 20.0, 900.0],
+                30,
+            ),
+            report(
+                AllocatorId::Mimalloc,
+                Workload::Json,
+                &[10.0, 11.0, 9.0],
+                20,
+            ),
             report(AllocatorId::Mimalloc, Workload::Vm, &[1.0], 99),
         ];
         let rows = alloc_rows(&reports);
@@ -320,6 +421,69 @@ mod tests {
         assert_eq!(rows[0].rss_vs_mimalloc, Some(1.5));
         assert_eq!(rows[0].rss_per_live_byte, Some(1.0));
         assert_eq!(rows[1].time_vs_mimalloc, Some(1.0));
+    }
+
+    #[test]
+    fn passes_merge_per_pair() {
+        let reports = vec![
+            report(AllocatorId::Densekv, Workload::Json, &[1.0, 2.0], 30),
+            report(AllocatorId::Mimalloc, Workload::Json, &[3.0], 20),
+            report(AllocatorId::Densekv, Workload::Json, &[5.0], 40),
+            report(AllocatorId::Mimalloc, Workload::Json, &[4.0], 10),
+        ];
+        let merged = merge_passes(reports);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].ns_per_op, [1.0, 2.0, 5.0]);
+        assert_eq!(merged[0].rounds, 3);
+        assert_eq!(merged[0].peak_rss_bytes, 40 << 20);
+        assert_eq!(merged[1].ns_per_op, [3.0, 4.0]);
+        assert_eq!(merged[1].peak_rss_bytes, 20 << 20);
+        let misses = merge_misses(&[
+            (AllocatorId::Densekv, 10.0),
+            (AllocatorId::Densekv64, 1.0),
+            (AllocatorId::Densekv, 30.0),
+            (AllocatorId::Densekv64, 3.0),
+            (AllocatorId::Densekv, 20.0),
+        ]);
+        assert_eq!(
+            misses,
+            [(AllocatorId::Densekv, 20.0), (AllocatorId::Densekv64, 2.0)]
+        );
+    }
+
+    #[test]
+    fn rendered_rows_line_up_with_their_headers() {
+        let raw = vec![
+            report(AllocatorId::Densekv, Workload::Json, &[30.0], 30),
+            report(AllocatorId::Mimalloc, Workload::Json, &[10.0], 20),
+        ];
+        let text = super::render(&super::HeapSuiteReport {
+            suite: "heap",
+            command: "bench heap".to_owned(),
+            machine: crate::machine::MachineInfo::read(),
+            sizes: crate::workload::Sizes::QUICK,
+            descriptor_metric: "time".to_owned(),
+            allocators: alloc_rows(&raw),
+            descriptors: Vec::new(),
+            accounting: Vec::new(),
+            failures: Vec::new(),
+            raw,
+        });
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("json") || l.starts_with("workload"))
+            .collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.chars().count() == lines[0].chars().count()),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("3.00x") && lines[2].contains("1.00x"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! process, one after another, then prints the tables and writes `bench-results/heap.json`.
 //!
 //! Children run sequentially: on a two-core machine two children would compete for cores and
-//! memory bandwidth and skew each other. The order is workload-major (all allocators of `json`,
-//! then of `mir`, ...), so the runs compared by a ratio are close together in time and a slow
-//! phase of a noisy neighbour hits them alike more often than not.
+//! memory bandwidth and skew each other. Within a pass the order is workload-major (all
+//! allocators of `json`, then of `mir`, ...), so the runs compared by a ratio are close together
+//! in time; and the suite makes several passes (default 5), so a slow minute of a noisy
+//! neighbour lands on one child of a pair, not on all of its rounds. A pair's reports from all
+//! passes are merged (`heap_report::merge_passes`) before medians are taken.
 //!
 //! The descriptor scan runs under `perf stat -e cache-misses` when this machine counts that event
 //! (checked once with `perf stat -e cache-misses true`); the scan's own misses are the difference
@@ -23,7 +25,8 @@ use clap::Args;
 use crate::alloc::AllocatorId;
 use crate::child::{ChildArgs, ChildReport, parse_report};
 use crate::heap_report::{
-    Failure, HeapSuiteReport, accounting_rows, alloc_rows, descriptor_rows, render,
+    Failure, HeapSuiteReport, accounting_rows, alloc_rows, descriptor_rows, merge_misses,
+    merge_passes, render,
 };
 use crate::machine::{self, MachineInfo};
 use crate::workload::{Sizes, Workload};
@@ -34,9 +37,13 @@ pub struct HeapArgs {
     /// A tiny smoke version of every workload (seconds, not minutes); used by the tests.
     #[arg(long)]
     pub quick: bool,
-    /// Timed rounds per (allocator, workload); the median is reported [default: 7, quick: 3].
+    /// Timed rounds per child process [default: 5, quick: 3].
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Passes over the whole suite, one child per (allocator, workload) in each; the median is
+    /// taken over the rounds of all passes [default: 5, quick: 1].
+    #[arg(long)]
+    pub passes: Option<usize>,
     /// Only these workloads, comma-separated [default: all].
     #[arg(long = "workload", value_enum, value_delimiter = ',')]
     pub workloads: Vec<Workload>,
@@ -65,8 +72,14 @@ impl HeapArgs {
             skip_census: false,
         };
         let mut jobs = Vec::new();
-        for workload in Workload::COMPARED.into_iter().filter(|w| wants_workload(*w)) {
-            for allocator in AllocatorId::COMPARED.into_iter().filter(|a| wants_allocator(*a)) {
+        for workload in Workload::COMPARED
+            .into_iter()
+            .filter(|w| wants_workload(*w))
+        {
+            for allocator in AllocatorId::COMPARED
+                .into_iter()
+                .filter(|a| wants_allocator(*a))
+            {
                 jobs.push(job(workload, allocator));
             }
         }
@@ -90,7 +103,7 @@ pub fn workspace_root() -> PathBuf {
 /// Runs the suite. `Ok(false)` when it completed but some child failed.
 pub fn run(args: &HeapArgs) -> Result<bool, String> {
     let started = Instant::now();
-    let sizes = Sizes::new(args.quick, args.rounds);
+    let sizes = Sizes::new(args.quick, args.rounds, args.passes);
     let exe = std::env::current_exe().map_err(|e| format!("cannot find own binary: {e}"))?;
     let perf = machine::perf_counts_cache_misses();
     let descriptor_metric = if perf {
@@ -99,14 +112,18 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
     } else {
         "time only: `perf stat -e cache-misses` reports <not supported> on this machine".to_owned()
     };
-    let jobs = args.jobs();
+    let pass_jobs = args.jobs();
+    let jobs: Vec<(usize, &ChildArgs)> = (1..=sizes.passes)
+        .flat_map(|pass| pass_jobs.iter().map(move |job| (pass, job)))
+        .collect();
     let timeout = Duration::from_secs(args.child_timeout_secs);
     let (mut raw, mut failures, mut misses) = (Vec::new(), Vec::new(), Vec::new());
-    for (index, job) in jobs.iter().enumerate() {
+    for (index, &(pass, job)) in jobs.iter().enumerate() {
         eprint!(
-            "[{:>2}/{}] {:<11} × {:<10} ",
+            "[{:>2}/{}] pass {pass}/{} {:<11} × {:<10} ",
             index + 1,
             jobs.len(),
+            sizes.passes,
             job.workload.name(),
             job.allocator.name()
         );
@@ -139,6 +156,8 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
             }
         }
     }
+    let raw = merge_passes(raw);
+    let misses = merge_misses(&misses);
     let report = HeapSuiteReport {
         suite: "heap",
         command: std::iter::once("bench".to_owned())
@@ -227,8 +246,18 @@ fn run_child(
             text
         })
     };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
     let deadline = Instant::now() + timeout;
     let status = loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -253,7 +282,12 @@ fn run_child(
         Some(status) if !status.success() => Err(format!("child exited with {status}\n{}", tail())),
         Some(_) => {
             let report = parse_report(&stdout).map_err(|e| format!("{e}\n{}", tail()))?;
-            Ok((report, under_perf.then(|| machine::parse_perf_csv(&stderr)).flatten()))
+            Ok((
+                report,
+                under_perf
+                    .then(|| machine::parse_perf_csv(&stderr))
+                    .flatten(),
+            ))
         }
     }
 }
@@ -283,7 +317,11 @@ mod tests {
             rounds: Some(2),
             ..HeapArgs::default()
         };
-        let pairs: Vec<_> = args.jobs().iter().map(|j| (j.workload, j.allocator)).collect();
+        let pairs: Vec<_> = args
+            .jobs()
+            .iter()
+            .map(|j| (j.workload, j.allocator))
+            .collect();
         assert_eq!(
             pairs,
             [

@@ -42,6 +42,23 @@ pub fn parse_status(status: &str) -> Memory {
     }
 }
 
+/// Minor page faults of the calling process so far (`minflt` of `/proc/self/stat`): a fault on
+/// a page that is not resident, the cost an allocator that releases memory too eagerly makes its
+/// caller pay on the next touch.
+pub fn minor_faults() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| parse_stat_minflt(&stat))
+        .unwrap_or(0)
+}
+
+/// Field 10 (`minflt`) of a `/proc/<pid>/stat` line. The fields are counted after the last `)`,
+/// because the command name in field 2 may itself contain spaces and parentheses.
+pub fn parse_stat_minflt(stat: &str) -> Option<u64> {
+    let (_, after_comm) = stat.rsplit_once(')')?;
+    after_comm.split_whitespace().nth(7)?.parse().ok()
+}
+
 /// The machine a report was measured on.
 #[derive(Debug, Clone, Serialize)]
 pub struct MachineInfo {
@@ -137,11 +154,12 @@ pub fn parse_perf_csv(stderr: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_model, iso8601_utc, parse_perf_csv, parse_status};
+    use super::{cpu_model, iso8601_utc, parse_perf_csv, parse_stat_minflt, parse_status};
 
     #[test]
     fn status_fields_are_read_in_bytes() {
-        let status = "Name:\tbench\nVmPeak:\t  99999 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n";
+        let status =
+            "Name:\tbench\nVmPeak:\t  99999 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\n";
         let mem = parse_status(status);
         assert_eq!(mem.peak_rss_bytes, 2048 * 1024);
         assert_eq!(mem.rss_bytes, 1024 * 1024);
@@ -155,6 +173,14 @@ mod tests {
     }
 
     #[test]
+    fn minflt_is_field_ten() {
+        let stat = "19699 (a (b) c) R 19695 19695 1938 0 -1 4194304 97 0 5 0 0 0 0 0 20 0 1 0";
+        assert_eq!(parse_stat_minflt(stat), Some(97));
+        assert_eq!(parse_stat_minflt("garbage"), None);
+        assert!(super::minor_faults() > 0);
+    }
+
+    #[test]
     fn dates() {
         assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
         assert_eq!(iso8601_utc(951_782_400), "2000-02-29T00:00:00Z");
@@ -164,7 +190,10 @@ mod tests {
     #[test]
     fn cpu_model_line() {
         let text = "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Processor\nflags\t: fpu\n";
-        assert_eq!(cpu_model(text).as_deref(), Some("Intel(R) Xeon(R) Processor"));
+        assert_eq!(
+            cpu_model(text).as_deref(),
+            Some("Intel(R) Xeon(R) Processor")
+        );
         assert_eq!(cpu_model("processor : 0\n"), None);
     }
 
@@ -174,7 +203,10 @@ mod tests {
             parse_perf_csv("1234567,,cache-misses,2001,100.00,,\n"),
             Some(1_234_567)
         );
-        assert_eq!(parse_perf_csv("<not supported>,,cache-misses,0,100.00,,\n"), None);
+        assert_eq!(
+            parse_perf_csv("<not supported>,,cache-misses,0,100.00,,\n"),
+            None
+        );
         assert_eq!(parse_perf_csv("garbage\n"), None);
     }
 }

@@ -31,7 +31,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "bench", about = "densekv benchmarks against their peers", version)]
+#[command(
+    name = "bench",
+    about = "densekv benchmarks against their peers",
+    version
+)]
 struct Cli {
     #[command(subcommand)]
     command: Suite,

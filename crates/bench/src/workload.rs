@@ -1,8 +1,10 @@
 //! The heap suite's workloads: what each one allocates, in which order, and what one "op" is.
 //!
-//! Dimensions: allocator (`alloc.rs`) × workload (below) × round. Every child process runs one
-//! (allocator, workload) pair for all its rounds; the sequence of sizes and victims comes from a
-//! fixed-seed [`SplitMix64`], so every allocator sees exactly the same requests.
+//! Dimensions: allocator (`alloc.rs`) × workload (below) × pass × round. Every child process runs
+//! one (allocator, workload) pair for all its rounds; the suite runs every pair once per pass
+//! (5 passes of 5 rounds by default), and the reported time is the median of all 25 rounds. The
+//! sequence of sizes and victims comes from a fixed-seed [`SplitMix64`], so every allocator sees
+//! exactly the same requests.
 //!
 //! ## Large alloc/free loops: `json` (64 KiB), `mir` (256 KiB), `vm` (2 MiB)
 //! hakmem's three scenarios. A window of [`WINDOW_LEN`] = 4 live objects of one fixed size is
@@ -98,18 +100,25 @@ pub struct Sizes {
     pub small_steps_per_round: usize,
     pub desc_heap_bytes: usize,
     pub census_repeats: usize,
+    /// Timed rounds per child process.
     pub rounds: usize,
+    /// Child processes per (allocator, workload), run in separate passes over the whole suite.
+    pub passes: usize,
 }
 
 impl Sizes {
-    /// Tuned so the whole suite takes about two minutes on the 2-core development machine.
+    /// Rounds of 30–300 ms for the fast allocators, so a timer tick or a context switch is noise
+    /// rather than signal; the whole suite (5 passes) then takes about 80 s on the 2-core
+    /// development machine. An allocator that faulted every page in again on `vm` would add up
+    /// to ~15 s per pass.
     pub const FULL: Self = Self {
-        loop_pages_per_round: 1 << 20,
+        loop_pages_per_round: 1 << 23,
         small_live: 1_000_000,
-        small_steps_per_round: 1_000_000,
+        small_steps_per_round: 2_000_000,
         desc_heap_bytes: 4 << 30,
-        census_repeats: 10,
-        rounds: 7,
+        census_repeats: 20,
+        rounds: 5,
+        passes: 5,
     };
     /// A smoke test of every code path, a few seconds in all.
     pub const QUICK: Self = Self {
@@ -119,12 +128,14 @@ impl Sizes {
         desc_heap_bytes: 64 << 20,
         census_repeats: 2,
         rounds: 3,
+        passes: 1,
     };
 
-    pub fn new(quick: bool, rounds: Option<usize>) -> Self {
+    pub fn new(quick: bool, rounds: Option<usize>, passes: Option<usize>) -> Self {
         let base = if quick { Self::QUICK } else { Self::FULL };
         Self {
             rounds: rounds.unwrap_or(base.rounds).max(1),
+            passes: passes.unwrap_or(base.passes).max(1),
             ..base
         }
     }
@@ -194,6 +205,8 @@ pub struct Measurement {
     pub allocator_resident_bytes: Option<u64>,
     /// Bytes live at the sample point, as requested.
     pub live_requested_bytes: u64,
+    /// Minor page faults during the timed rounds (all rounds together).
+    pub timed_minor_faults: u64,
 }
 
 /// Runs a large loop or `small` on whichever allocator [`crate::alloc::with_allocator`] passes.
@@ -233,12 +246,17 @@ fn alloc_touched<A: BenchAlloc>(alloc: &mut A, size: usize) -> NonNull<u8> {
     ptr
 }
 
-/// Allocates `size >= 8` bytes and writes their first 8 bytes.
+/// Allocates `size >= 8` bytes and writes `value` into their first 8 bytes.
 #[inline]
 fn alloc_small<A: BenchAlloc>(alloc: &mut A, size: usize, value: u64) -> NonNull<u8> {
     let ptr = alloc.alloc(size);
-    // SAFETY: `size >= 16`, and every allocator returns 8-byte-aligned memory.
-    unsafe { ptr.as_ptr().cast::<u64>().write_volatile(value) };
+    // SAFETY: `size >= 16`, so the first 8 bytes are inside the allocation; `[u8; 8]` has
+    // alignment 1. Volatile for the same reason as in `alloc_touched`.
+    unsafe {
+        ptr.as_ptr()
+            .cast::<[u8; 8]>()
+            .write_volatile(value.to_le_bytes());
+    }
     ptr
 }
 
@@ -257,6 +275,7 @@ fn run_loop<A: BenchAlloc>(alloc: &mut A, object_bytes: usize, sizes: &Sizes) ->
         for slot in &mut window {
             *slot = alloc_touched(alloc, object_bytes);
         }
+        let faults = machine::minor_faults();
         let start = Instant::now();
         for _ in 0..iterations {
             let fresh = alloc_touched(alloc, object_bytes);
@@ -267,6 +286,7 @@ fn run_loop<A: BenchAlloc>(alloc: &mut A, object_bytes: usize, sizes: &Sizes) ->
             window[victim] = fresh;
         }
         out.ns_per_op.push(elapsed_ns_per_op(start, iterations));
+        out.timed_minor_faults += machine::minor_faults() - faults;
         if round + 1 == sizes.rounds {
             out.sample_rss_bytes = machine::memory().rss_bytes;
             out.allocator_resident_bytes = alloc.resident_bytes();
@@ -297,6 +317,7 @@ fn run_small<A: BenchAlloc>(alloc: &mut A, sizes: &Sizes) -> Measurement {
     }
     out.build_ns_per_op = Some(elapsed_ns_per_op(start, sizes.small_live));
     for _ in 0..sizes.rounds {
+        let faults = machine::minor_faults();
         let start = Instant::now();
         for step in 0..sizes.small_steps_per_round {
             let (index, size) = plan.next_step();
@@ -308,6 +329,7 @@ fn run_small<A: BenchAlloc>(alloc: &mut A, sizes: &Sizes) -> Measurement {
         }
         out.ns_per_op
             .push(elapsed_ns_per_op(start, sizes.small_steps_per_round));
+        out.timed_minor_faults += machine::minor_faults() - faults;
     }
     out.sample_rss_bytes = machine::memory().rss_bytes;
     out.allocator_resident_bytes = alloc.resident_bytes();
@@ -345,12 +367,14 @@ pub fn run_descriptors<const DESC_BYTES: usize>(sizes: &Sizes, census: bool) -> 
     out.build_ns_per_op = Some(elapsed_ns_per_op(start, blocks));
     if census {
         for _ in 0..sizes.rounds {
+            let faults = machine::minor_faults();
             let start = Instant::now();
             for _ in 0..sizes.census_repeats {
                 black_box(heap.census());
             }
             out.ns_per_op
                 .push(elapsed_ns_per_op(start, blocks * sizes.census_repeats));
+            out.timed_minor_faults += machine::minor_faults() - faults;
         }
     }
     out.sample_rss_bytes = machine::memory().rss_bytes;
@@ -389,7 +413,11 @@ mod tests {
         let (sizes, steps) = trace(1000);
         assert_eq!((sizes.clone(), steps.clone()), trace(1000));
         assert!(sizes.iter().all(|s| (16..=512).contains(s)));
-        assert!(steps.iter().all(|&(slot, size)| slot < 1000 && (16..=512).contains(&size)));
+        assert!(
+            steps
+                .iter()
+                .all(|&(slot, size)| slot < 1000 && (16..=512).contains(&size))
+        );
         // The mean of uniform 16..=512 is 264; 1000 draws land well within ±20.
         let mean = sizes.iter().sum::<usize>() as f64 / sizes.len() as f64;
         assert!((mean - 264.0).abs() < 20.0, "mean size {mean}");

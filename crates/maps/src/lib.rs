@@ -1,1 +1,126 @@
-//! Compact maps (being written).
+//! Compact maps for densekv: where every key of the keyspace and every field of a large hash or
+//! set lives.
+//!
+//! ```text
+//!  PageHash   bytes -> (meta, bytes)   extendible hash over 8 KiB heap pages       pagehash.rs
+//!  IntMap     u64 -> u64               same table, entries store only the key bits  intmap.rs
+//!  IntSet     u64                      IntMap with zero-byte values                 intmap.rs
+//!  SmallMap   <= 8 pairs               one packed heap allocation, 8 hints in a u64 smallmap.rs
+//!
+//!  table.rs   directory, buckets ("tenants"), split / shed / merge, scan, sampling
+//!  page.rs    the 8 KiB page: header + 128 pieces of 64 B, hints, variable-length entries
+//!  raw.rs     the unsafe core: heap pointers to pages and blobs
+//!  hash.rs    seeded hashing (foldhash for bytes, a keyed bijective mix for u64)
+//!  hint.rs    SWAR matching of eight one-byte hints at once
+//!  varint.rs  LEB128 and minimal little-endian integers
+//! ```
+//!
+//! The maps do not own the heap: mutating calls take `&mut heap::Heap` (one heap per shard, shared
+//! by the keyspace and every collection in it), reads that may touch out-of-line bytes take
+//! `&Heap`. `Drop` cannot reach the heap, so `destroy(heap)` frees a map; a map dropped without it
+//! leaks its pages into the heap, which is reclaimed when the shard's heap dies.
+//!
+//! The byte layouts, the split/merge rules and the bytes-per-entry arithmetic are in
+//! `docs/page-format.md`.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod hash;
+mod hint;
+mod intmap;
+mod page;
+mod pagehash;
+mod raw;
+mod smallmap;
+mod table;
+mod varint;
+
+pub use hash::DEPTH_LIMIT;
+pub use intmap::{IntMap, IntSet};
+pub use page::{PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
+pub use pagehash::{PageHash, ValueRef};
+pub use smallmap::{HintStats, SmallInsert, SmallMap, hint_stats, reset_hint_stats};
+pub use table::Config;
+
+/// What can go wrong in a map operation (input or the heap; never a bug, which panics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapError {
+    /// The heap could not provide memory.
+    OutOfMemory,
+    /// A page at `depth_max` has no room even probing all 128 pieces (only reachable with a
+    /// lowered `depth_max` or a flood of colliding hashes).
+    Full,
+}
+
+impl std::fmt::Display for MapError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MapError::OutOfMemory => f.write_str("out of memory"),
+            MapError::Full => f.write_str("map is full at its maximum depth"),
+        }
+    }
+}
+
+impl std::error::Error for MapError {}
+
+impl From<heap::HeapError> for MapError {
+    fn from(_: heap::HeapError) -> Self {
+        MapError::OutOfMemory
+    }
+}
+
+/// The per-entry metadata byte the server keeps with each value (the maps store it, never read it).
+///
+/// ```text
+///  bit  7 6 5 | 4       | 3 2 1 0
+///       LFU   | has TTL | value type / encoding tag
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Meta(pub u8);
+
+impl Meta {
+    /// Meta from its parts (`tag < 16`, `lfu < 8`).
+    pub fn new(tag: u8, has_ttl: bool, lfu: u8) -> Self {
+        assert!(tag < 16 && lfu < 8);
+        Meta(tag | (u8::from(has_ttl) << 4) | (lfu << 5))
+    }
+
+    pub fn tag(self) -> u8 {
+        self.0 & 15
+    }
+
+    pub fn has_ttl(self) -> bool {
+        self.0 & 16 != 0
+    }
+
+    pub fn lfu(self) -> u8 {
+        self.0 >> 5
+    }
+
+    #[must_use]
+    pub fn with_tag(self, tag: u8) -> Self {
+        Self::new(tag, self.has_ttl(), self.lfu())
+    }
+
+    #[must_use]
+    pub fn with_ttl(self, has_ttl: bool) -> Self {
+        Self::new(self.tag(), has_ttl, self.lfu())
+    }
+
+    #[must_use]
+    pub fn with_lfu(self, lfu: u8) -> Self {
+        Self::new(self.tag(), self.has_ttl(), lfu)
+    }
+}
+
+/// Size and shape of a page-based map.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Shape {
+    pub page_count: usize,
+    pub global_depth: u8,
+    /// Buckets (tenants) over all pages.
+    pub bucket_count: usize,
+    /// Used payload bytes over payload capacity, all pages.
+    pub fill_ratio: f64,
+    pub directory_bytes: usize,
+}

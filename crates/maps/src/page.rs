@@ -309,6 +309,46 @@ impl Page {
         true
     }
 
+    /// Empties piece `p` (its spill is kept: entries homed there may live further on).
+    pub fn clear_piece(&mut self, p: usize) {
+        let s = piece_start(p);
+        let (count, used) = (self.piece_count(p), self.piece_used(p));
+        self.bytes[s + PIECE_HEADER_BYTES..s + PIECE_HEADER_BYTES + used].fill(0);
+        self.bytes[s] = 0;
+        self.bytes[s + 1] = 0;
+        self.set_u16_at(0, self.u16_at(0) - count as u16);
+        self.set_u16_at(2, self.u16_at(2) - used as u16);
+    }
+
+    /// Rewrites piece `p` keeping the entries whose index bit is clear in `drop_mask` and passing
+    /// each kept entry through `rewrite(hint, bytes, out) -> len`, which must not grow it.
+    pub fn rewrite_piece(
+        &mut self,
+        p: usize,
+        len_of: impl Fn(&[u8]) -> usize,
+        drop_mask: u64,
+        mut rewrite: impl FnMut(u8, &[u8], &mut [u8; PIECE_BYTES]) -> usize,
+    ) {
+        let s = piece_start(p);
+        let mut old = [0u8; PIECE_BYTES];
+        let n = (p + 1) * PIECE_BYTES - s;
+        old[..n].copy_from_slice(&self.bytes[s..s + n]);
+        let count = old[0] as usize;
+        self.clear_piece(p);
+        let hints = PIECE_HEADER_BYTES;
+        let mut offset = hints + count;
+        let mut out = [0u8; PIECE_BYTES];
+        for i in 0..count {
+            let len = len_of(&old[offset..]);
+            if drop_mask & (1 << i) == 0 {
+                let new_len = rewrite(old[hints + i], &old[offset..offset + len], &mut out);
+                assert!(new_len <= len, "rewrite grew an entry");
+                self.push(p, old[hints + i], &out[..new_len]);
+            }
+            offset += len;
+        }
+    }
+
     /// Finds the first entry of piece `p` with hint `hint` for which `eq(entry bytes)` holds:
     /// `(index, offset, len)`. Only hint matches are decoded.
     #[inline]
