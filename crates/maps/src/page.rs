@@ -101,7 +101,8 @@ pub const fn piece_capacity(p: usize) -> usize {
 }
 
 impl Page {
-    /// A zeroed scratch page on the Rust heap (used to build a page before committing it).
+    /// A zeroed page on the Rust heap (page-level tests).
+    #[cfg(test)]
     pub fn boxed() -> Box<Page> {
         Box::new(Page { bytes: [0; PAGE_BYTES] })
     }
@@ -144,10 +145,6 @@ impl Page {
 
     pub fn tenant_count(&self) -> usize {
         self.bytes[5] as usize
-    }
-
-    pub fn kind(&self) -> u8 {
-        self.bytes[7]
     }
 
     pub fn page_index(&self) -> usize {
@@ -236,14 +233,6 @@ impl Page {
     pub fn entries(&self, p: usize) -> &[u8] {
         let s = piece_start(p) + PIECE_HEADER_BYTES;
         &self.bytes[s + self.piece_count(p)..s + self.piece_used(p)]
-    }
-
-    /// Mutable entry bytes of piece `p`.
-    #[inline]
-    pub fn entries_mut(&mut self, p: usize) -> &mut [u8] {
-        let s = piece_start(p) + PIECE_HEADER_BYTES;
-        let (c, u) = (self.piece_count(p), self.piece_used(p));
-        &mut self.bytes[s + c..s + u]
     }
 
     /// Whether an entry of `len` bytes (plus its hint) fits in piece `p`.
