@@ -81,6 +81,9 @@ pub struct ChildReport {
     pub live_requested_bytes: u64,
     /// Minor page faults during the timed rounds, all rounds together.
     pub timed_minor_faults: u64,
+    /// `(pass, median ns/op of that pass)`, filled in by the parent when it merges passes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_medians: Vec<(usize, f64)>,
 }
 
 /// Runs one measurement and prints its report line.
@@ -116,6 +119,7 @@ pub fn run(args: &ChildArgs) -> Result<(), String> {
         allocator_resident_bytes: measurement.allocator_resident_bytes,
         live_requested_bytes: measurement.live_requested_bytes,
         timed_minor_faults: measurement.timed_minor_faults,
+        pass_medians: Vec::new(),
     };
     let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
     let mut stdout = std::io::stdout().lock();
@@ -157,6 +161,7 @@ mod tests {
             allocator_resident_bytes: Some(7 << 20),
             live_requested_bytes: 1 << 30,
             timed_minor_faults: 17,
+            pass_medians: Vec::new(),
         }
     }
 

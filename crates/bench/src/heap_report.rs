@@ -1,10 +1,11 @@
 //! Turns the children's reports into the heap suite's three tables and its JSON document.
 //!
-//! * **Allocators** (workload × allocator): median ns/op over the rounds, the rounds' spread,
-//!   peak RSS (`VmHWM` of the child), `RSS/live` (the child's resident bytes above its baseline at
-//!   the sample point, per live requested byte: 1.00 would be a perfectly dense allocator), minor
-//!   page faults per op in the timed rounds (memory handed back to the OS and faulted in again),
-//!   and time and peak-RSS ratios against mimalloc measured in the same run.
+//! * **Allocators** (workload × allocator): median ns/op over the rounds of all passes, their
+//!   spread `(max - min) / median`, peak RSS (`VmHWM` of the child), `RSS/live` (the child's
+//!   resident bytes above its baseline at the sample point, per live requested byte: 1.00 would be
+//!   a perfectly dense allocator), minor page faults per op in the timed rounds (memory handed
+//!   back to the OS and faulted in again), and time and peak-RSS ratios against mimalloc measured
+//!   in the same run (the time ratio paired by pass, see [`paired_time_ratio`]).
 //! * **Descriptors**: the census time per descriptor for `Heap<32>` and `Heap<64>`, the resident
 //!   bytes the descriptors cost, cache misses where `perf` counts them, and the 32/64 ratio.
 //! * **Accounting**: densekv's `stats().resident_bytes` against the child's `VmRSS` at the same
@@ -102,13 +103,17 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB
 }
 
-/// Merges the reports of one (allocator, workload) pair from several passes into one, in the
-/// order pairs first appear: the rounds of all passes are concatenated (the median is taken over
-/// all of them), the peak RSS is the highest pass's, and the accounting sample is the first
-/// pass's (the workloads are deterministic, so the samples agree to a page or two).
-pub fn merge_passes(reports: Vec<ChildReport>) -> Vec<ChildReport> {
+/// Merges the `(pass, report)`s of one (allocator, workload) pair into one report, in the order
+/// pairs first appear: the rounds of all passes are concatenated (the reported median is taken
+/// over all of them), each pass's own median is kept for the paired ratios, the peak RSS is the
+/// highest pass's, and the accounting sample is the first pass's (the workloads are
+/// deterministic, so the samples agree to a page or two).
+pub fn merge_passes(reports: Vec<(usize, ChildReport)>) -> Vec<ChildReport> {
     let mut merged: Vec<ChildReport> = Vec::new();
-    for report in reports {
+    for (pass, mut report) in reports {
+        if let Some(pass_median) = median(&report.ns_per_op) {
+            report.pass_medians = vec![(pass, pass_median)];
+        }
         match merged
             .iter_mut()
             .find(|m| m.allocator == report.allocator && m.workload == report.workload)
@@ -118,6 +123,7 @@ pub fn merge_passes(reports: Vec<ChildReport>) -> Vec<ChildReport> {
                 m.ns_per_op.extend(report.ns_per_op);
                 m.peak_rss_bytes = m.peak_rss_bytes.max(report.peak_rss_bytes);
                 m.timed_minor_faults += report.timed_minor_faults;
+                m.pass_medians.extend(report.pass_medians);
             }
             None => merged.push(report),
         }
@@ -139,6 +145,26 @@ pub fn merge_misses(misses: &[(AllocatorId, f64)]) -> Vec<(AllocatorId, f64)> {
             median(&counts).map(|m| (id, m))
         })
         .collect()
+}
+
+/// The time ratio of `report` against `peer`, paired by pass: the median over the passes both
+/// completed of (own median in that pass / peer's median in that pass). A noisy neighbour shifts
+/// whole passes (all allocators of a pass together, by up to 1.7× on the development machine),
+/// so pairing cancels what a ratio of overall medians would keep. Reports without pass medians
+/// (not merged) fall back to the ratio of overall medians.
+pub fn paired_time_ratio(report: &ChildReport, peer: &ChildReport) -> Option<f64> {
+    if report.pass_medians.is_empty() || peer.pass_medians.is_empty() {
+        return ratio(median(&report.ns_per_op)?, median(&peer.ns_per_op));
+    }
+    let ratios: Vec<f64> = report
+        .pass_medians
+        .iter()
+        .filter_map(|&(pass, own)| {
+            let theirs = peer.pass_medians.iter().find(|p| p.0 == pass)?.1;
+            ratio(own, Some(theirs))
+        })
+        .collect();
+    median(&ratios)
 }
 
 /// The allocator table, in the order the reports came in, with ratios against mimalloc's row
@@ -168,7 +194,7 @@ pub fn alloc_rows(reports: &[ChildReport]) -> Vec<AllocRow> {
                     r.timed_minor_faults as f64,
                     Some((r.ops_per_round * r.rounds as u64) as f64),
                 ),
-                time_vs_mimalloc: ratio(median_ns, peer.and_then(|p| median(&p.ns_per_op))),
+                time_vs_mimalloc: peer.and_then(|p| paired_time_ratio(r, p)),
                 rss_vs_mimalloc: ratio(
                     r.peak_rss_bytes as f64,
                     peer.map(|p| p.peak_rss_bytes as f64),
@@ -251,7 +277,8 @@ pub fn render(report: &HeapSuiteReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\nheap suite: medians of {} passes × {} rounds; ratios are against mimalloc in this run\n",
+        "\nheap suite: medians of {} passes × {} rounds; ratios are against mimalloc in this run \
+         (time: median of per-pass ratios; spread: (max - min) / median of all rounds)\n",
         report.sizes.passes, report.sizes.rounds
     );
     let _ = writeln!(
@@ -394,6 +421,7 @@ mod tests {
             allocator_resident_bytes: None,
             live_requested_bytes: 8 << 20,
             timed_minor_faults: 0,
+            pass_medians: Vec::new(),
         }
     }
 
@@ -426,12 +454,16 @@ mod tests {
     #[test]
     fn passes_merge_per_pair() {
         let reports = vec![
-            report(AllocatorId::Densekv, Workload::Json, &[1.0, 2.0], 30),
-            report(AllocatorId::Mimalloc, Workload::Json, &[3.0], 20),
-            report(AllocatorId::Densekv, Workload::Json, &[5.0], 40),
-            report(AllocatorId::Mimalloc, Workload::Json, &[4.0], 10),
+            (
+                1,
+                report(AllocatorId::Densekv, Workload::Json, &[1.0, 2.0], 30),
+            ),
+            (1, report(AllocatorId::Mimalloc, Workload::Json, &[3.0], 20)),
+            (2, report(AllocatorId::Densekv, Workload::Json, &[5.0], 40)),
+            (2, report(AllocatorId::Mimalloc, Workload::Json, &[4.0], 10)),
         ];
         let merged = merge_passes(reports);
+        assert_eq!(merged[0].pass_medians, [(1, 1.5), (2, 5.0)]);
         assert_eq!(merged.len(), 2);
         assert_eq!(merged[0].ns_per_op, [1.0, 2.0, 5.0]);
         assert_eq!(merged[0].rounds, 3);
@@ -484,6 +516,24 @@ mod tests {
             lines[1].contains("3.00x") && lines[2].contains("1.00x"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn time_ratio_pairs_passes() {
+        // Pass 2 ran 2× slower for everyone; pass 3 of the peer failed.
+        let reports = vec![
+            (1, report(AllocatorId::Densekv, Workload::Vm, &[11.0], 1)),
+            (1, report(AllocatorId::Mimalloc, Workload::Vm, &[10.0], 1)),
+            (2, report(AllocatorId::Densekv, Workload::Vm, &[22.0], 1)),
+            (2, report(AllocatorId::Mimalloc, Workload::Vm, &[20.0], 1)),
+            (3, report(AllocatorId::Densekv, Workload::Vm, &[99.0], 1)),
+            (4, report(AllocatorId::Densekv, Workload::Vm, &[12.0], 1)),
+            (4, report(AllocatorId::Mimalloc, Workload::Vm, &[10.0], 1)),
+        ];
+        let rows = alloc_rows(&merge_passes(reports));
+        let ratio = rows[0].time_vs_mimalloc.unwrap();
+        assert!((ratio - 1.1).abs() < 1e-9, "{ratio}");
+        assert_eq!(rows[1].time_vs_mimalloc, Some(1.0));
     }
 
     #[test]

@@ -144,7 +144,7 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
                     "{median:>10.1} ns/op  peak {:>7.1} MiB  ({seconds:.1} s)",
                     report.peak_rss_bytes as f64 / 1_048_576.0
                 );
-                raw.push(report);
+                raw.push((pass, report));
             }
             Err(error) => {
                 eprintln!("FAILED ({seconds:.1} s)");

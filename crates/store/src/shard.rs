@@ -1,0 +1,490 @@
+//! A shard: one heap, the keyspaces of every database for the keys that hash to it, and its
+//! shape tree. The server runs shards behind one lock each; everything here is single-threaded.
+//!
+//! ```text
+//!  Shard ── heap (all bytes of this shard)
+//!        ├─ dbs[0..databases]: keys: PageHash (created on first write), expires: count, avg_ttl
+//!        └─ shapes: ShapeTree (hash records)
+//! ```
+//!
+//! Expiry is lazy on every access (`with_entry`, `remove`, `take`, … treat a key whose time has
+//! passed as missing and delete it) and active: `active_expire` walks the keyspace with the SCAN
+//! cursor, checking only entries whose meta has the TTL bit, and deletes what has expired, bounded
+//! by the number of entries it may look at per call (the server calls it from its cron with a
+//! CPU budget, as Redis's `activeExpireCycle` does). The cursor survives between calls, so every
+//! key is visited once per pass however the table splits and merges. A per-db count of keys with a
+//! TTL lets the cycle skip databases with none.
+//!
+//! Invariant: `expires[db] == number of entries in dbs[db] whose meta has the TTL bit`.
+
+use crate::value::{Kind, tag};
+use heap::{Heap, HeapConfig};
+use maps::{MapError, Meta, PageHash, ValueRef};
+use shape::ShapeTree;
+
+/// A value as read from the keyspace.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry<'a> {
+    pub tag: u8,
+    pub expire_at_ms: Option<u64>,
+    pub payload: &'a [u8],
+}
+
+impl Entry<'_> {
+    pub fn kind(&self) -> Kind {
+        Kind::of_tag(self.tag)
+    }
+
+    fn expired(&self, now_ms: u64) -> bool {
+        self.expire_at_ms.is_some_and(|at| at <= now_ms)
+    }
+}
+
+/// An entry taken out of the keyspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedEntry {
+    pub tag: u8,
+    pub expire_at_ms: Option<u64>,
+    pub payload: Vec<u8>,
+}
+
+/// What to do with a key's TTL when its value is replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl {
+    /// Drop any TTL (plain SET).
+    Clear,
+    /// Keep the TTL the key had (KEEPTTL, APPEND, INCR…).
+    Keep,
+    /// Expire at this Unix time in milliseconds.
+    At(u64),
+}
+
+fn split(value: ValueRef<'_>) -> Entry<'_> {
+    if value.meta.has_ttl() {
+        let (at, payload) = value.bytes.split_at(8);
+        Entry {
+            tag: value.meta.tag(),
+            expire_at_ms: Some(u64::from_le_bytes(at.try_into().expect("8-byte TTL"))),
+            payload,
+        }
+    } else {
+        Entry {
+            tag: value.meta.tag(),
+            expire_at_ms: None,
+            payload: value.bytes,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Db {
+    keys: Option<PageHash>,
+    expires: usize,
+    expire_cursor: u64,
+    /// Running estimate of the average remaining TTL, in ms (INFO keyspace `avg_ttl`).
+    avg_ttl_ms: u64,
+}
+
+/// Shard construction parameters.
+#[derive(Clone, Debug)]
+pub struct ShardConfig {
+    pub databases: usize,
+    pub heap: HeapConfig,
+    pub map: maps::Config,
+}
+
+impl Default for ShardConfig {
+    fn default() -> ShardConfig {
+        ShardConfig {
+            databases: 16,
+            heap: HeapConfig::default(),
+            map: maps::Config::default(),
+        }
+    }
+}
+
+/// Why a keyspace write failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreError {
+    OutOfMemory,
+}
+
+impl From<MapError> for StoreError {
+    fn from(_: MapError) -> StoreError {
+        StoreError::OutOfMemory
+    }
+}
+
+impl From<heap::HeapError> for StoreError {
+    fn from(_: heap::HeapError) -> StoreError {
+        StoreError::OutOfMemory
+    }
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OOM command not allowed when used memory > 'maxmemory'.")
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Counts from one active-expiry call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExpireRound {
+    pub sampled: usize,
+    pub expired: usize,
+    /// True when the pass over the database finished (the cursor wrapped).
+    pub pass_done: bool,
+}
+
+/// One shard of the keyspace.
+#[derive(Debug)]
+pub struct Shard {
+    heap: Heap,
+    dbs: Vec<Db>,
+    pub shapes: ShapeTree,
+    map_config: maps::Config,
+    scratch: Vec<u8>,
+    expired_keys: u64,
+}
+
+impl Shard {
+    pub fn new(config: &ShardConfig) -> Result<Shard, StoreError> {
+        Ok(Shard {
+            heap: Heap::with_config(config.heap.clone())?,
+            dbs: (0..config.databases).map(|_| Db::default()).collect(),
+            shapes: ShapeTree::default(),
+            map_config: config.map,
+            scratch: Vec::with_capacity(256),
+            expired_keys: 0,
+        })
+    }
+
+    pub fn heap(&self) -> &Heap {
+        &self.heap
+    }
+
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Keys stored in `db`, counting ones whose TTL passed but that were not yet deleted (as
+    /// Redis's DBSIZE does).
+    pub fn len(&self, db: usize) -> usize {
+        self.dbs[db].keys.as_ref().map_or(0, PageHash::len)
+    }
+
+    pub fn is_empty(&self, db: usize) -> bool {
+        self.len(db) == 0
+    }
+
+    /// Keys of `db` with a TTL.
+    pub fn expires(&self, db: usize) -> usize {
+        self.dbs[db].expires
+    }
+
+    pub fn avg_ttl_ms(&self, db: usize) -> u64 {
+        self.dbs[db].avg_ttl_ms
+    }
+
+    /// Keys deleted because their TTL passed, lazily or actively.
+    pub fn expired_keys(&self) -> u64 {
+        self.expired_keys
+    }
+
+    /// Calls `f` with the live entry of `key`, deleting it instead if its TTL has passed.
+    #[inline]
+    pub fn with_entry<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Entry<'_>) -> R,
+    ) -> Option<R> {
+        let keys = self.dbs[db].keys.as_ref()?;
+        match keys.get(&self.heap, key) {
+            None => return None,
+            Some(value) => {
+                let entry = split(value);
+                if !entry.expired(now_ms) {
+                    return Some(f(entry));
+                }
+            }
+        }
+        self.delete_expired(db, key);
+        None
+    }
+
+    /// Whether `key` exists (and has not expired).
+    pub fn contains(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        self.with_entry(db, key, now_ms, |_| ()).is_some()
+    }
+
+    /// The live entry of `key`, copied out.
+    pub fn get_owned(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<OwnedEntry> {
+        self.with_entry(db, key, now_ms, |e| OwnedEntry {
+            tag: e.tag,
+            expire_at_ms: e.expire_at_ms,
+            payload: e.payload.to_vec(),
+        })
+    }
+
+    fn delete_expired(&mut self, db: usize, key: &[u8]) {
+        let d = &mut self.dbs[db];
+        if let Some(keys) = d.keys.as_mut()
+            && keys.remove(&mut self.heap, key)
+        {
+            d.expires -= 1;
+            self.expired_keys += 1;
+        }
+    }
+
+    /// Stores `payload` under `key` with `tag`. Returns whether a live key was replaced.
+    pub fn put(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        tag: u8,
+        payload: &[u8],
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let old = self.with_entry(db, key, now_ms, |e| e.expire_at_ms);
+        let expire_at = match ttl {
+            Ttl::Clear => None,
+            Ttl::Keep => old.flatten(),
+            Ttl::At(at) => Some(at),
+        };
+        let d = &mut self.dbs[db];
+        if d.keys.is_none() {
+            d.keys = Some(PageHash::with_config(&mut self.heap, &self.map_config)?);
+        }
+        self.scratch.clear();
+        if let Some(at) = expire_at {
+            self.scratch.extend_from_slice(&at.to_le_bytes());
+        }
+        self.scratch.extend_from_slice(payload);
+        let meta = Meta::new(tag, expire_at.is_some(), 0);
+        let keys = d.keys.as_mut().expect("created above");
+        keys.insert_with_meta(&mut self.heap, key, &self.scratch, meta)?;
+        let had_ttl = old.flatten().is_some();
+        match (had_ttl, expire_at.is_some()) {
+            (false, true) => d.expires += 1,
+            (true, false) => d.expires -= 1,
+            _ => {}
+        }
+        Ok(old.is_some())
+    }
+
+    /// Stores a string value, choosing its encoding (integer, embstr or raw).
+    pub fn put_string(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &[u8],
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let mut payload = std::mem::take(&mut self.scratch);
+        payload.clear();
+        let tag = crate::value::encode_string(value, &mut payload);
+        let result = self.put(db, key, tag, &payload.clone(), ttl, now_ms);
+        if self.scratch.capacity() < payload.capacity() {
+            self.scratch = payload;
+        }
+        result
+    }
+
+    /// Deletes `key`; true if it existed and had not expired.
+    pub fn remove(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
+        self.take(db, key, now_ms).is_some()
+    }
+
+    /// Deletes `key` and returns its entry, if it existed and had not expired.
+    pub fn take(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<OwnedEntry> {
+        let d = &mut self.dbs[db];
+        let (bytes, meta) = d.keys.as_mut()?.take(&mut self.heap, key)?;
+        let entry = split(ValueRef {
+            meta,
+            bytes: &bytes,
+        });
+        let owned = OwnedEntry {
+            tag: entry.tag,
+            expire_at_ms: entry.expire_at_ms,
+            payload: entry.payload.to_vec(),
+        };
+        if owned.expire_at_ms.is_some() {
+            d.expires -= 1;
+        }
+        if owned.expire_at_ms.is_some_and(|at| at <= now_ms) {
+            self.expired_keys += 1;
+            return None;
+        }
+        Some(owned)
+    }
+
+    /// Sets or clears the TTL of a live key; false if the key does not exist.
+    pub fn set_expire(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        expire_at_ms: Option<u64>,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let Some(entry) = self.get_owned(db, key, now_ms) else {
+            return Ok(false);
+        };
+        let ttl = expire_at_ms.map_or(Ttl::Clear, Ttl::At);
+        self.put(db, key, entry.tag, &entry.payload, ttl, now_ms)?;
+        Ok(true)
+    }
+
+    /// Removes every key of `db`, giving its pages back to the heap.
+    pub fn flush(&mut self, db: usize) {
+        let d = &mut self.dbs[db];
+        if let Some(keys) = d.keys.take() {
+            keys.destroy(&mut self.heap);
+        }
+        d.expires = 0;
+        d.expire_cursor = 0;
+        d.avg_ttl_ms = 0;
+    }
+
+    /// Moves the whole keyspace of `a` to `b` and back (SWAPDB).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.dbs.swap(a, b);
+    }
+
+    /// One SCAN step over `db`: calls `f` with each live key of one bucket; returns the next
+    /// cursor (0 when the pass is complete).
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        now_ms: u64,
+        mut f: impl FnMut(&[u8], Entry<'_>),
+    ) -> u64 {
+        let Some(keys) = self.dbs[db].keys.as_ref() else {
+            return 0;
+        };
+        keys.scan(&self.heap, cursor, |key, value| {
+            let entry = split(value);
+            if !entry.expired(now_ms) {
+                f(key, entry);
+            }
+        })
+    }
+
+    /// A random live key of `db` (RANDOMKEY), or `None` when empty. Expired keys met on the way
+    /// are deleted; the number of attempts is bounded.
+    pub fn random_key(
+        &mut self,
+        db: usize,
+        now_ms: u64,
+        mut random: impl FnMut() -> u64,
+    ) -> Option<Vec<u8>> {
+        for _ in 0..100 {
+            let keys = self.dbs[db].keys.as_ref()?;
+            let (key, expired) = {
+                let (key, value) = keys.sample(&self.heap, random())?;
+                (key.to_vec(), split(value).expired(now_ms))
+            };
+            if !expired {
+                return Some(key);
+            }
+            self.delete_expired(db, &key);
+        }
+        None
+    }
+
+    /// Active expiry over `db`: looks at up to `budget` entries from the saved cursor and deletes
+    /// those whose TTL has passed.
+    pub fn active_expire(&mut self, db: usize, now_ms: u64, budget: usize) -> ExpireRound {
+        let mut round = ExpireRound::default();
+        let d = &self.dbs[db];
+        let Some(keys) = d.keys.as_ref() else {
+            return round;
+        };
+        if d.expires == 0 {
+            return round;
+        }
+        let mut cursor = d.expire_cursor;
+        let mut doomed: Vec<Vec<u8>> = Vec::new();
+        let mut ttl_sum: u128 = 0;
+        let mut ttl_count: u64 = 0;
+        // Each step visits one bucket; a bucket holds a bounded number of entries, and both the
+        // entries seen and the steps taken are capped.
+        for _ in 0..budget.max(1) {
+            cursor = keys.scan(&self.heap, cursor, |key, value| {
+                if !value.meta.has_ttl() {
+                    return;
+                }
+                round.sampled += 1;
+                let entry = split(value);
+                match entry.expire_at_ms {
+                    Some(at) if at <= now_ms => doomed.push(key.to_vec()),
+                    Some(at) => {
+                        ttl_sum += u128::from(at - now_ms);
+                        ttl_count += 1;
+                    }
+                    None => {}
+                }
+            });
+            if cursor == 0 {
+                round.pass_done = true;
+                break;
+            }
+            if round.sampled >= budget {
+                break;
+            }
+        }
+        let d = &mut self.dbs[db];
+        d.expire_cursor = cursor;
+        if ttl_count > 0 {
+            // Redis blends each sample into the running average with weight 2%.
+            let sample = (ttl_sum / u128::from(ttl_count)) as u64;
+            d.avg_ttl_ms = if d.avg_ttl_ms == 0 {
+                sample
+            } else {
+                (d.avg_ttl_ms / 50) * 49 + sample / 50
+            };
+        }
+        for key in doomed {
+            self.delete_expired(db, &key);
+            round.expired += 1;
+        }
+        round
+    }
+
+    /// Bytes the keyspace structures of `db` use (pages and directory, out-of-line blobs).
+    pub fn memory_bytes(&self, db: usize) -> usize {
+        self.dbs[db].keys.as_ref().map_or(0, PageHash::memory_bytes)
+    }
+
+    /// Checks the keyspace maps' invariants and the TTL counts (tests).
+    pub fn validate(&self) -> Result<(), String> {
+        for (i, d) in self.dbs.iter().enumerate() {
+            let Some(keys) = d.keys.as_ref() else {
+                continue;
+            };
+            keys.validate(&self.heap)?;
+            let with_ttl = keys
+                .iter(&self.heap)
+                .filter(|(_, v)| v.meta.has_ttl())
+                .count();
+            if with_ttl != d.expires {
+                return Err(format!(
+                    "db {i}: {with_ttl} keys with a TTL, count says {}",
+                    d.expires
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which tags are strings (for WRONGTYPE checks).
+pub fn is_string(entry_tag: u8) -> bool {
+    matches!(entry_tag, tag::STR_EMBSTR | tag::STR_RAW | tag::STR_INT)
+}
