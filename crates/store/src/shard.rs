@@ -149,6 +149,12 @@ pub struct Shard {
     expired_keys: u64,
 }
 
+// SAFETY: a shard owns its heap and every map whose pages and blobs live in that heap; the maps'
+// raw pointers point only into this shard's own heap, and the shard is moved or shared (behind a
+// mutex) only as a whole, so no pointer ever outlives or escapes the memory it refers to. The heap
+// itself is `Send` (one owner at a time), and whoever holds the shard is that owner.
+unsafe impl Send for Shard {}
+
 impl Shard {
     pub fn new(config: &ShardConfig) -> Result<Shard, StoreError> {
         Ok(Shard {

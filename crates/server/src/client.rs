@@ -1,0 +1,69 @@
+//! One connection's state: what its owning I/O thread keeps (query buffer, parser, output
+//! buffer) and what commands change (selected db, protocol, auth, MULTI queue, watched keys).
+
+use crate::server::ClientShared;
+use resp::{Parser, Protocol};
+use std::sync::Arc;
+
+/// CLIENT REPLY mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Drop the reply of the next command only.
+    Skip,
+}
+
+/// A command queued by MULTI: its table index and its arguments.
+#[derive(Debug)]
+pub struct Queued {
+    pub index: usize,
+    pub args: Vec<Vec<u8>>,
+}
+
+/// What commands read and change.
+#[derive(Debug)]
+pub struct ClientState {
+    pub shared: Arc<ClientShared>,
+    pub db: usize,
+    pub protocol: Protocol,
+    pub authenticated: bool,
+    pub multi: Option<Vec<Queued>>,
+    /// A command was rejected while queueing: EXEC must abort.
+    pub multi_error: bool,
+    pub watched: Vec<(usize, Vec<u8>)>,
+    /// For each watched key, whether it existed when WATCHed: if it has expired since, EXEC fails.
+    pub watched_live: Vec<bool>,
+    pub reply_mode: ReplyMode,
+    /// Close the connection once the pending output is written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+    /// Close without writing anything more (CLIENT KILL of self is after the reply).
+    pub close_now: bool,
+}
+
+impl ClientState {
+    pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> ClientState {
+        ClientState {
+            shared,
+            db: 0,
+            protocol: Protocol::Resp2,
+            authenticated,
+            multi: None,
+            multi_error: false,
+            watched: Vec::new(),
+            watched_live: Vec::new(),
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            close_now: false,
+        }
+    }
+}
+
+/// The input side of a connection.
+#[derive(Debug)]
+pub struct Input {
+    pub query: Vec<u8>,
+    /// Start of the request being parsed; everything before it is consumed.
+    pub pos: usize,
+    pub parser: Parser,
+}

@@ -1,0 +1,524 @@
+//! Connection commands: PING, ECHO, QUIT, SELECT, HELLO, AUTH, RESET, CLIENT.
+//!
+//! There is one user, `default`, whose password is `requirepass` (none: every connection starts
+//! authenticated). HELLO switches the connection between RESP2 and RESP3 and replies with the
+//! server map Redis 7 sends.
+
+use super::is;
+use crate::client::ReplyMode;
+use crate::command::{Ctx, parse_i64};
+use crate::server::{ClientShared, unix_ms};
+use resp::Protocol;
+use std::sync::atomic::Ordering;
+
+pub fn ping(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match args.len() {
+        1 => ctx.out.simple(b"PONG"),
+        2 => ctx.out.bulk(args[1]),
+        _ => ctx.error("ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+pub fn echo(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ctx.out.bulk(args[1]);
+}
+
+pub fn quit(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.ok();
+    ctx.client.close_after_reply = true;
+}
+
+pub fn select(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(n) = parse_i64(args[1]) else {
+        return ctx.not_integer();
+    };
+    let databases = ctx.server.config.read().databases;
+    if n < 0 || n as usize >= databases {
+        return ctx.error("ERR DB index is out of range");
+    }
+    ctx.client.db = n as usize;
+    ctx.client.shared.info.lock().db = n as usize;
+    ctx.ok();
+}
+
+/// Checks `user`/`pass` against the default user; replies on failure.
+fn check_password(ctx: &mut Ctx<'_, '_>, user: &[u8], pass: &[u8]) -> bool {
+    let required = ctx.server.config.read().requirepass.clone();
+    match required {
+        Some(p) if user == b"default" && p == pass => {
+            ctx.client.authenticated = true;
+            true
+        }
+        None if user == b"default" => {
+            ctx.client.authenticated = true;
+            true
+        }
+        _ => {
+            ctx.error("WRONGPASS invalid username-password pair or user is disabled.");
+            false
+        }
+    }
+}
+
+pub fn auth(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len() > 3 {
+        return ctx.syntax_error();
+    }
+    if args.len() == 2 && ctx.server.config.read().requirepass.is_none() {
+        return ctx.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+    }
+    let (user, pass) = if args.len() == 3 {
+        (args[1], args[2])
+    } else {
+        (&b"default"[..], args[1])
+    };
+    if check_password(ctx, user, pass) {
+        ctx.ok();
+    }
+}
+
+pub fn hello(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mut protocol = None;
+    let mut i = 1;
+    if args.len() >= 2 {
+        match parse_i64(args[1]) {
+            Some(2) => protocol = Some(Protocol::Resp2),
+            Some(3) => protocol = Some(Protocol::Resp3),
+            Some(_) => return ctx.error("NOPROTO unsupported protocol version"),
+            None => return ctx.error("ERR Protocol version is not an integer or out of range"),
+        }
+        i = 2;
+    }
+    let mut auth: Option<(&[u8], &[u8])> = None;
+    let mut name: Option<&[u8]> = None;
+    while i < args.len() {
+        let more = args.len() - i - 1;
+        if is(args[i], "auth") && more >= 2 {
+            auth = Some((args[i + 1], args[i + 2]));
+            i += 3;
+        } else if is(args[i], "setname") && more >= 1 {
+            name = Some(args[i + 1]);
+            i += 2;
+        } else {
+            let text = format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(args[i])
+            );
+            return ctx.error(&text);
+        }
+    }
+    if let Some((user, pass)) = auth {
+        if !check_password(ctx, user, pass) {
+            return;
+        }
+    } else if !ctx.client.authenticated && ctx.server.config.read().requirepass.is_some() {
+        return ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(name) = name {
+        if !valid_name(name) {
+            return ctx
+                .error("ERR Client names cannot contain spaces, newlines or special characters.");
+        }
+        ctx.client.shared.info.lock().name = String::from_utf8_lossy(name).into_owned();
+    }
+    if let Some(p) = protocol {
+        ctx.client.protocol = p;
+        ctx.out.set_protocol(p);
+        ctx.client.shared.info.lock().resp = if p == Protocol::Resp3 { 3 } else { 2 };
+    }
+    let proto = if ctx.client.protocol == Protocol::Resp3 {
+        3
+    } else {
+        2
+    };
+    ctx.out.map_len(7);
+    ctx.out.bulk(b"server");
+    ctx.out.bulk(b"redis");
+    ctx.out.bulk(b"version");
+    ctx.out.bulk(crate::REDIS_VERSION.as_bytes());
+    ctx.out.bulk(b"proto");
+    ctx.out.integer(proto);
+    ctx.out.bulk(b"id");
+    ctx.out.integer(ctx.client.shared.id as i64);
+    ctx.out.bulk(b"mode");
+    ctx.out.bulk(b"standalone");
+    ctx.out.bulk(b"role");
+    ctx.out.bulk(b"master");
+    ctx.out.bulk(b"modules");
+    ctx.out.array_len(0);
+}
+
+pub fn reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.client.multi = None;
+    ctx.client.multi_error = false;
+    let watched = std::mem::take(&mut ctx.client.watched);
+    ctx.server.unwatch(&ctx.client.shared, &watched);
+    ctx.client
+        .shared
+        .watch_dirty
+        .store(false, Ordering::Relaxed);
+    ctx.client.db = 0;
+    ctx.client.reply_mode = ReplyMode::On;
+    if ctx.server.config.read().requirepass.is_some() {
+        ctx.client.authenticated = false;
+    }
+    ctx.client.protocol = Protocol::Resp2;
+    ctx.out.set_protocol(Protocol::Resp2);
+    {
+        let mut info = ctx.client.shared.info.lock();
+        info.db = 0;
+        info.name.clear();
+        info.resp = 2;
+        info.multi = -1;
+        info.no_evict = false;
+        info.no_touch = false;
+    }
+    ctx.out.simple(b"RESET");
+}
+
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
+}
+
+/// One CLIENT LIST / CLIENT INFO line.
+fn client_line(client: &ClientShared, current_id: u64) -> String {
+    let info = client.info.lock().clone();
+    let now = unix_ms();
+    let age = client.created.elapsed().as_secs();
+    let idle = now.saturating_sub(info.last_interaction_ms) / 1000;
+    let mut flags = String::new();
+    if info.multi >= 0 {
+        flags.push('x');
+    }
+    if client.watch_dirty.load(Ordering::Relaxed) {
+        flags.push('d');
+    }
+    if info.no_evict {
+        flags.push('e');
+    }
+    if info.no_touch {
+        flags.push('T');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let cmd = if client.id == current_id {
+        "client|list".to_string()
+    } else if info.last_cmd.is_empty() {
+        "NULL".into()
+    } else {
+        info.last_cmd.clone()
+    };
+    format!(
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        client.id,
+        client.addr,
+        client.laddr,
+        client.fd,
+        info.name,
+        age,
+        idle,
+        flags,
+        info.db,
+        info.multi,
+        info.qbuf,
+        info.obuf,
+        cmd,
+        info.resp,
+        info.lib_name,
+        info.lib_ver
+    )
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "    * ID <client-id>",
+    "      Kill connections by client id.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn subcommand_arity(ctx: &mut Ctx<'_, '_>, sub: &[u8]) {
+    let text = format!(
+        "ERR wrong number of arguments for 'client|{}' command",
+        String::from_utf8_lossy(sub).to_lowercase()
+    );
+    ctx.error(&text);
+}
+
+fn on_off(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<bool> {
+    if is(arg, "on") {
+        Some(true)
+    } else if is(arg, "off") {
+        Some(false)
+    } else {
+        ctx.syntax_error();
+        None
+    }
+}
+
+pub fn client(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    let n = args.len();
+    if is(sub, "help") && n == 2 {
+        ctx.out.array_len(CLIENT_HELP.len());
+        for line in CLIENT_HELP {
+            ctx.out.simple(line.as_bytes());
+        }
+    } else if is(sub, "id") {
+        if n != 2 {
+            return subcommand_arity(ctx, sub);
+        }
+        ctx.out.integer(ctx.client.shared.id as i64);
+    } else if is(sub, "getname") {
+        if n != 2 {
+            return subcommand_arity(ctx, sub);
+        }
+        let name = ctx.client.shared.info.lock().name.clone();
+        if name.is_empty() {
+            ctx.out.null();
+        } else {
+            ctx.out.bulk(name.as_bytes());
+        }
+    } else if is(sub, "setname") {
+        if n != 3 {
+            return subcommand_arity(ctx, sub);
+        }
+        if !valid_name(args[2]) {
+            return ctx
+                .error("ERR Client names cannot contain spaces, newlines or special characters.");
+        }
+        ctx.client.shared.info.lock().name = String::from_utf8_lossy(args[2]).into_owned();
+        ctx.ok();
+    } else if is(sub, "setinfo") {
+        if n != 4 {
+            return subcommand_arity(ctx, sub);
+        }
+        let value = String::from_utf8_lossy(args[3]).into_owned();
+        if !args[3].iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+            return ctx.error(&format!(
+                "ERR {} cannot contain spaces, newlines or special characters.",
+                String::from_utf8_lossy(args[2]).to_lowercase()
+            ));
+        }
+        if is(args[2], "lib-name") {
+            ctx.client.shared.info.lock().lib_name = value;
+        } else if is(args[2], "lib-ver") {
+            ctx.client.shared.info.lock().lib_ver = value;
+        } else {
+            return ctx.error(&format!(
+                "ERR Unrecognized option '{}'",
+                String::from_utf8_lossy(args[2])
+            ));
+        }
+        ctx.ok();
+    } else if is(sub, "info") {
+        if n != 2 {
+            return subcommand_arity(ctx, sub);
+        }
+        let line = client_line(&ctx.client.shared, 0).replace("cmd=NULL", "cmd=client|info") + "\n";
+        ctx.out.verbatim(line.as_bytes(), *b"txt");
+    } else if is(sub, "list") {
+        client_list(ctx, args);
+    } else if is(sub, "kill") {
+        client_kill(ctx, args);
+    } else if is(sub, "reply") {
+        if n != 3 {
+            return subcommand_arity(ctx, sub);
+        }
+        if is(args[2], "on") {
+            ctx.client.reply_mode = ReplyMode::On;
+            ctx.ok();
+        } else if is(args[2], "off") {
+            ctx.client.reply_mode = ReplyMode::Off;
+        } else if is(args[2], "skip") {
+            ctx.client.reply_mode = ReplyMode::Skip;
+        } else {
+            ctx.syntax_error();
+        }
+    } else if is(sub, "no-evict") || is(sub, "no-touch") {
+        if n != 3 {
+            return subcommand_arity(ctx, sub);
+        }
+        let Some(on) = on_off(ctx, args[2]) else {
+            return;
+        };
+        let mut info = ctx.client.shared.info.lock();
+        if is(sub, "no-evict") {
+            info.no_evict = on;
+        } else {
+            info.no_touch = on;
+        }
+        drop(info);
+        ctx.ok();
+    } else {
+        ctx.error(&format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+    }
+}
+
+fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if is(args[i], "type") && i + 1 < args.len() {
+            let t = args[i + 1];
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| is(t, k))
+            {
+                return ctx.error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(t)
+                ));
+            }
+            if !is(t, "normal") {
+                ids = Some(Vec::new());
+            }
+            i += 2;
+        } else if is(args[i], "id") && i + 1 < args.len() {
+            let mut list = ids.take().unwrap_or_default();
+            for a in &args[i + 1..] {
+                match parse_i64(a) {
+                    Some(id) if id > 0 => list.push(id as u64),
+                    _ => return ctx.error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(list);
+            i = args.len();
+        } else {
+            return ctx.syntax_error();
+        }
+    }
+    let mut clients: Vec<_> = ctx.server.clients.lock().values().cloned().collect();
+    clients.sort_by_key(|c| c.id);
+    let mut text = String::new();
+    for c in clients {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+            continue;
+        }
+        text.push_str(&client_line(&c, ctx.client.shared.id));
+        text.push('\n');
+    }
+    ctx.out.verbatim(text.as_bytes(), *b"txt");
+}
+
+fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let clients: Vec<_> = ctx.server.clients.lock().values().cloned().collect();
+    if args.len() == 3 {
+        let addr = String::from_utf8_lossy(args[2]);
+        let Some(target) = clients.iter().find(|c| c.addr == addr) else {
+            return ctx.error("ERR No such client");
+        };
+        kill(ctx, target);
+        return ctx.ok();
+    }
+    if !args.len().is_multiple_of(2) {
+        return ctx.syntax_error();
+    }
+    let mut skip_me = true;
+    let mut filters: Vec<(&[u8], &[u8])> = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let (opt, value) = (pair[0], pair[1]);
+        if is(opt, "skipme") {
+            if is(value, "yes") {
+                skip_me = true;
+            } else if is(value, "no") {
+                skip_me = false;
+            } else {
+                return ctx.syntax_error();
+            }
+        } else if is(opt, "id") {
+            if parse_i64(value).is_none_or(|v| v <= 0) {
+                return ctx.error("ERR client-id should be greater than 0");
+            }
+            filters.push((opt, value));
+        } else if is(opt, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| is(value, k))
+            {
+                return ctx.error(&format!(
+                    "ERR Unknown client type '{}'",
+                    String::from_utf8_lossy(value)
+                ));
+            }
+            filters.push((opt, value));
+        } else if is(opt, "addr") || is(opt, "laddr") || is(opt, "user") {
+            filters.push((opt, value));
+        } else {
+            return ctx.syntax_error();
+        }
+    }
+    let mut killed = 0;
+    for c in &clients {
+        let matched = filters.iter().all(|&(opt, value)| {
+            let value = String::from_utf8_lossy(value);
+            if is(opt, "id") {
+                value.parse::<u64>().is_ok_and(|id| id == c.id)
+            } else if is(opt, "addr") {
+                c.addr == value
+            } else if is(opt, "laddr") {
+                c.laddr == value
+            } else if is(opt, "user") {
+                value == "default"
+            } else {
+                value.eq_ignore_ascii_case("normal")
+            }
+        });
+        if matched && !(skip_me && c.id == ctx.client.shared.id) {
+            kill(ctx, c);
+            killed += 1;
+        }
+    }
+    ctx.out.integer(killed);
+}
+
+fn kill(ctx: &mut Ctx<'_, '_>, target: &ClientShared) {
+    if target.id == ctx.client.shared.id {
+        ctx.client.close_after_reply = true;
+        return;
+    }
+    target.killed.store(true, Ordering::Relaxed);
+    if let Some(waker) = ctx.server.wakers.read().get(target.thread) {
+        let _ = waker.wake();
+    }
+}

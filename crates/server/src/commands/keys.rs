@@ -1,0 +1,515 @@
+//! Generic key commands (Redis's `db.c`, `expire.c`, `object.c`): DEL, EXISTS, TYPE, RENAME,
+//! COPY, MOVE, KEYS, SCAN, RANDOMKEY, the EXPIRE family, TTL, PERSIST, OBJECT.
+//!
+//! SCAN's cursor spans the shards: the low 32 bits are the shard index and the high bits the
+//! shard's PageHash cursor, a position in hash space whose low 32 bits are always zero (buckets are
+//! at most 32 bits deep). A full SCAN walks shard 0 to the end, then shard 1, and so on, so every
+//! key present for the whole scan is returned at least once.
+
+use super::is;
+use crate::command::{Ctx, parse_i64};
+use store::glob::Glob;
+use store::{Kind, Ttl};
+
+const SHARD_BITS: u64 = 0xFFFF_FFFF;
+
+pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut deleted = 0;
+    for &key in &args[1..] {
+        if ctx.shard(key).remove(db, key, now) {
+            ctx.touch(db, key);
+            deleted += 1;
+        }
+    }
+    ctx.out.integer(deleted);
+}
+
+pub fn exists(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let count = args[1..]
+        .iter()
+        .filter(|&&key| ctx.shard(key).contains(db, key, now))
+        .count();
+    ctx.out.integer(count as i64);
+}
+
+pub fn type_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let kind = ctx
+        .shard(args[1])
+        .with_entry(db, args[1], now, |e| e.kind());
+    ctx.out.simple(kind.map_or("none", Kind::name).as_bytes());
+}
+
+/// Moves `src` to `dst` in the current db; `nx`: only if `dst` is free.
+fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
+    let (src, dst) = (args[1], args[2]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if !ctx.shard(src).contains(db, src, now) {
+        ctx.error("ERR no such key");
+        return;
+    }
+    if src == dst {
+        if nx {
+            ctx.out.integer(0);
+        } else {
+            ctx.ok();
+        }
+        return;
+    }
+    if nx && ctx.shard(dst).contains(db, dst, now) {
+        ctx.out.integer(0);
+        return;
+    }
+    let entry = ctx.shard(src).take(db, src, now).expect("checked above");
+    ctx.shard(dst).remove(db, dst, now);
+    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
+    if ctx
+        .shard(dst)
+        .put(db, dst, entry.tag, &entry.payload, ttl, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, src);
+    ctx.touch(db, dst);
+    if nx { ctx.out.integer(1) } else { ctx.ok() }
+}
+
+pub fn rename(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    rename_generic(ctx, args, false);
+}
+
+pub fn renamenx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    rename_generic(ctx, args, true);
+}
+
+/// Parses a database index argument, replying on error.
+fn db_index(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<usize> {
+    let Some(n) = parse_i64(arg) else {
+        ctx.not_integer();
+        return None;
+    };
+    let databases = ctx.server.config.read().databases;
+    if n < 0 || n as usize >= databases {
+        ctx.error("ERR DB index is out of range");
+        return None;
+    }
+    Some(n as usize)
+}
+
+pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (src, dst) = (args[1], args[2]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (mut target, mut replace) = (db, false);
+    let mut i = 3;
+    while i < args.len() {
+        if is(args[i], "replace") {
+            replace = true;
+        } else if is(args[i], "db") && i + 1 < args.len() {
+            let Some(d) = db_index(ctx, args[i + 1]) else {
+                return;
+            };
+            target = d;
+            i += 1;
+        } else {
+            return ctx.syntax_error();
+        }
+        i += 1;
+    }
+    if src == dst && target == db {
+        ctx.error("ERR source and destination objects are the same");
+        return;
+    }
+    let Some(entry) = ctx.shard(src).get_owned(db, src, now) else {
+        ctx.out.integer(0);
+        return;
+    };
+    if ctx.shard(dst).contains(target, dst, now) {
+        if !replace {
+            ctx.out.integer(0);
+            return;
+        }
+        ctx.shard(dst).remove(target, dst, now);
+    }
+    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
+    if ctx
+        .shard(dst)
+        .put(target, dst, entry.tag, &entry.payload, ttl, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(target, dst);
+    ctx.out.integer(1);
+}
+
+pub fn move_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let Some(target) = db_index(ctx, args[2]) else {
+        return;
+    };
+    if target == db {
+        ctx.error("ERR source and destination objects are the same");
+        return;
+    }
+    if !ctx.shard(key).contains(db, key, now) || ctx.shard(key).contains(target, key, now) {
+        ctx.out.integer(0);
+        return;
+    }
+    let entry = ctx.shard(key).take(db, key, now).expect("checked above");
+    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
+    if ctx
+        .shard(key)
+        .put(target, key, entry.tag, &entry.payload, ttl, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, key);
+    ctx.touch(target, key);
+    ctx.out.integer(1);
+}
+
+pub fn keys(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let glob = Glob::new(args[1]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    for shard in ctx.locks.iter_mut() {
+        let mut cursor = 0;
+        loop {
+            cursor = shard.scan(db, cursor, now, |key, _| {
+                if glob.matches(key) {
+                    found.push(key.to_vec());
+                }
+            });
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    ctx.out.array_len(found.len());
+    for key in found {
+        ctx.out.bulk(&key);
+    }
+}
+
+pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(cursor) = std::str::from_utf8(args[1])
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    else {
+        ctx.error("ERR invalid cursor");
+        return;
+    };
+    let mut glob: Option<Glob> = None;
+    let mut count: i64 = 10;
+    let mut type_filter: Option<Vec<u8>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            return ctx.syntax_error();
+        }
+        if is(args[i], "match") {
+            let g = Glob::new(args[i + 1]);
+            glob = if g.is_everything() { None } else { Some(g) };
+        } else if is(args[i], "count") {
+            match parse_i64(args[i + 1]) {
+                Some(n) if n >= 1 => count = n,
+                Some(_) => return ctx.syntax_error(),
+                None => return ctx.not_integer(),
+            }
+        } else if is(args[i], "type") {
+            type_filter = Some(args[i + 1].to_ascii_lowercase());
+        } else {
+            return ctx.syntax_error();
+        }
+        i += 2;
+    }
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let shards = ctx.server.shard_count() as u64;
+    let mut shard_index = cursor & SHARD_BITS;
+    let mut inner = cursor & !SHARD_BITS;
+    let mut found: Vec<Vec<u8>> = Vec::new();
+    let mut steps = 0;
+    let mut guards: Vec<&mut store::Shard> = ctx.locks.iter_mut().collect();
+    while shard_index < shards && (found.len() as i64) < count && steps < count.saturating_mul(10) {
+        let shard = &mut *guards[shard_index as usize];
+        inner = shard.scan(db, inner, now, |key, entry| {
+            if type_filter
+                .as_ref()
+                .is_some_and(|t| entry.kind().name().as_bytes() != t.as_slice())
+            {
+                return;
+            }
+            if glob.as_ref().is_none_or(|g| g.matches(key)) {
+                found.push(key.to_vec());
+            }
+        });
+        steps += 1;
+        if inner == 0 {
+            shard_index += 1;
+        }
+    }
+    let next = if shard_index >= shards {
+        0
+    } else {
+        inner | shard_index
+    };
+    ctx.out.array_len(2);
+    ctx.out.bulk(next.to_string().as_bytes());
+    ctx.out.array_len(found.len());
+    for key in found {
+        ctx.out.bulk(&key);
+    }
+}
+
+pub fn randomkey(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut seed = now ^ 0x9E37_79B9_7F4A_7C15 ^ (ctx.client.shared.id << 32);
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut shards: Vec<&mut store::Shard> = ctx.locks.iter_mut().collect();
+    // Pick a shard in proportion to its size, then a key inside it.
+    for _ in 0..8 {
+        let total: usize = shards.iter().map(|s| s.len(db)).sum();
+        if total == 0 {
+            break;
+        }
+        let mut pick = (next() % total as u64) as usize;
+        let index = shards.iter().position(|s| {
+            let len = s.len(db);
+            if pick < len {
+                true
+            } else {
+                pick -= len;
+                false
+            }
+        });
+        if let Some(index) = index
+            && let Some(key) = shards[index].random_key(db, now, &mut next)
+        {
+            ctx.out.bulk(&key);
+            return;
+        }
+    }
+    ctx.out.null();
+}
+
+/// EXPIRE-family options.
+#[derive(Clone, Copy, Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute: bool, name: &str) {
+    let key = args[1];
+    let Some(n) = parse_i64(args[2]) else {
+        return ctx.not_integer();
+    };
+    let mut flags = ExpireFlags::default();
+    for &a in &args[3..] {
+        if is(a, "nx") {
+            flags.nx = true;
+        } else if is(a, "xx") {
+            flags.xx = true;
+        } else if is(a, "gt") {
+            flags.gt = true;
+        } else if is(a, "lt") {
+            flags.lt = true;
+        } else {
+            ctx.error(&format!(
+                "ERR Unsupported option {}",
+                String::from_utf8_lossy(a)
+            ));
+            return;
+        }
+    }
+    if flags.nx && (flags.xx || flags.gt || flags.lt) {
+        return ctx.error("ERR NX and XX, GT or LT options at the same time are not compatible");
+    }
+    if flags.gt && flags.lt {
+        return ctx.error("ERR GT and LT options at the same time are not compatible");
+    }
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let ms = if millis { Some(n) } else { n.checked_mul(1000) };
+    let at = ms.and_then(|ms| {
+        if absolute {
+            Some(ms)
+        } else {
+            ms.checked_add(now as i64)
+        }
+    });
+    let Some(at) = at else {
+        ctx.error(&format!("ERR invalid expire time in '{name}' command"));
+        return;
+    };
+    let Some(current) = ctx.shard(key).with_entry(db, key, now, |e| e.expire_at_ms) else {
+        ctx.out.integer(0);
+        return;
+    };
+    let allowed = match current {
+        None => !flags.xx && !flags.gt,
+        Some(cur) => !flags.nx && (!flags.gt || at > cur as i64) && (!flags.lt || at < cur as i64),
+    };
+    if !allowed {
+        ctx.out.integer(0);
+        return;
+    }
+    if at <= now as i64 {
+        ctx.shard(key).remove(db, key, now);
+    } else if ctx
+        .shard(key)
+        .set_expire(db, key, Some(at as u64), now)
+        .is_err()
+    {
+        return ctx.oom();
+    }
+    ctx.touch(db, key);
+    ctx.out.integer(1);
+}
+
+pub fn expire(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    expire_generic(ctx, args, false, false, "expire");
+}
+
+pub fn pexpire(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    expire_generic(ctx, args, true, false, "pexpire");
+}
+
+pub fn expireat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    expire_generic(ctx, args, false, true, "expireat");
+}
+
+pub fn pexpireat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    expire_generic(ctx, args, true, true, "pexpireat");
+}
+
+fn ttl_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], millis: bool, absolute: bool) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.shard(key).with_entry(db, key, now, |e| e.expire_at_ms) {
+        None => ctx.out.integer(-2),
+        Some(None) => ctx.out.integer(-1),
+        Some(Some(at)) => {
+            let ttl = if absolute {
+                at as i64
+            } else {
+                (at as i64 - now as i64).max(0)
+            };
+            ctx.out
+                .integer(if millis { ttl } else { (ttl + 500) / 1000 });
+        }
+    }
+}
+
+pub fn ttl(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ttl_generic(ctx, args[1], false, false);
+}
+
+pub fn pttl(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ttl_generic(ctx, args[1], true, false);
+}
+
+pub fn expiretime(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ttl_generic(ctx, args[1], false, true);
+}
+
+pub fn pexpiretime(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ttl_generic(ctx, args[1], true, true);
+}
+
+pub fn persist(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx
+        .shard(key)
+        .with_entry(db, key, now, |e| e.expire_at_ms.is_some())
+    {
+        Some(true) => {
+            if ctx.shard(key).set_expire(db, key, None, now).is_err() {
+                return ctx.oom();
+            }
+            ctx.touch(db, key);
+            ctx.out.integer(1);
+        }
+        _ => ctx.out.integer(0),
+    }
+}
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Print this help.",
+];
+
+pub fn object(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    if is(sub, "help") && args.len() == 2 {
+        ctx.out.array_len(OBJECT_HELP.len());
+        for line in OBJECT_HELP {
+            ctx.out.simple(line.as_bytes());
+        }
+        return;
+    }
+    let known = ["encoding", "freq", "idletime", "refcount"]
+        .iter()
+        .any(|s| is(sub, s));
+    if !known {
+        ctx.error(&format!(
+            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+            String::from_utf8_lossy(sub)
+        ));
+        return;
+    }
+    if args.len() != 3 {
+        ctx.error(&format!(
+            "ERR wrong number of arguments for 'object|{}' command",
+            String::from_utf8_lossy(sub).to_lowercase()
+        ));
+        return;
+    }
+    let key = args[2];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let shared_int = |tag: u8, payload: &[u8]| matches!(store::Str::of(tag, payload), store::Str::Int(i) if (0..10_000).contains(&i));
+    let Some((tag, int)) = ctx
+        .shard(key)
+        .with_entry(db, key, now, |e| (e.tag, shared_int(e.tag, e.payload)))
+    else {
+        ctx.out.null();
+        return;
+    };
+    if is(sub, "encoding") {
+        ctx.out.bulk(store::value::encoding_name(tag).as_bytes());
+    } else if is(sub, "refcount") {
+        // Redis shares the integers 0..9999 (refcount INT_MAX); every other value has one owner.
+        ctx.out.integer(if int { i64::from(i32::MAX) } else { 1 });
+    } else if is(sub, "freq") {
+        ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    } else {
+        ctx.error("ERR densekv does not track per-key idle time: no access clock is stored per key, to keep entries small");
+    }
+}

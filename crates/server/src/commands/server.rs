@@ -1,0 +1,973 @@
+//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, CONFIG, COMMAND, TIME, SHUTDOWN,
+//! MEMORY, SLOWLOG, LATENCY, LOLWUT, DEBUG.
+//!
+//! INFO has Redis 7's sections and field names (the ones tools such as redis_exporter read), plus
+//! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
+
+use super::is;
+use crate::client::ClientState;
+use crate::command::{COMMANDS, Ctx, Spec, flag, key_positions, lookup, parse_i64};
+use crate::config::{self, PARAMS};
+use crate::server::{Server, SlowEntry, unix_ms};
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+const SLOWLOG_SLOWER_THAN_USEC: u64 = 10_000;
+const SLOWLOG_MAX_LEN: usize = 128;
+
+/// Records a command in the slow log when it took longer than the threshold.
+pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], usec: u64) {
+    if usec < SLOWLOG_SLOWER_THAN_USEC {
+        return;
+    }
+    let mut log = server.slowlog.lock();
+    let id = log.next_id;
+    log.next_id += 1;
+    let mut kept: Vec<Vec<u8>> = args
+        .iter()
+        .take(31)
+        .map(|a| {
+            if a.len() > 128 {
+                let mut v = a[..128].to_vec();
+                v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
+                v
+            } else {
+                a.to_vec()
+            }
+        })
+        .collect();
+    if args.len() > 32 {
+        kept.push(format!("... ({} more arguments)", args.len() - 31).into_bytes());
+    } else if args.len() == 32 {
+        kept.push(args[31].to_vec());
+    }
+    log.entries.push_front(SlowEntry {
+        id,
+        time_unix: unix_ms() / 1000,
+        usec,
+        args: kept,
+        addr: client.shared.addr.clone(),
+        name: client.shared.info.lock().name.clone(),
+    });
+    log.entries.truncate(SLOWLOG_MAX_LEN);
+}
+
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map_or(0, |pages| pages * 4096)
+}
+
+fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if b < 1024.0 {
+        format!("{bytes}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+/// Memory figures summed over the shards (their locks are held by the caller).
+#[derive(Default)]
+struct Memory {
+    allocated: u64,
+    resident: u64,
+    reserved: u64,
+    requested: u64,
+    large_cache: u64,
+    dirty: u64,
+    shapes: u64,
+    shape_hits: u64,
+    shape_misses: u64,
+    shape_fallbacks: u64,
+}
+
+fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
+    let mut m = Memory::default();
+    for shard in ctx.locks.iter_mut() {
+        let s = shard.heap().stats();
+        m.allocated += s.allocated_bytes;
+        m.resident += s.resident_bytes;
+        m.reserved += s.reserved_bytes;
+        m.requested += s.requested_bytes;
+        m.large_cache += s.large_cache_bytes;
+        m.dirty += s.dirty_bytes;
+        let shapes = shard.shapes.stats();
+        m.shapes += shapes.shapes;
+        m.shape_hits += shapes.cache_hits;
+        m.shape_misses += shapes.cache_misses;
+        m.shape_fallbacks += shapes.too_complex;
+    }
+    m
+}
+
+fn section_wanted(sections: &[String], name: &str, default: bool) -> bool {
+    if sections.is_empty() {
+        return default;
+    }
+    sections.iter().any(|s| {
+        s == name
+            || s == "all" && name != "modules"
+            || s == "everything"
+            || (s == "default" && default)
+    })
+}
+
+pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sections: Vec<String> = args[1..]
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_lowercase())
+        .collect();
+    let server = ctx.server;
+    let config = server.config.read().clone();
+    let now = unix_ms();
+    let uptime = (now - server.started_unix_ms) / 1000;
+    let mut text = String::new();
+    let mut section = |name: &str, default: bool, body: &mut dyn FnMut(&mut String)| {
+        if section_wanted(&sections, name, default) {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            let title = format!("{}{}", name[..1].to_uppercase(), &name[1..]);
+            let _ = write!(text, "# {title}\r\n");
+            body(&mut text);
+        }
+    };
+    section("server", true, &mut |t| {
+        let _ = write!(
+            t,
+            "redis_version:{}\r\ndensekv_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:{}\r\nexecutable:{}\r\nconfig_file:{}\r\n",
+            crate::REDIS_VERSION,
+            crate::DENSEKV_VERSION,
+            std::env::consts::OS,
+            std::env::consts::ARCH,
+            std::process::id(),
+            server.run_id,
+            server.port.load(Ordering::Relaxed),
+            now * 1000,
+            uptime,
+            uptime / 86400,
+            config.hz,
+            config.hz,
+            usize::from(config.io_threads > 1),
+            std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            config.config_file.clone().unwrap_or_default(),
+        );
+    });
+    section("clients", true, &mut |t| {
+        let _ = write!(
+            t,
+            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+            server.connected.load(Ordering::Relaxed),
+            config.maxclients
+        );
+    });
+    let mem = memory_totals(ctx);
+    let rss = rss_bytes();
+    let used = mem.allocated;
+    section("memory", true, &mut |t| {
+        let _ = write!(
+            t,
+            "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
+            human(used),
+            human(rss),
+            human(used),
+            mem.allocated,
+            mem.resident,
+            mem.resident,
+            total_memory(),
+            config.maxmemory,
+            human(config.maxmemory),
+            config.maxmemory_policy,
+            if used == 0 {
+                1.0
+            } else {
+                mem.resident as f64 / used as f64
+            },
+            if used == 0 {
+                1.0
+            } else {
+                rss as f64 / used as f64
+            },
+            mem.requested,
+            mem.reserved,
+            mem.large_cache,
+            mem.dirty,
+        );
+        let hints = maps::hint_stats();
+        let _ = write!(
+            t,
+            "densekv_smallmap_hint_hits:{}\r\ndensekv_smallmap_hint_misses:{}\r\ndensekv_smallmap_not_found:{}\r\ndensekv_shapes:{}\r\ndensekv_shape_cache_hits:{}\r\ndensekv_shape_cache_misses:{}\r\ndensekv_shape_fallbacks:{}\r\n",
+            hints.hint_hit,
+            hints.hint_miss,
+            hints.not_found,
+            mem.shapes,
+            mem.shape_hits,
+            mem.shape_misses,
+            mem.shape_fallbacks
+        );
+    });
+    section("persistence", true, &mut |t| {
+        let _ = write!(
+            t,
+            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
+            server.stats.dirty.load(Ordering::Relaxed),
+            server.started_unix_ms / 1000
+        );
+    });
+    let st = &server.stats;
+    let expired: u64 = ctx.locks.iter_mut().map(|s| s.expired_keys()).sum();
+    section("stats", true, &mut |t| {
+        let _ = write!(
+            t,
+            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+            st.connections_received.load(Ordering::Relaxed),
+            st.commands_processed.load(Ordering::Relaxed),
+            st.net_input_bytes.load(Ordering::Relaxed),
+            st.net_output_bytes.load(Ordering::Relaxed),
+            st.rejected_connections.load(Ordering::Relaxed),
+            expired,
+            st.keyspace_hits.load(Ordering::Relaxed),
+            st.keyspace_misses.load(Ordering::Relaxed),
+            st.total_errors.load(Ordering::Relaxed),
+        );
+    });
+    section("replication", true, &mut |t| {
+        let _ = write!(
+            t,
+            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n",
+            server.run_id
+        );
+    });
+    section("cpu", true, &mut |t| {
+        let (user, sys) = cpu_times();
+        let _ = write!(
+            t,
+            "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+        );
+    });
+    section("modules", false, &mut |_| {});
+    section("commandstats", false, &mut |t| {
+        for (i, spec) in COMMANDS.iter().enumerate() {
+            let s = &server.command_stats[i];
+            let calls = s.calls.load(Ordering::Relaxed);
+            if calls == 0 {
+                continue;
+            }
+            let usec = s.usec.load(Ordering::Relaxed);
+            let _ = write!(
+                t,
+                "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+                spec.name,
+                usec as f64 / calls as f64,
+                s.rejected.load(Ordering::Relaxed),
+                s.failed.load(Ordering::Relaxed)
+            );
+        }
+    });
+    section("errorstats", true, &mut |t| {
+        let mut errors: Vec<_> = server
+            .errorstats
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        errors.sort();
+        for (code, count) in errors {
+            let _ = write!(t, "errorstat_{code}:count={count}\r\n");
+        }
+    });
+    section("cluster", true, &mut |t| {
+        t.push_str("cluster_enabled:0\r\n");
+    });
+    let databases = config.databases;
+    let mut keyspace = Vec::new();
+    for db in 0..databases {
+        let (mut keys, mut expires, mut ttl_sum, mut ttl_n) = (0, 0, 0u64, 0u64);
+        for shard in ctx.locks.iter_mut() {
+            keys += shard.len(db);
+            expires += shard.expires(db);
+            let avg = shard.avg_ttl_ms(db);
+            if avg > 0 {
+                ttl_sum += avg;
+                ttl_n += 1;
+            }
+        }
+        if keys > 0 {
+            keyspace.push(format!(
+                "db{db}:keys={keys},expires={expires},avg_ttl={}\r\n",
+                ttl_sum.checked_div(ttl_n).unwrap_or(0)
+            ));
+        }
+    }
+    section("keyspace", true, &mut |t| {
+        for line in &keyspace {
+            t.push_str(line);
+        }
+    });
+    ctx.out.verbatim(text.as_bytes(), *b"txt");
+}
+
+fn total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn cpu_times() -> (f64, f64) {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &raw mut usage);
+        usage
+    };
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (secs(usage.ru_utime), secs(usage.ru_stime))
+}
+
+pub fn dbsize(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let db = ctx.db();
+    let total: usize = ctx.locks.iter_mut().map(|s| s.len(db)).sum();
+    ctx.out.integer(total as i64);
+}
+
+fn flush_mode_ok(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> bool {
+    match args.len() {
+        1 => true,
+        2 if is(args[1], "async") || is(args[1], "sync") => true,
+        _ => {
+            ctx.syntax_error();
+            false
+        }
+    }
+}
+
+pub fn flushdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if !flush_mode_ok(ctx, args) {
+        return;
+    }
+    let db = ctx.db();
+    for shard in ctx.locks.iter_mut() {
+        shard.flush(db);
+    }
+    ctx.server.touch_all(Some(db));
+    ctx.ok();
+}
+
+pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if !flush_mode_ok(ctx, args) {
+        return;
+    }
+    for shard in ctx.locks.iter_mut() {
+        for db in 0..shard.databases() {
+            shard.flush(db);
+        }
+    }
+    ctx.server.touch_all(None);
+    ctx.ok();
+}
+
+pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let databases = ctx.server.config.read().databases;
+    let Some(a) = parse_i64(args[1]) else {
+        return ctx.error("ERR invalid first DB index");
+    };
+    let Some(b) = parse_i64(args[2]) else {
+        return ctx.error("ERR invalid second DB index");
+    };
+    if a < 0 || b < 0 || a as usize >= databases || b as usize >= databases {
+        return ctx.error("ERR DB index is out of range");
+    }
+    for shard in ctx.locks.iter_mut() {
+        shard.swap_dbs(a as usize, b as usize);
+    }
+    ctx.server.touch_all(Some(a as usize));
+    ctx.server.touch_all(Some(b as usize));
+    ctx.ok();
+}
+
+fn subcommand_arity(ctx: &mut Ctx<'_, '_>, command: &str, sub: &[u8]) {
+    let text = format!(
+        "ERR wrong number of arguments for '{command}|{}' command",
+        String::from_utf8_lossy(sub).to_lowercase()
+    );
+    ctx.error(&text);
+}
+
+fn unknown_subcommand(ctx: &mut Ctx<'_, '_>, command: &str, sub: &[u8]) {
+    let text = format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(sub),
+        command.to_uppercase()
+    );
+    ctx.error(&text);
+}
+
+fn help(ctx: &mut Ctx<'_, '_>, lines: &[&str]) {
+    ctx.out.array_len(lines.len());
+    for line in lines {
+        ctx.out.simple(line.as_bytes());
+    }
+}
+
+pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    if is(sub, "get") {
+        if args.len() < 3 {
+            return subcommand_arity(ctx, "config", sub);
+        }
+        let config = ctx.server.config.read().clone();
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        for p in PARAMS {
+            if args[2..]
+                .iter()
+                .any(|pat| store::glob::matches(&pat.to_ascii_lowercase(), p.name.as_bytes()))
+                && !pairs.iter().any(|(n, _)| *n == p.name)
+            {
+                pairs.push((p.name, (p.get)(&config)));
+            }
+        }
+        ctx.out.map_len(pairs.len());
+        for (name, value) in pairs {
+            ctx.out.bulk(name.as_bytes());
+            ctx.out.bulk(value.as_bytes());
+        }
+    } else if is(sub, "set") {
+        if args.len() < 4 || !args.len().is_multiple_of(2) {
+            return subcommand_arity(ctx, "config", sub);
+        }
+        let mut next = ctx.server.config.read().clone();
+        for pair in args[2..].chunks(2) {
+            let name = String::from_utf8_lossy(pair[0]).into_owned();
+            let Some(param) = config::param(&name).filter(|p| p.mutable) else {
+                let text =
+                    format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'");
+                return ctx.error(&text);
+            };
+            let value: Vec<String> = vec![String::from_utf8_lossy(pair[1]).into_owned()];
+            if let Err(reason) = (param.set)(&mut next, &value) {
+                let text = format!(
+                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
+                );
+                return ctx.error(&text);
+            }
+        }
+        crate::log::set_level(&next.loglevel);
+        *ctx.server.config.write() = next;
+        ctx.ok();
+    } else if is(sub, "resetstat") {
+        if args.len() != 2 {
+            return subcommand_arity(ctx, "config", sub);
+        }
+        let st = &ctx.server.stats;
+        for counter in [
+            &st.connections_received,
+            &st.rejected_connections,
+            &st.commands_processed,
+            &st.net_input_bytes,
+            &st.net_output_bytes,
+            &st.keyspace_hits,
+            &st.keyspace_misses,
+            &st.total_errors,
+            &st.expired_keys_active,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+        for s in &*ctx.server.command_stats {
+            s.calls.store(0, Ordering::Relaxed);
+            s.usec.store(0, Ordering::Relaxed);
+            s.failed.store(0, Ordering::Relaxed);
+            s.rejected.store(0, Ordering::Relaxed);
+        }
+        ctx.server.errorstats.lock().clear();
+        ctx.server.slowlog.lock().entries.clear();
+        ctx.ok();
+    } else if is(sub, "rewrite") {
+        if args.len() != 2 {
+            return subcommand_arity(ctx, "config", sub);
+        }
+        let config = ctx.server.config.read().clone();
+        let Some(path) = config.config_file.clone() else {
+            return ctx.error("ERR The server is running without a config file");
+        };
+        match std::fs::write(&path, config::render(&config)) {
+            Ok(()) => ctx.ok(),
+            Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
+        }
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            ctx,
+            &[
+                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET <pattern>",
+                "    Return parameters matching the glob-like <pattern> and their values.",
+                "SET <directive> <value>",
+                "    Set the configuration <directive> to <value>.",
+                "RESETSTAT",
+                "    Reset statistics reported by the INFO command.",
+                "REWRITE",
+                "    Rewrite the configuration file.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "config", sub);
+    }
+}
+
+fn flag_names(spec: &Spec) -> Vec<&'static str> {
+    flag::NAMES
+        .iter()
+        .filter(|(f, _)| spec.flags & f != 0)
+        .map(|(_, n)| *n)
+        .collect()
+}
+
+fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
+    let (first, last, step) = match spec.keys {
+        crate::command::Keys::Range { first, last, step } => {
+            (first as i64, last as i64, step as i64)
+        }
+        _ => (0, 0, 0),
+    };
+    ctx.out.array_len(10);
+    ctx.out.bulk(spec.name.as_bytes());
+    ctx.out.integer(i64::from(spec.arity));
+    let flags = flag_names(spec);
+    ctx.out.set_len(flags.len());
+    for f in flags {
+        ctx.out.simple(f.as_bytes());
+    }
+    ctx.out.integer(first);
+    ctx.out.integer(last);
+    ctx.out.integer(step);
+    ctx.out.set_len(1);
+    ctx.out.simple(format!("@{}", spec.group).as_bytes());
+    ctx.out.set_len(0);
+    ctx.out.array_len(0);
+    ctx.out.array_len(0);
+}
+
+pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len() == 1 {
+        ctx.out.array_len(COMMANDS.len());
+        for spec in COMMANDS {
+            command_info(ctx, spec);
+        }
+        return;
+    }
+    let sub = args[1];
+    if is(sub, "count") {
+        if args.len() != 2 {
+            return subcommand_arity(ctx, "command", sub);
+        }
+        ctx.out.integer(COMMANDS.len() as i64);
+    } else if is(sub, "info") {
+        let specs: Vec<Option<&Spec>> = if args.len() == 2 {
+            COMMANDS.iter().map(Some).collect()
+        } else {
+            args[2..]
+                .iter()
+                .map(|n| lookup(n).map(|(_, s)| s))
+                .collect()
+        };
+        ctx.out.array_len(specs.len());
+        for spec in specs {
+            match spec {
+                Some(spec) => command_info(ctx, spec),
+                None => ctx.out.null_array(),
+            }
+        }
+    } else if is(sub, "docs") {
+        let specs: Vec<&Spec> = if args.len() == 2 {
+            COMMANDS.iter().collect()
+        } else {
+            args[2..]
+                .iter()
+                .filter_map(|n| lookup(n).map(|(_, s)| s))
+                .collect()
+        };
+        ctx.out.map_len(specs.len());
+        for spec in specs {
+            ctx.out.bulk(spec.name.as_bytes());
+            ctx.out.map_len(4);
+            ctx.out.bulk(b"summary");
+            ctx.out.bulk(spec.summary.as_bytes());
+            ctx.out.bulk(b"since");
+            ctx.out.bulk(spec.since.as_bytes());
+            ctx.out.bulk(b"group");
+            ctx.out.bulk(spec.group.as_bytes());
+            ctx.out.bulk(b"complexity");
+            ctx.out.bulk(b"");
+        }
+    } else if is(sub, "list") {
+        let pattern = if args.len() == 5 && is(args[2], "filterby") && is(args[3], "pattern") {
+            Some(store::glob::Glob::new(args[4]))
+        } else if args.len() == 2 {
+            None
+        } else if args.len() == 5
+            && is(args[2], "filterby")
+            && (is(args[3], "aclcat") || is(args[3], "module"))
+        {
+            let cat = String::from_utf8_lossy(args[4]).to_lowercase();
+            let names: Vec<&str> = if is(args[3], "aclcat") {
+                COMMANDS
+                    .iter()
+                    .filter(|s| s.group == cat)
+                    .map(|s| s.name)
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            ctx.out.array_len(names.len());
+            for n in names {
+                ctx.out.bulk(n.as_bytes());
+            }
+            return;
+        } else {
+            return ctx.syntax_error();
+        };
+        let names: Vec<&str> = COMMANDS
+            .iter()
+            .map(|s| s.name)
+            .filter(|n| pattern.as_ref().is_none_or(|g| g.matches(n.as_bytes())))
+            .collect();
+        ctx.out.array_len(names.len());
+        for n in names {
+            ctx.out.bulk(n.as_bytes());
+        }
+    } else if is(sub, "getkeys") {
+        if args.len() < 3 {
+            return subcommand_arity(ctx, "command", sub);
+        }
+        let Some((_, spec)) = lookup(args[2]) else {
+            return ctx.error("ERR Invalid command specified");
+        };
+        let cmd_args = &args[2..];
+        if !crate::command::arity_ok(spec.arity, cmd_args.len()) {
+            return ctx.error("ERR Invalid number of arguments specified for command");
+        }
+        let positions = key_positions(spec, cmd_args);
+        if positions.is_empty() {
+            return ctx.error("ERR The command has no key arguments");
+        }
+        ctx.out.array_len(positions.len());
+        for p in positions {
+            ctx.out.bulk(cmd_args[p]);
+        }
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            ctx,
+            &[
+                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "(no subcommand)",
+                "    Return details about all Redis commands.",
+                "COUNT",
+                "    Return the total number of commands in this Redis server.",
+                "LIST",
+                "    Return a list of all commands in this Redis server.",
+                "INFO [<command-name> ...]",
+                "    Return details about multiple Redis commands.",
+                "DOCS [<command-name> ...]",
+                "    Return documentation details about multiple Redis commands.",
+                "GETKEYS <full-command>",
+                "    Return the keys from a full Redis command.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "command", sub);
+    }
+}
+
+pub fn time(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.out.array_len(2);
+    ctx.out.bulk(now.as_secs().to_string().as_bytes());
+    ctx.out.bulk(now.subsec_micros().to_string().as_bytes());
+}
+
+pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mut save = false;
+    for &a in &args[1..] {
+        if is(a, "save") {
+            save = true;
+        } else if is(a, "nosave") || is(a, "now") || is(a, "force") {
+        } else if is(a, "abort") {
+            return ctx.error("ERR No shutdown in progress.");
+        } else {
+            return ctx.syntax_error();
+        }
+    }
+    if save {
+        crate::log::warning("SHUTDOWN SAVE refused: RDB snapshots are not supported yet");
+        return ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+    }
+    crate::log::warning("User requested shutdown...");
+    ctx.server.shutdown.store(true, Ordering::Relaxed);
+    ctx.server.wake_all();
+    ctx.client.close_now = true;
+}
+
+pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    if is(sub, "usage") {
+        if args.len() != 3 && args.len() != 5 {
+            return subcommand_arity(ctx, "memory", sub);
+        }
+        if args.len() == 5 && !(is(args[3], "samples") && parse_i64(args[4]).is_some()) {
+            return ctx.syntax_error();
+        }
+        let key = args[2];
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let usage = ctx.shard(key).with_entry(db, key, now, |e| {
+            // Entry in its page: hint, meta, two length varints, key, TTL, payload; plus the
+            // out-of-line copy when the pair does not fit a piece.
+            let inline =
+                4 + key.len() + e.payload.len() + if e.expire_at_ms.is_some() { 8 } else { 0 };
+            if inline > 60 {
+                16 + heap::Heap::<32>::usable_size(key.len() + 8)
+                    + heap::Heap::<32>::usable_size(e.payload.len())
+            } else {
+                inline
+            }
+        });
+        match usage {
+            Some(n) => ctx.out.integer(n as i64),
+            None => ctx.out.null(),
+        }
+    } else if is(sub, "stats") {
+        let mem = memory_totals(ctx);
+        let keys: usize = {
+            let db = ctx.db();
+            ctx.locks.iter_mut().map(|s| s.len(db)).sum()
+        };
+        let rss = rss_bytes();
+        ctx.out.map_len(8);
+        for (name, value) in [
+            ("peak.allocated", mem.allocated),
+            ("total.allocated", mem.allocated),
+            ("dataset.bytes", mem.allocated),
+            ("keys.count", keys as u64),
+            (
+                "keys.bytes-per-key",
+                if keys == 0 {
+                    0
+                } else {
+                    mem.allocated / keys as u64
+                },
+            ),
+            ("allocator.resident", mem.resident),
+            ("rss-bytes", rss),
+        ] {
+            ctx.out.bulk(name.as_bytes());
+            ctx.out.integer(value as i64);
+        }
+        ctx.out.bulk(b"fragmentation");
+        ctx.out.double(if mem.allocated == 0 {
+            1.0
+        } else {
+            rss as f64 / mem.allocated as f64
+        });
+    } else if is(sub, "doctor") {
+        ctx.out.verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.", *b"txt");
+    } else if is(sub, "malloc-stats") {
+        let mem = memory_totals(ctx);
+        let text = format!(
+            "densekv heap: allocated={} resident={} reserved={} large_cache={} dirty={}\n",
+            mem.allocated, mem.resident, mem.reserved, mem.large_cache, mem.dirty
+        );
+        ctx.out.verbatim(text.as_bytes(), *b"txt");
+    } else if is(sub, "purge") {
+        ctx.ok();
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            ctx,
+            &[
+                "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DOCTOR",
+                "    Return memory problems reports.",
+                "MALLOC-STATS",
+                "    Return internal statistics report from the memory allocator.",
+                "PURGE",
+                "    Attempt to purge dirty pages for reclamation by the allocator.",
+                "STATS",
+                "    Return information about the memory usage of the server.",
+                "USAGE <key> [SAMPLES <count>]",
+                "    Return memory in bytes used by <key> and its value. Nested values are",
+                "    sampled up to <count> times (default: 5, 0 means sample all).",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "memory", sub);
+    }
+}
+
+pub fn slowlog(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    if is(sub, "get") {
+        if args.len() > 3 {
+            return subcommand_arity(ctx, "slowlog", sub);
+        }
+        let count = match args.get(2).map(|a| parse_i64(a)) {
+            None => 10,
+            Some(Some(n)) if n >= -1 => {
+                if n == -1 {
+                    usize::MAX
+                } else {
+                    n as usize
+                }
+            }
+            Some(_) => return ctx.error("ERR count should be greater than or equal to -1"),
+        };
+        let entries: Vec<SlowEntry> = ctx
+            .server
+            .slowlog
+            .lock()
+            .entries
+            .iter()
+            .take(count)
+            .cloned()
+            .collect();
+        ctx.out.array_len(entries.len());
+        for e in entries {
+            ctx.out.array_len(6);
+            ctx.out.integer(e.id as i64);
+            ctx.out.integer(e.time_unix as i64);
+            ctx.out.integer(e.usec as i64);
+            ctx.out.array_len(e.args.len());
+            for a in &e.args {
+                ctx.out.bulk(a);
+            }
+            ctx.out.bulk(e.addr.as_bytes());
+            ctx.out.bulk(e.name.as_bytes());
+        }
+    } else if is(sub, "len") {
+        let len = ctx.server.slowlog.lock().entries.len();
+        ctx.out.integer(len as i64);
+    } else if is(sub, "reset") {
+        ctx.server.slowlog.lock().entries.clear();
+        ctx.ok();
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            ctx,
+            &[
+                "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "GET [<count>]",
+                "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+                "    Entries are made of:",
+                "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+                "    client name",
+                "LEN",
+                "    Return the length of the slowlog.",
+                "RESET",
+                "    Reset the slowlog.",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "slowlog", sub);
+    }
+}
+
+pub fn latency(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let sub = args[1];
+    if is(sub, "latest") || is(sub, "history") {
+        ctx.out.array_len(0);
+    } else if is(sub, "reset") {
+        ctx.out.integer(0);
+    } else if is(sub, "doctor") {
+        ctx.out.verbatim(b"Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep tonight.\n", *b"txt");
+    } else if is(sub, "help") && args.len() == 2 {
+        help(
+            ctx,
+            &[
+                "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+                "DOCTOR",
+                "    Return a human readable latency analysis report.",
+                "HISTORY <event>",
+                "    Return time-latency samples for the <event> class.",
+                "LATEST",
+                "    Return the latest latency samples for all events.",
+                "RESET [<event> ...]",
+                "    Reset latency data of one or more <event> classes.",
+                "    (default: reset all data for all event classes)",
+                "HELP",
+                "    Print this help.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "latency", sub);
+    }
+}
+
+pub fn lolwut(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let text = format!(
+        "densekv: the same keys in a fraction of the memory.\nRedis ver. {}\n",
+        crate::REDIS_VERSION
+    );
+    ctx.out.verbatim(text.as_bytes(), *b"txt");
+}
+
+pub fn debug(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mode = ctx.server.config.read().enable_debug_command.clone();
+    let local =
+        ctx.client.shared.addr.starts_with("127.") || ctx.client.shared.addr.starts_with("[::1]");
+    if mode == "no" || (mode == "local" && !local) {
+        return ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
+    }
+    let sub = args[1];
+    if is(sub, "sleep") && args.len() == 3 {
+        let secs: f64 = std::str::from_utf8(args[2])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0);
+        std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 3600.0)));
+        ctx.ok();
+    } else if is(sub, "validate") {
+        let failure = ctx
+            .locks
+            .iter_mut()
+            .find_map(|shard| shard.validate().err());
+        match failure {
+            Some(e) => ctx.error(&format!("ERR {e}")),
+            None => ctx.ok(),
+        }
+    } else if is(sub, "help") {
+        help(
+            ctx,
+            &[
+                "DEBUG <subcommand>. Subcommands are:",
+                "SLEEP <seconds>",
+                "    Stop the server for <seconds>.",
+                "VALIDATE",
+                "    Check every keyspace structure's invariants.",
+            ],
+        );
+    } else {
+        unknown_subcommand(ctx, "debug", sub);
+    }
+}

@@ -1,0 +1,688 @@
+//! String commands (Redis's `t_string.c`): GET/SET and their variants, counters, ranges, LCS.
+//!
+//! Values are stored by `store::value`: canonical integers as varints (`int` encoding), other
+//! strings as bytes (`embstr` up to 44 bytes, `raw` above or once modified in place). Redis's limit
+//! on a string's length is `proto-max-bulk-len` (512 MB by default), checked before any growth.
+
+use super::is;
+use crate::command::{Ctx, parse_i64};
+use std::sync::atomic::Ordering;
+use store::shard::is_string;
+use store::value::{self, tag};
+use store::{Str, Ttl};
+
+/// Reads a string value as owned bytes: `Ok(None)` when missing, `Err(())` after replying
+/// WRONGTYPE.
+fn read(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.shard(key).with_entry(db, key, now, |e| {
+        is_string(e.tag).then(|| Str::of(e.tag, e.payload).to_vec())
+    }) {
+        None => Ok(None),
+        Some(Some(v)) => Ok(Some(v)),
+        Some(None) => {
+            ctx.wrong_type();
+            Err(())
+        }
+    }
+}
+
+fn count_lookup(ctx: &Ctx<'_, '_>, hit: bool) {
+    let stat = if hit {
+        &ctx.server.stats.keyspace_hits
+    } else {
+        &ctx.server.stats.keyspace_misses
+    };
+    stat.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Replies with the string at `key` (GET's core); returns false after WRONGTYPE.
+fn reply_value(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, out) = ctx.shard_and_out(key);
+    let found = shard.with_entry(db, key, now, |e| {
+        if !is_string(e.tag) {
+            return false;
+        }
+        match Str::of(e.tag, e.payload) {
+            Str::Bytes(b) => out.bulk(b),
+            Str::Int(i) => out.bulk_integer(i),
+        }
+        true
+    });
+    count_lookup(ctx, found.is_some());
+    match found {
+        None => {
+            ctx.out.null();
+            true
+        }
+        Some(true) => true,
+        Some(false) => {
+            ctx.wrong_type();
+            false
+        }
+    }
+}
+
+fn store(ctx: &mut Ctx<'_, '_>, key: &[u8], value: &[u8], ttl: Ttl) -> bool {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if ctx.shard(key).put_string(db, key, value, ttl, now).is_err() {
+        ctx.oom();
+        return false;
+    }
+    ctx.touch(db, key);
+    true
+}
+
+pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    reply_value(ctx, args[1]);
+}
+
+/// SET's expiry unit.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// Turns an EX/PX/EXAT/PXAT argument into an absolute time in ms, replying on error.
+fn expire_at(
+    ctx: &mut Ctx<'_, '_>,
+    arg: &[u8],
+    unit: Unit,
+    absolute: bool,
+    command: &str,
+) -> Option<u64> {
+    let Some(n) = parse_i64(arg) else {
+        ctx.not_integer();
+        return None;
+    };
+    let invalid = format!("ERR invalid expire time in '{command}' command");
+    if n <= 0 {
+        ctx.error(&invalid);
+        return None;
+    }
+    let ms = if unit == Unit::Seconds {
+        n.checked_mul(1000)
+    } else {
+        Some(n)
+    };
+    let at = ms.and_then(|ms| {
+        if absolute {
+            Some(ms)
+        } else {
+            ms.checked_add(ctx.now_ms as i64)
+        }
+    });
+    if let Some(at) = at {
+        Some(at as u64)
+    } else {
+        ctx.error(&invalid);
+        None
+    }
+}
+
+pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (key, value) = (args[1], args[2]);
+    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
+    let mut expire: Option<(&[u8], Unit, bool)> = None;
+    let mut i = 3;
+    while i < args.len() {
+        let a = args[i];
+        let next = args.get(i + 1);
+        if is(a, "nx") && !xx {
+            nx = true;
+        } else if is(a, "xx") && !nx {
+            xx = true;
+        } else if is(a, "get") {
+            get = true;
+        } else if is(a, "keepttl") && expire.is_none() {
+            keepttl = true;
+        } else if let Some(&next) = next.filter(|_| {
+            (is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat"))
+                && expire.is_none()
+                && !keepttl
+        }) {
+            let unit = if is(a, "ex") || is(a, "exat") {
+                Unit::Seconds
+            } else {
+                Unit::Millis
+            };
+            expire = Some((next, unit, is(a, "exat") || is(a, "pxat")));
+            i += 1;
+        } else {
+            ctx.syntax_error();
+            return;
+        }
+        i += 1;
+    }
+    let ttl = match expire {
+        Some((arg, unit, absolute)) => match expire_at(ctx, arg, unit, absolute, "set") {
+            Some(at) => Ttl::At(at),
+            None => return,
+        },
+        None if keepttl => Ttl::Keep,
+        None => Ttl::Clear,
+    };
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let old = if get {
+        match read(ctx, key) {
+            Ok(old) => Some(old),
+            Err(()) => return,
+        }
+    } else {
+        None
+    };
+    let exists = match &old {
+        Some(old) => old.is_some(),
+        None => ctx.shard(key).contains(db, key, now),
+    };
+    if (nx && exists) || (xx && !exists) {
+        match old {
+            Some(Some(v)) => ctx.out.bulk(&v),
+            _ => ctx.out.null(),
+        }
+        return;
+    }
+    if !store(ctx, key, value, ttl) {
+        return;
+    }
+    match old {
+        Some(Some(v)) => ctx.out.bulk(&v),
+        Some(None) => ctx.out.null(),
+        None => ctx.ok(),
+    }
+}
+
+pub fn setnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if ctx.shard(args[1]).contains(db, args[1], now) {
+        ctx.out.integer(0);
+    } else if store(ctx, args[1], args[2], Ttl::Clear) {
+        ctx.out.integer(1);
+    }
+}
+
+fn setex_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], unit: Unit, command: &str) {
+    let Some(at) = expire_at(ctx, args[2], unit, false, command) else {
+        return;
+    };
+    if store(ctx, args[1], args[3], Ttl::At(at)) {
+        ctx.ok();
+    }
+}
+
+pub fn setex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    setex_generic(ctx, args, Unit::Seconds, "setex");
+}
+
+pub fn psetex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    setex_generic(ctx, args, Unit::Millis, "psetex");
+}
+
+pub fn mget(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    ctx.out.array_len(args.len() - 1);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    for &key in &args[1..] {
+        let (shard, out) = ctx.shard_and_out(key);
+        let found = shard.with_entry(db, key, now, |e| {
+            if is_string(e.tag) {
+                match Str::of(e.tag, e.payload) {
+                    Str::Bytes(b) => out.bulk(b),
+                    Str::Int(i) => out.bulk_integer(i),
+                }
+                true
+            } else {
+                false
+            }
+        });
+        if found != Some(true) {
+            ctx.out.null();
+        }
+        count_lookup(ctx, found == Some(true));
+    }
+}
+
+pub fn mset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len().is_multiple_of(2) {
+        ctx.error("ERR wrong number of arguments for 'mset' command");
+        return;
+    }
+    for pair in args[1..].chunks(2) {
+        if !store(ctx, pair[0], pair[1], Ttl::Clear) {
+            return;
+        }
+    }
+    ctx.ok();
+}
+
+pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len().is_multiple_of(2) {
+        ctx.error("ERR wrong number of arguments for 'msetnx' command");
+        return;
+    }
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if args[1..]
+        .chunks(2)
+        .any(|pair| ctx.shard(pair[0]).contains(db, pair[0], now))
+    {
+        ctx.out.integer(0);
+        return;
+    }
+    for pair in args[1..].chunks(2) {
+        if !store(ctx, pair[0], pair[1], Ttl::Clear) {
+            return;
+        }
+    }
+    ctx.out.integer(1);
+}
+
+pub fn getset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Ok(old) = read(ctx, args[1]) else { return };
+    if store(ctx, args[1], args[2], Ttl::Clear) {
+        match old {
+            Some(v) => ctx.out.bulk(&v),
+            None => ctx.out.null(),
+        }
+    }
+}
+
+pub fn getdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Ok(old) = read(ctx, args[1]) else { return };
+    match old {
+        Some(v) => {
+            let (db, now) = (ctx.db(), ctx.now_ms);
+            ctx.shard(args[1]).remove(db, args[1], now);
+            ctx.touch(db, args[1]);
+            ctx.out.bulk(&v);
+        }
+        None => ctx.out.null(),
+    }
+}
+
+pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let mut change: Option<Option<(&[u8], Unit, bool)>> = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = args[i];
+        if (is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat"))
+            && change.is_none()
+            && i + 1 < args.len()
+        {
+            let unit = if is(a, "ex") || is(a, "exat") {
+                Unit::Seconds
+            } else {
+                Unit::Millis
+            };
+            change = Some(Some((args[i + 1], unit, is(a, "exat") || is(a, "pxat"))));
+            i += 2;
+        } else if is(a, "persist") && change.is_none() {
+            change = Some(None);
+            i += 1;
+        } else {
+            ctx.syntax_error();
+            return;
+        }
+    }
+    let at = match change {
+        Some(Some((arg, unit, absolute))) => match expire_at(ctx, arg, unit, absolute, "getex") {
+            Some(at) => Some(Some(at)),
+            None => return,
+        },
+        Some(None) => Some(None),
+        None => None,
+    };
+    let Ok(value) = read(ctx, key) else { return };
+    let Some(value) = value else {
+        count_lookup(ctx, false);
+        ctx.out.null();
+        return;
+    };
+    count_lookup(ctx, true);
+    if let Some(at) = at {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let had_ttl = ctx
+            .shard(key)
+            .with_entry(db, key, now, |e| e.expire_at_ms.is_some())
+            .unwrap_or(false);
+        if at.is_some() || had_ttl {
+            if ctx.shard(key).set_expire(db, key, at, now).is_err() {
+                ctx.oom();
+                return;
+            }
+            ctx.touch(db, key);
+        }
+    }
+    ctx.out.bulk(&value);
+}
+
+fn max_len(ctx: &Ctx<'_, '_>) -> u64 {
+    ctx.server.config.read().proto_max_bulk_len
+}
+
+pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let Ok(old) = read(ctx, key) else { return };
+    let mut value = old.unwrap_or_default();
+    if (value.len() + args[2].len()) as u64 > max_len(ctx) {
+        ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
+    value.extend_from_slice(args[2]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    // APPEND leaves a raw string even when it spells an integer, as Redis does.
+    if ctx
+        .shard(key)
+        .put(db, key, tag::STR_RAW, &value, Ttl::Keep, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, key);
+    ctx.out.integer(value.len() as i64);
+}
+
+pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.shard(args[1]).with_entry(db, args[1], now, |e| {
+        is_string(e.tag).then(|| Str::of(e.tag, e.payload).len())
+    }) {
+        None => ctx.out.integer(0),
+        Some(Some(len)) => ctx.out.integer(len as i64),
+        Some(None) => ctx.wrong_type(),
+    }
+}
+
+fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let current = ctx.shard(key).with_entry(db, key, now, |e| {
+        if !is_string(e.tag) {
+            return Err(true);
+        }
+        match Str::of(e.tag, e.payload) {
+            Str::Int(i) => Ok(i),
+            Str::Bytes(b) => value::parse_i64(b).ok_or(false),
+        }
+    });
+    let current = match current {
+        None => 0,
+        Some(Ok(i)) => i,
+        Some(Err(true)) => return ctx.wrong_type(),
+        Some(Err(false)) => return ctx.not_integer(),
+    };
+    let Some(next) = current.checked_add(by) else {
+        ctx.error("ERR increment or decrement would overflow");
+        return;
+    };
+    let mut payload = Vec::with_capacity(10);
+    let tag = value::encode_int(next, &mut payload);
+    if ctx
+        .shard(key)
+        .put(db, key, tag, &payload, Ttl::Keep, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, key);
+    ctx.out.integer(next);
+}
+
+pub fn incr(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    incr_generic(ctx, args[1], 1);
+}
+
+pub fn decr(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    incr_generic(ctx, args[1], -1);
+}
+
+pub fn incrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match parse_i64(args[2]) {
+        Some(by) => incr_generic(ctx, args[1], by),
+        None => ctx.not_integer(),
+    }
+}
+
+pub fn decrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match parse_i64(args[2]) {
+        Some(i64::MIN) => ctx.error("ERR decrement would overflow"),
+        Some(by) => incr_generic(ctx, args[1], -by),
+        None => ctx.not_integer(),
+    }
+}
+
+/// Parses a float as Redis's `getLongDoubleFromObject` does: no leading space, the whole string,
+/// not NaN (infinity is accepted).
+pub fn parse_float(bytes: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) || text.len() > 5000 {
+        return None;
+    }
+    let v: f64 = text.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let Ok(old) = read(ctx, key) else { return };
+    let current = match old {
+        None => 0.0,
+        Some(v) => match parse_float(&v) {
+            Some(f) => f,
+            None => return ctx.error("ERR value is not a valid float"),
+        },
+    };
+    let Some(by) = parse_float(args[2]) else {
+        return ctx.error("ERR value is not a valid float");
+    };
+    let next = current + by;
+    if next.is_nan() || next.is_infinite() {
+        ctx.error("ERR increment would produce NaN or Infinity");
+        return;
+    }
+    let text = resp::double::human(next);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    if ctx
+        .shard(key)
+        .put_string(db, key, text.as_bytes(), Ttl::Keep, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, key);
+    ctx.out.bulk(text.as_bytes());
+}
+
+pub fn getrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (Some(mut start), Some(mut end)) = (parse_i64(args[2]), parse_i64(args[3])) else {
+        return ctx.not_integer();
+    };
+    let Ok(value) = read(ctx, args[1]) else {
+        return;
+    };
+    let value = value.unwrap_or_default();
+    let len = value.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        ctx.out.bulk(b"");
+        return;
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        ctx.out.bulk(b"");
+    } else {
+        ctx.out.bulk(&value[start as usize..=end as usize]);
+    }
+}
+
+pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let Some(offset) = parse_i64(args[2]) else {
+        return ctx.not_integer();
+    };
+    if offset < 0 {
+        ctx.error("ERR offset is out of range");
+        return;
+    }
+    let patch = args[3];
+    let Ok(old) = read(ctx, key) else { return };
+    let exists = old.is_some();
+    let mut value = old.unwrap_or_default();
+    if patch.is_empty() {
+        ctx.out.integer(value.len() as i64);
+        return;
+    }
+    let end = (offset as u64).saturating_add(patch.len() as u64);
+    if end > max_len(ctx) {
+        ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return;
+    }
+    let end = end as usize;
+    if value.len() < end {
+        value.resize(end, 0);
+    }
+    value[offset as usize..end].copy_from_slice(patch);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let ttl = if exists { Ttl::Keep } else { Ttl::Clear };
+    if ctx
+        .shard(key)
+        .put(db, key, tag::STR_RAW, &value, ttl, now)
+        .is_err()
+    {
+        ctx.oom();
+        return;
+    }
+    ctx.touch(db, key);
+    ctx.out.integer(value.len() as i64);
+}
+
+pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (mut want_len, mut want_idx, mut with_match_len) = (false, false, false);
+    let mut min_match: i64 = 0;
+    let mut i = 3;
+    while i < args.len() {
+        let a = args[i];
+        if is(a, "len") {
+            want_len = true;
+        } else if is(a, "idx") {
+            want_idx = true;
+        } else if is(a, "withmatchlen") {
+            with_match_len = true;
+        } else if is(a, "minmatchlen") && i + 1 < args.len() {
+            match parse_i64(args[i + 1]) {
+                Some(n) => min_match = n.max(0),
+                None => return ctx.not_integer(),
+            }
+            i += 1;
+        } else {
+            return ctx.syntax_error();
+        }
+        i += 1;
+    }
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut values = Vec::with_capacity(2);
+    for &key in &args[1..3] {
+        match ctx.shard(key).with_entry(db, key, now, |e| {
+            is_string(e.tag).then(|| Str::of(e.tag, e.payload).to_vec())
+        }) {
+            None => values.push(Vec::new()),
+            Some(Some(v)) => values.push(v),
+            Some(None) => return ctx.error("ERR The specified keys must contain string values"),
+        }
+    }
+    if want_len && want_idx {
+        return ctx.error("ERR If you want both the length and indexes, please just use IDX.");
+    }
+    let (a, b) = (&values[0], &values[1]);
+    let cells = (a.len() as u64 + 1).saturating_mul(b.len() as u64 + 1);
+    if cells.saturating_mul(4) > max_len(ctx) {
+        return ctx
+            .error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let width = b.len() + 1;
+    let mut table = vec![0u32; (a.len() + 1) * width];
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            table[i * width + j] = if a[i - 1] == b[j - 1] {
+                table[(i - 1) * width + j - 1] + 1
+            } else {
+                table[(i - 1) * width + j].max(table[i * width + j - 1])
+            };
+        }
+    }
+    let total = table[a.len() * width + b.len()] as usize;
+    if want_len {
+        ctx.out.integer(total as i64);
+        return;
+    }
+    // Walk back from the end, collecting the LCS and the matching ranges.
+    let mut result = vec![0u8; total];
+    let mut ranges: Vec<((usize, usize), (usize, usize))> = Vec::new();
+    let (mut i, mut j, mut k) = (a.len(), b.len(), total);
+    let mut current: Option<((usize, usize), (usize, usize))> = None;
+    while i > 0 && j > 0 {
+        if a[i - 1] == b[j - 1] {
+            k -= 1;
+            result[k] = a[i - 1];
+            let (ai, bj) = (i - 1, j - 1);
+            current = match current {
+                Some(((a_start, a_end), (b_start, b_end)))
+                    if a_start == ai + 1 && b_start == bj + 1 =>
+                {
+                    Some(((ai, a_end), (bj, b_end)))
+                }
+                Some(range) => {
+                    ranges.push(range);
+                    Some(((ai, ai), (bj, bj)))
+                }
+                None => Some(((ai, ai), (bj, bj))),
+            };
+            i -= 1;
+            j -= 1;
+        } else if table[(i - 1) * width + j] > table[i * width + j - 1] {
+            i -= 1;
+        } else {
+            j -= 1;
+        }
+    }
+    if let Some(range) = current {
+        ranges.push(range);
+    }
+    if !want_idx {
+        ctx.out.bulk(&result);
+        return;
+    }
+    let kept: Vec<_> = ranges
+        .into_iter()
+        .filter(|((s, e), _)| (e - s + 1) as i64 >= min_match)
+        .collect();
+    ctx.out.map_len(2);
+    ctx.out.bulk(b"matches");
+    ctx.out.array_len(kept.len());
+    for ((a_start, a_end), (b_start, b_end)) in kept {
+        ctx.out.array_len(if with_match_len { 3 } else { 2 });
+        ctx.out.array_len(2);
+        ctx.out.integer(a_start as i64);
+        ctx.out.integer(a_end as i64);
+        ctx.out.array_len(2);
+        ctx.out.integer(b_start as i64);
+        ctx.out.integer(b_end as i64);
+        if with_match_len {
+            ctx.out.integer((a_end - a_start + 1) as i64);
+        }
+    }
+    ctx.out.bulk(b"len");
+    ctx.out.integer(total as i64);
+}

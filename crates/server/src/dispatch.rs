@@ -1,0 +1,108 @@
+//! From parsed arguments to a reply: lookup, arity, authentication, MULTI queueing, locking, run —
+//! in the order Redis's `processCommand` checks them, so the same bad input gets the same error.
+
+use crate::client::{ClientState, Queued, ReplyMode};
+use crate::command::{self, COMMANDS, flag};
+use crate::server::{Server, unix_ms};
+use resp::ReplyWriter;
+
+/// Runs one command from `args` (at least one argument), appending its reply to `out`.
+pub fn dispatch(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, args: &[&[u8]]) {
+    let mark = out.len();
+    {
+        let mut info = state.shared.info.lock();
+        info.last_interaction_ms = unix_ms();
+    }
+    let queued = route(server, state, out, args);
+    match state.reply_mode {
+        ReplyMode::On => {}
+        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Skip => {
+            out.truncate(mark);
+            // SKIP drops exactly the next command's reply; CLIENT REPLY SKIP itself set it.
+            if !queued.is_client_reply {
+                state.reply_mode = ReplyMode::On;
+            }
+        }
+    }
+}
+
+struct Routed {
+    is_client_reply: bool,
+}
+
+fn reject(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, text: &str) {
+    server.count_error(text.as_bytes());
+    ReplyWriter::new(out, state.protocol).error(text.as_bytes());
+    if state.multi.is_some() {
+        state.multi_error = true;
+    }
+}
+
+fn route(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, args: &[&[u8]]) -> Routed {
+    let is_client_reply = args.len() >= 2
+        && args[0].eq_ignore_ascii_case(b"client")
+        && args[1].eq_ignore_ascii_case(b"reply");
+    let routed = Routed { is_client_reply };
+    let Some((index, spec)) = command::lookup(args[0]) else {
+        reject(server, state, out, &command::unknown_command_error(args));
+        return routed;
+    };
+    if !command::arity_ok(spec.arity, args.len()) {
+        reject(server, state, out, &command::arity_error(spec.name));
+        return routed;
+    }
+    if !state.authenticated
+        && spec.flags & flag::NO_AUTH == 0
+        && server.config.read().requirepass.is_some()
+    {
+        reject(server, state, out, "NOAUTH Authentication required.");
+        return routed;
+    }
+    if state.multi.is_some() && spec.flags & flag::TXN_CONTROL == 0 {
+        if spec.flags & flag::NO_MULTI != 0 {
+            reject(
+                server,
+                state,
+                out,
+                "ERR Command not allowed inside a transaction",
+            );
+            return routed;
+        }
+        let queue = state.multi.as_mut().expect("in MULTI");
+        queue.push(Queued {
+            index,
+            args: args.iter().map(|a| a.to_vec()).collect(),
+        });
+        state.shared.info.lock().multi = queue.len() as i64;
+        ReplyWriter::new(out, state.protocol).simple(b"QUEUED");
+        return routed;
+    }
+    let mut locks = command::locks_for(server, spec, args);
+    command::run(server, state, out, &mut locks, index, args);
+    state.shared.info.lock().last_cmd = spec.name.to_string();
+    routed
+}
+
+/// Runs a queued transaction with every shard locked (EXEC); `locks` holds them all.
+pub fn run_queued<'s>(
+    server: &'s Server,
+    state: &mut ClientState,
+    out: &mut Vec<u8>,
+    locks: &mut command::Locks<'s>,
+    queue: Vec<Queued>,
+) {
+    ReplyWriter::new(out, state.protocol).array_len(queue.len());
+    for queued in queue {
+        let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
+        let spec = &COMMANDS[queued.index];
+        if spec.flags & flag::NO_AUTH == 0
+            && !state.authenticated
+            && server.config.read().requirepass.is_some()
+        {
+            ReplyWriter::new(out, state.protocol).error(b"NOAUTH Authentication required.");
+            continue;
+        }
+        command::run(server, state, out, locks, queued.index, &args);
+    }
+}

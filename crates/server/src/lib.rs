@@ -1,0 +1,82 @@
+//! The densekv server: a Redis 7.0-compatible server whose keyspace lives in compact PageHash
+//! pages inside per-shard block heaps.
+//!
+//! ```text
+//!  main.rs ─ config.rs (redis.conf + --options) ─ log.rs
+//!     └─ net.rs: io-threads × mio loop ── read ─▶ resp::Parser ─▶ dispatch.rs ─▶ command.rs table
+//!                                          ▲                                      │ lock key shards
+//!                                          └──── write ◀── resp::ReplyWriter ◀── commands/*.rs
+//!  server.rs: shared state (shards, stats, clients, watches)      client.rs: per-connection state
+//! ```
+//!
+//! # Threading model
+//! `io-threads` threads (default: the machine's cores, at most 8) each accept connections on their
+//! own `SO_REUSEPORT` socket and run them to completion in one mio event loop: no hand-off between
+//! threads on the request path. The keyspace is cut into `shards` (default 8) by a per-process
+//! seeded hash of the key; each shard is one `Mutex<store::Shard>` owning its own heap, so the heap's
+//! single-owner contract holds (whoever holds the lock owns the heap). A command locks the shards of
+//! its keys in ascending order, runs, and unlocks: two commands on different shards run in
+//! parallel, multi-key commands are atomic, and no lock order can deadlock. Commands over the whole
+//! keyspace (KEYS, SCAN, DBSIZE, FLUSHALL, INFO) and EXEC lock every shard. With 2 cores this beats
+//! a single-threaded loop because parsing, replying and syscalls — most of a small command's cost —
+//! run in parallel; a later step can pin one shard per core and route requests to it.
+
+pub mod client;
+pub mod command;
+pub mod commands;
+pub mod config;
+pub mod dispatch;
+pub mod log;
+pub mod net;
+pub mod server;
+
+pub use config::Config;
+pub use server::Server;
+
+/// The Redis version densekv answers as (`redis_version` in INFO, `version` in HELLO).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// densekv's own version.
+pub const DENSEKV_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Starts every I/O thread and blocks until shutdown.
+pub fn run(config: Config) -> Result<(), String> {
+    let threads = config.io_threads.max(1);
+    let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
+    let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
+    let mut polls = Vec::new();
+    for _ in 0..threads {
+        let (poll, waker) = net::new_poll().map_err(|e| e.to_string())?;
+        server.wakers.write().push(waker);
+        polls.push(poll);
+    }
+    net::install_signal_handlers();
+    log::notice(&format!(
+        "densekv {} (Redis {}) started, pid={}, port={}, io-threads={}, shards={}",
+        DENSEKV_VERSION,
+        REDIS_VERSION,
+        std::process::id(),
+        server.port.load(std::sync::atomic::Ordering::Relaxed),
+        threads,
+        server.shard_count()
+    ));
+    log::notice("Ready to accept connections tcp");
+    let mut handles = Vec::new();
+    for (index, (poll, listeners)) in polls.into_iter().zip(listeners).enumerate() {
+        let server = std::sync::Arc::clone(&server);
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("io-{index}"))
+                .spawn(move || net::run_thread(&server, index, threads, listeners, poll))
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    for handle in handles {
+        match handle.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err("an I/O thread panicked".into()),
+        }
+    }
+    log::notice("densekv is now ready to exit, bye bye...");
+    Ok(())
+}

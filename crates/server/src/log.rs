@@ -1,0 +1,87 @@
+//! The server log: redis-server's line format (`pid:M dd Mon yyyy hh:mm:ss.mmm * message`) to
+//! stdout or the configured `logfile`, filtered by `loglevel`.
+
+use parking_lot::Mutex;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+static LEVEL: AtomicU8 = AtomicU8::new(2);
+static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+
+/// Sets the level (`debug`, `verbose`, `notice`, `warning`, `nothing`) and the destination.
+pub fn init(level: &str, logfile: &str) -> std::io::Result<()> {
+    set_level(level);
+    if !logfile.is_empty() {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logfile)?;
+        *FILE.lock() = Some(file);
+    }
+    Ok(())
+}
+
+pub fn set_level(level: &str) {
+    let n = match level {
+        "debug" => 0,
+        "verbose" => 1,
+        "notice" => 2,
+        "warning" => 3,
+        _ => 4,
+    };
+    LEVEL.store(n, Ordering::Relaxed);
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
+
+fn write(level: u8, mark: char, message: &str) {
+    if level < LEVEL.load(Ordering::Relaxed) {
+        return;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as libc::time_t;
+    // SAFETY: `tm` is plain data that gmtime_r fills; `secs` outlives the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::gmtime_r(&raw const secs, &raw mut tm);
+        tm
+    };
+    let line = format!(
+        "{}:M {:02} {} {} {:02}:{:02}:{:02}.{:03} {} {}\n",
+        std::process::id(),
+        tm.tm_mday,
+        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
+        tm.tm_year + 1900,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        now.subsec_millis(),
+        mark,
+        message
+    );
+    let mut file = FILE.lock();
+    match file.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(line.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(line.as_bytes());
+        }
+    }
+}
+
+pub fn verbose(message: &str) {
+    write(1, '-', message);
+}
+
+pub fn notice(message: &str) {
+    write(2, '*', message);
+}
+
+pub fn warning(message: &str) {
+    write(3, '#', message);
+}

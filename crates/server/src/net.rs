@@ -1,0 +1,574 @@
+//! The network loop: `io-threads` threads, each with its own listening socket on the shared port
+//! (`SO_REUSEPORT`, so the kernel spreads connections) and its own mio event loop owning its
+//! connections from accept to close.
+//!
+//! ```text
+//!  readable ─▶ read ≤ 64 KiB ─▶ parse every complete request ─▶ dispatch (lock shards, run,
+//!      ▲                                                            reply into the output buffer)
+//!      └──── until the socket would block, or the output holds ≥ OUTPUT_PAUSE_BYTES ──┐
+//!  writable ─▶ write the output buffer ─▶ resume reading if it was paused ◀──────────────┘
+//! ```
+//! Back-pressure instead of unbounded buffers: a client that sends commands but never reads their
+//! replies stops being read once its pending output reaches `OUTPUT_PAUSE_BYTES` (its own TCP
+//! window then stops it), so it cannot grow the server's memory; a configured
+//! `client-output-buffer-limit normal <hard> <soft> <secs>` disconnects it as Redis does.
+//! Big arguments: when the parser is inside a bulk of ≥ 32 KiB, the query buffer grows once to
+//! hold it whole, so receiving a 100 MB value costs no quadratic copying.
+//!
+//! Every `1000 / hz` ms each thread runs its cron: active expiry on the shards it owns
+//! (`shard % threads == thread`), bounded to 25% of the period like Redis's slow expire cycle, and
+//! the idle-client `timeout`.
+
+use crate::client::{ClientState, Input};
+use crate::dispatch;
+use crate::server::{ClientInfo, ClientShared, Server, unix_ms};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use resp::{Limits, Parser, Request};
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const WAKER: Token = Token(usize::MAX);
+const FIRST_LISTENER: usize = usize::MAX - 64;
+/// Redis reads 16 KiB at a time (PROTO_IOBUF_LEN); its "too big" request checks depend on it.
+const READ_CHUNK_BYTES: usize = 16 << 10;
+/// Pending output at which a client's input stops being read until it drains.
+const OUTPUT_PAUSE_BYTES: usize = 64 << 20;
+/// Commands parsed from one client before other clients get a turn.
+const COMMANDS_PER_TURN: usize = 4096;
+
+/// Set by SIGTERM/SIGINT; every loop polls it.
+pub static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+/// Routes SIGTERM and SIGINT to a graceful shutdown and ignores SIGPIPE.
+pub fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; ignoring SIGPIPE
+    // turns writes to closed sockets into EPIPE errors, which the loop handles.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+struct Conn {
+    stream: TcpStream,
+    input: Input,
+    state: ClientState,
+    out: Vec<u8>,
+    out_pos: usize,
+    read_paused: bool,
+    soft_limit_since: Option<Instant>,
+}
+
+/// Binds one listening socket per (address, thread) on the configured port.
+pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::TcpListener>>> {
+    let config = server.config.read().clone();
+    let mut per_thread: Vec<Vec<std::net::TcpListener>> =
+        (0..threads).map(|_| Vec::new()).collect();
+    let mut port = config.port;
+    for address in &config.bind {
+        let (optional, host) = match address.strip_prefix('-') {
+            Some(host) => (true, host),
+            None => (false, address.as_str()),
+        };
+        let host = if host == "*" { "0.0.0.0" } else { host };
+        let ip: std::net::IpAddr = match host.parse() {
+            Ok(ip) => ip,
+            Err(_) if optional => continue,
+            Err(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("invalid bind address '{host}'"),
+                ));
+            }
+        };
+        let mut bound = Vec::new();
+        for _ in 0..threads {
+            match listen(SocketAddr::new(ip, port), config.tcp_backlog) {
+                Ok(l) => {
+                    port = l.local_addr()?.port();
+                    bound.push(l);
+                }
+                Err(_) if optional => {
+                    bound.clear();
+                    break;
+                }
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!("Could not create server TCP listening socket {host}:{port}: {e}"),
+                    ));
+                }
+            }
+        }
+        for (t, l) in bound.into_iter().enumerate() {
+            per_thread[t].push(l);
+        }
+    }
+    if per_thread[0].is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "Failed listening on every bind address",
+        ));
+    }
+    server.port.store(port as usize, Ordering::Relaxed);
+    Ok(per_thread)
+}
+
+fn listen(addr: SocketAddr, backlog: u32) -> io::Result<std::net::TcpListener> {
+    let domain = if addr.is_ipv6() {
+        socket2::Domain::IPV6
+    } else {
+        socket2::Domain::IPV4
+    };
+    let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(backlog.min(i32::MAX as u32) as i32)?;
+    Ok(socket.into())
+}
+
+/// Runs I/O thread `index` until shutdown.
+pub fn run_thread(
+    server: &Arc<Server>,
+    index: usize,
+    threads: usize,
+    listeners: Vec<std::net::TcpListener>,
+    mut poll: Poll,
+) -> io::Result<()> {
+    let mut listeners: Vec<TcpListener> =
+        listeners.into_iter().map(TcpListener::from_std).collect();
+    for (i, l) in listeners.iter_mut().enumerate() {
+        poll.registry()
+            .register(l, Token(FIRST_LISTENER + i), Interest::READABLE)?;
+    }
+    let mut conns: HashMap<usize, Conn> = HashMap::new();
+    let mut next_token = 0usize;
+    let mut events = Events::with_capacity(1024);
+    let mut next_cron = Instant::now();
+    let mut ready: Vec<usize> = Vec::new();
+    loop {
+        if SIGNALLED.load(Ordering::Relaxed) {
+            server.shutdown.store(true, Ordering::Relaxed);
+        }
+        if server.shutdown.load(Ordering::Relaxed) {
+            break;
+        }
+        let period = Duration::from_millis(1000 / u64::from(server.config.read().hz.max(1)));
+        let timeout = if ready.is_empty() {
+            next_cron
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100))
+        } else {
+            Duration::ZERO
+        };
+        match poll.poll(&mut events, Some(timeout)) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let mut touched: Vec<usize> = std::mem::take(&mut ready);
+        for event in &events {
+            match event.token() {
+                WAKER => {
+                    // Kills are found by the sweep below; shutdown by the check at the top.
+                    let killed: Vec<usize> = conns
+                        .iter()
+                        .filter(|(_, c)| c.state.shared.killed.load(Ordering::Relaxed))
+                        .map(|(&t, _)| t)
+                        .collect();
+                    for token in killed {
+                        close(server, &mut poll, &mut conns, token);
+                    }
+                }
+                Token(t) if t >= FIRST_LISTENER => {
+                    let listener = &listeners[t - FIRST_LISTENER];
+                    accept_all(server, &poll, listener, index, &mut conns, &mut next_token);
+                }
+                Token(t) => touched.push(t),
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for token in touched {
+            let Some(conn) = conns.get_mut(&token) else {
+                continue;
+            };
+            match serve(server, conn) {
+                Ok(true) => ready.push(token),
+                Ok(false) => {}
+                Err(()) => close(server, &mut poll, &mut conns, token),
+            }
+        }
+        if Instant::now() >= next_cron {
+            cron(server, index, threads, &mut poll, &mut conns);
+            next_cron = Instant::now() + period;
+        }
+    }
+    let tokens: Vec<usize> = conns.keys().copied().collect();
+    for token in tokens {
+        if let Some(conn) = conns.get_mut(&token) {
+            let _ = flush(server, conn);
+        }
+        close(server, &mut poll, &mut conns, token);
+    }
+    Ok(())
+}
+
+fn accept_all(
+    server: &Arc<Server>,
+    poll: &Poll,
+    listener: &TcpListener,
+    thread: usize,
+    conns: &mut HashMap<usize, Conn>,
+    next_token: &mut usize,
+) {
+    loop {
+        let (mut stream, peer) = match listener.accept() {
+            Ok(pair) => pair,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(_) => return,
+        };
+        server
+            .stats
+            .connections_received
+            .fetch_add(1, Ordering::Relaxed);
+        let config = server.config.read();
+        if server.connected.load(Ordering::Relaxed) >= config.maxclients {
+            server
+                .stats
+                .rejected_connections
+                .fetch_add(1, Ordering::Relaxed);
+            let _ = stream.write(b"-ERR max number of clients reached\r\n");
+            continue;
+        }
+        if config.protected_mode && config.requirepass.is_none() && !peer.ip().is_loopback() {
+            let _ = stream.write(DENIED);
+            continue;
+        }
+        let authenticated = config.requirepass.is_none();
+        let limits = Limits {
+            proto_max_bulk_len: config.proto_max_bulk_len,
+            auth_required: !authenticated,
+        };
+        drop(config);
+        let _ = stream.set_nodelay(true);
+        let id = server.next_client_id();
+        let shared = Arc::new(ClientShared {
+            id,
+            addr: peer.to_string(),
+            laddr: stream
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_default(),
+            fd: stream.as_raw_fd(),
+            thread,
+            created: Instant::now(),
+            info: parking_lot::Mutex::new(ClientInfo {
+                resp: 2,
+                last_interaction_ms: unix_ms(),
+                multi: -1,
+                ..ClientInfo::default()
+            }),
+            killed: AtomicBool::new(false),
+            watch_dirty: AtomicBool::new(false),
+        });
+        let token = *next_token;
+        *next_token += 1;
+        if poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(token),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            continue;
+        }
+        server.clients.lock().insert(id, Arc::clone(&shared));
+        server.connected.fetch_add(1, Ordering::Relaxed);
+        conns.insert(
+            token,
+            Conn {
+                stream,
+                input: Input {
+                    query: Vec::with_capacity(16 << 10),
+                    pos: 0,
+                    parser: Parser::new(limits),
+                },
+                state: ClientState::new(shared, authenticated),
+                out: Vec::with_capacity(16 << 10),
+                out_pos: 0,
+                read_paused: false,
+                soft_limit_since: None,
+            },
+        );
+    }
+}
+
+fn close(server: &Server, poll: &mut Poll, conns: &mut HashMap<usize, Conn>, token: usize) {
+    if let Some(mut conn) = conns.remove(&token) {
+        let _ = poll.registry().deregister(&mut conn.stream);
+        let watched = std::mem::take(&mut conn.state.watched);
+        server.unwatch(&conn.state.shared, &watched);
+        server.clients.lock().remove(&conn.state.shared.id);
+        server.connected.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Reads, runs and writes for one connection. `Ok(true)`: more input may be waiting (run again
+/// without waiting for an event); `Err`: close it.
+fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
+    if conn.state.shared.killed.load(Ordering::Relaxed) {
+        return Err(());
+    }
+    flush(server, conn)?;
+    if conn.read_paused && conn.out.len() - conn.out_pos < OUTPUT_PAUSE_BYTES / 2 {
+        conn.read_paused = false;
+    }
+    let mut more = false;
+    while !conn.read_paused && !conn.state.close_after_reply {
+        match read_chunk(server, conn) {
+            Ok(0) => return Err(()),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return Err(()),
+        }
+        more = process(server, conn);
+        if conn.state.close_now {
+            // POST / Host: — Redis drops even the replies already queued, and closes.
+            return Err(());
+        }
+        flush(server, conn)?;
+        if conn.out.len() - conn.out_pos >= OUTPUT_PAUSE_BYTES {
+            conn.read_paused = true;
+        }
+        if more {
+            break;
+        }
+    }
+    if !more
+        && !conn.read_paused
+        && conn.input.query.len() > conn.input.pos
+        && !conn.state.close_after_reply
+    {
+        more = process(server, conn);
+        flush(server, conn)?;
+    }
+    if conn.state.close_now || (conn.state.close_after_reply && conn.out_pos == conn.out.len()) {
+        return Err(());
+    }
+    Ok(more)
+}
+
+fn read_chunk(server: &Server, conn: &mut Conn) -> io::Result<usize> {
+    let input = &mut conn.input;
+    let want = match input.parser.bulk_bytes_missing() {
+        Some(missing) if missing >= resp::BIG_ARG_BYTES => missing,
+        _ => READ_CHUNK_BYTES,
+    };
+    let len = input.query.len();
+    input.query.resize(len + want, 0);
+    let result = conn.stream.read(&mut input.query[len..]);
+    let n = *result.as_ref().unwrap_or(&0);
+    input.query.truncate(len + n);
+    if n > 0 {
+        server
+            .stats
+            .net_input_bytes
+            .fetch_add(n as u64, Ordering::Relaxed);
+        let limit = server.config.read().client_query_buffer_limit as usize;
+        if input.query.len() - input.pos > limit {
+            crate::log::warning("Closing client that reached max query buffer length");
+            return Err(io::Error::other("query buffer limit"));
+        }
+    }
+    result
+}
+
+/// Runs every complete request in the query buffer. Returns whether it stopped early (turn limit
+/// or paused output) with requests left.
+fn process(server: &Server, conn: &mut Conn) -> bool {
+    let Conn {
+        input, state, out, ..
+    } = conn;
+    let mut count = 0;
+    let mut stopped_early = false;
+    while input.pos < input.query.len() && !state.close_after_reply && !state.close_now {
+        if count == COMMANDS_PER_TURN || out.len() >= OUTPUT_PAUSE_BYTES {
+            stopped_early = true;
+            break;
+        }
+        let auth_required = !state.authenticated && server.config.read().requirepass.is_some();
+        input.parser.set_auth_required(auth_required);
+        let request = match input.parser.parse(&input.query[input.pos..]) {
+            Ok(Some(request)) => request,
+            Ok(None) => break,
+            Err(e) => {
+                e.write_reply(out);
+                server.count_error(b"ERR");
+                crate::log::verbose(&format!(
+                    "Protocol error from client id={}",
+                    state.shared.id
+                ));
+                state.close_after_reply = true;
+                break;
+            }
+        };
+        match request {
+            Request::Empty { consumed } => input.pos += consumed,
+            Request::CrossProtocolAttack { .. } => {
+                crate::log::warning(
+                    "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.",
+                );
+                state.close_now = true;
+                break;
+            }
+            Request::Command(command) => {
+                let consumed = command.consumed();
+                let args: smallvec::SmallVec<[&[u8]; 8]> = command.args().collect();
+                dispatch::dispatch(server, state, out, &args);
+                input.pos += consumed;
+                count += 1;
+            }
+        }
+    }
+    if input.pos > 0 && (input.pos == input.query.len() || input.pos > input.query.len() / 2) {
+        input.query.drain(..input.pos);
+        input.pos = 0;
+        if input.query.capacity() > (4 << 20) && input.query.len() < (1 << 20) {
+            input.query.shrink_to(64 << 10);
+        }
+    }
+    stopped_early
+}
+
+fn flush(server: &Server, conn: &mut Conn) -> Result<(), ()> {
+    while conn.out_pos < conn.out.len() {
+        match conn.stream.write(&conn.out[conn.out_pos..]) {
+            Ok(0) => return Err(()),
+            Ok(n) => {
+                conn.out_pos += n;
+                server
+                    .stats
+                    .net_output_bytes
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    if conn.out_pos == conn.out.len() {
+        conn.out.clear();
+        conn.out_pos = 0;
+        conn.soft_limit_since = None;
+        if conn.out.capacity() > (4 << 20) {
+            conn.out.shrink_to(64 << 10);
+        }
+        return Ok(());
+    }
+    check_output_limits(server, conn)
+}
+
+fn check_output_limits(server: &Server, conn: &mut Conn) -> Result<(), ()> {
+    let pending = (conn.out.len() - conn.out_pos) as u64;
+    let (hard, soft, secs) = server.config.read().output_limit_normal;
+    if hard > 0 && pending > hard {
+        crate::log::warning(
+            "Client scheduled to be closed ASAP for overcoming of output buffer limits.",
+        );
+        return Err(());
+    }
+    if soft > 0 && pending > soft {
+        let since = *conn.soft_limit_since.get_or_insert_with(Instant::now);
+        if since.elapsed().as_secs() >= secs {
+            crate::log::warning(
+                "Client scheduled to be closed ASAP for overcoming of output buffer limits.",
+            );
+            return Err(());
+        }
+    } else {
+        conn.soft_limit_since = None;
+    }
+    Ok(())
+}
+
+fn cron(
+    server: &Server,
+    index: usize,
+    threads: usize,
+    poll: &mut Poll,
+    conns: &mut HashMap<usize, Conn>,
+) {
+    let (hz, timeout) = {
+        let c = server.config.read();
+        (c.hz.max(1), c.timeout_secs)
+    };
+    let budget = Duration::from_micros(250_000 / u64::from(hz));
+    let started = Instant::now();
+    let now = unix_ms();
+    for shard_index in (index..server.shard_count()).step_by(threads) {
+        let mut shard = server.lock_shard(shard_index);
+        for db in 0..shard.databases() {
+            // Redis's slow cycle: keep going while more than 10% of what was sampled had expired.
+            loop {
+                let round = shard.active_expire(db, now, 200);
+                server
+                    .stats
+                    .expired_keys_active
+                    .fetch_add(round.expired as u64, Ordering::Relaxed);
+                if round.sampled == 0
+                    || round.expired * 10 <= round.sampled
+                    || started.elapsed() >= budget
+                {
+                    break;
+                }
+            }
+        }
+        drop(shard);
+        if started.elapsed() >= budget {
+            break;
+        }
+    }
+    if timeout > 0 {
+        let idle: Vec<usize> = conns
+            .iter()
+            .filter(|(_, c)| {
+                let info = c.state.shared.info.lock();
+                c.state.multi.is_none()
+                    && now.saturating_sub(info.last_interaction_ms) / 1000 > timeout
+            })
+            .map(|(&t, _)| t)
+            .collect();
+        for token in idle {
+            close(server, poll, conns, token);
+        }
+    }
+}
+
+/// Creates a poll and its waker for one thread.
+pub fn new_poll() -> io::Result<(Poll, Arc<Waker>)> {
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    Ok((poll, waker))
+}
+
+const DENIED: &[u8] = b"-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";

@@ -1,0 +1,263 @@
+//! The state every I/O thread shares: configuration, the shards of the keyspace, statistics, the
+//! client registry, and WATCH bookkeeping.
+//!
+//! ```text
+//!  Server ── config: RwLock<Config>
+//!         ├─ shards: [Mutex<Shard>; n]     key → shard by a per-process seeded hash
+//!         ├─ clients: id → Arc<ClientShared>   (CLIENT LIST / KILL across threads)
+//!         ├─ watches: (db, key) → watcher ids   (checked only when `watched > 0`)
+//!         └─ stats: atomics, per-command counters, error counts, slow log
+//! ```
+//! Locking order: shards in ascending index, then (briefly, never while waiting for another)
+//! `watches`, `clients`, `errorstats`, `slowlog`. A command holds the shard locks of its keys for
+//! its whole execution, which is what makes each command (and, with every shard locked, each
+//! EXEC) atomic.
+
+use crate::config::Config;
+use parking_lot::{Mutex, MutexGuard, RwLock};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use store::{Shard, ShardConfig};
+
+/// What other threads may see of a client.
+#[derive(Debug)]
+pub struct ClientShared {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub thread: usize,
+    pub created: Instant,
+    pub info: Mutex<ClientInfo>,
+    /// Set by CLIENT KILL (or shutdown): the owning thread closes the connection.
+    pub killed: AtomicBool,
+    /// Set when a key this client WATCHes is modified: its EXEC will fail.
+    pub watch_dirty: AtomicBool,
+}
+
+/// Mutable facts about a client for CLIENT LIST / INFO.
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    pub name: String,
+    pub lib_name: String,
+    pub lib_ver: String,
+    pub db: usize,
+    pub resp: u8,
+    pub last_cmd: String,
+    pub last_interaction_ms: u64,
+    pub multi: i64,
+    pub watching: usize,
+    pub qbuf: usize,
+    pub obuf: usize,
+    pub no_evict: bool,
+    pub no_touch: bool,
+}
+
+/// Counters of one command for INFO commandstats.
+#[derive(Debug, Default)]
+pub struct CommandStat {
+    pub calls: AtomicU64,
+    pub usec: AtomicU64,
+    pub rejected: AtomicU64,
+    pub failed: AtomicU64,
+}
+
+/// Server-wide counters for INFO stats.
+#[derive(Debug, Default)]
+pub struct Stats {
+    pub connections_received: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub commands_processed: AtomicU64,
+    pub net_input_bytes: AtomicU64,
+    pub net_output_bytes: AtomicU64,
+    pub keyspace_hits: AtomicU64,
+    pub keyspace_misses: AtomicU64,
+    pub total_errors: AtomicU64,
+    pub dirty: AtomicU64,
+    pub expired_keys_active: AtomicU64,
+}
+
+/// One slow-log entry.
+#[derive(Clone, Debug)]
+pub struct SlowEntry {
+    pub id: u64,
+    pub time_unix: u64,
+    pub usec: u64,
+    pub args: Vec<Vec<u8>>,
+    pub addr: String,
+    pub name: String,
+}
+
+#[derive(Debug, Default)]
+pub struct SlowLog {
+    pub entries: std::collections::VecDeque<SlowEntry>,
+    pub next_id: u64,
+}
+
+/// A watched key: (database, key).
+type WatchKey = (usize, Vec<u8>);
+
+/// The shared state of one densekv process.
+#[derive(Debug)]
+pub struct Server {
+    pub config: RwLock<Config>,
+    shards: Box<[Mutex<Shard>]>,
+    hasher: foldhash::fast::RandomState,
+    pub stats: Stats,
+    pub command_stats: Box<[CommandStat]>,
+    pub errorstats: Mutex<HashMap<String, u64>>,
+    pub slowlog: Mutex<SlowLog>,
+    pub clients: Mutex<HashMap<u64, Arc<ClientShared>>>,
+    pub connected: AtomicUsize,
+    next_client_id: AtomicU64,
+    watches: Mutex<HashMap<WatchKey, Vec<Arc<ClientShared>>>>,
+    watched: AtomicUsize,
+    pub shutdown: AtomicBool,
+    pub started: Instant,
+    pub started_unix_ms: u64,
+    pub run_id: String,
+    pub wakers: RwLock<Vec<Arc<mio::Waker>>>,
+    pub port: AtomicUsize,
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Server {
+    pub fn new(config: Config) -> Result<Server, store::StoreError> {
+        let shard_config = ShardConfig {
+            databases: config.databases,
+            ..ShardConfig::default()
+        };
+        let shards = (0..config.shards)
+            .map(|_| Shard::new(&shard_config).map(Mutex::new))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_boxed_slice();
+        let run_id = {
+            let state = foldhash::fast::RandomState::default();
+            let mut id = String::with_capacity(80);
+            for i in 0..5u64 {
+                let _ = write!(id, "{:016x}", state.hash_one(i));
+            }
+            id.truncate(40);
+            id
+        };
+        Ok(Server {
+            port: AtomicUsize::new(config.port as usize),
+            config: RwLock::new(config),
+            shards,
+            hasher: foldhash::fast::RandomState::default(),
+            stats: Stats::default(),
+            command_stats: (0..crate::command::COMMANDS.len())
+                .map(|_| CommandStat::default())
+                .collect(),
+            errorstats: Mutex::new(HashMap::new()),
+            slowlog: Mutex::new(SlowLog::default()),
+            clients: Mutex::new(HashMap::new()),
+            connected: AtomicUsize::new(0),
+            next_client_id: AtomicU64::new(1),
+            watches: Mutex::new(HashMap::new()),
+            watched: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            started: Instant::now(),
+            started_unix_ms: unix_ms(),
+            run_id,
+            wakers: RwLock::new(Vec::new()),
+        })
+    }
+
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard holding `key`.
+    #[inline]
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        (self.hasher.hash_one(key) % self.shards.len() as u64) as usize
+    }
+
+    pub fn lock_shard(&self, index: usize) -> MutexGuard<'_, Shard> {
+        self.shards[index].lock()
+    }
+
+    pub fn next_client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Registers `client` as watching `key` of `db`.
+    pub fn watch(&self, db: usize, key: &[u8], client: &Arc<ClientShared>) {
+        let mut watches = self.watches.lock();
+        let list = watches.entry((db, key.to_vec())).or_default();
+        if !list.iter().any(|c| c.id == client.id) {
+            list.push(Arc::clone(client));
+            self.watched.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Drops every watch of `client` on the given keys.
+    pub fn unwatch(&self, client: &ClientShared, keys: &[(usize, Vec<u8>)]) {
+        let mut watches = self.watches.lock();
+        for key in keys {
+            if let Some(list) = watches.get_mut(key) {
+                let before = list.len();
+                list.retain(|c| c.id != client.id);
+                self.watched
+                    .fetch_sub(before - list.len(), Ordering::Relaxed);
+                if list.is_empty() {
+                    watches.remove(key);
+                }
+            }
+        }
+    }
+
+    /// A key was modified: clients watching it will fail their EXEC.
+    #[inline]
+    pub fn touch(&self, db: usize, key: &[u8]) {
+        self.stats.dirty.fetch_add(1, Ordering::Relaxed);
+        if self.watched.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if let Some(list) = self.watches.lock().get(&(db, key.to_vec())) {
+            for c in list {
+                c.watch_dirty.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Every key of `db` (or of every db) was modified (FLUSHDB, FLUSHALL, SWAPDB).
+    pub fn touch_all(&self, db: Option<usize>) {
+        if self.watched.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        for ((d, _), list) in self.watches.lock().iter() {
+            if db.is_none_or(|db| db == *d) {
+                for c in list {
+                    c.watch_dirty.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Counts an error reply by its code (INFO errorstats).
+    pub fn count_error(&self, text: &[u8]) {
+        self.stats.total_errors.fetch_add(1, Ordering::Relaxed);
+        let code = text.split(|&b| b == b' ').next().unwrap_or(b"ERR");
+        let code = String::from_utf8_lossy(code).into_owned();
+        *self.errorstats.lock().entry(code).or_default() += 1;
+    }
+
+    /// Wakes every I/O thread (shutdown, CLIENT KILL).
+    pub fn wake_all(&self) {
+        for waker in self.wakers.read().iter() {
+            let _ = waker.wake();
+        }
+    }
+}
