@@ -73,6 +73,11 @@ pub trait BenchAlloc {
     fn resident_bytes(&self) -> Option<u64> {
         None
     }
+
+    /// The allocator's resident bytes measured by the kernel (`mincore`), where it can say.
+    fn measured_resident_bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A `GlobalAlloc` called directly, not installed as the global allocator.
@@ -134,6 +139,10 @@ impl<const DESC_BYTES: usize> BenchAlloc for Dense<DESC_BYTES> {
 
     fn resident_bytes(&self) -> Option<u64> {
         Some(self.0.stats().resident_bytes)
+    }
+
+    fn measured_resident_bytes(&self) -> Option<u64> {
+        Some(self.0.measure_resident_bytes())
     }
 }
 

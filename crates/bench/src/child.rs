@@ -78,6 +78,8 @@ pub struct ChildReport {
     pub baseline_rss_bytes: u64,
     pub sample_rss_bytes: u64,
     pub allocator_resident_bytes: Option<u64>,
+    #[serde(default)]
+    pub allocator_measured_bytes: Option<u64>,
     pub live_requested_bytes: u64,
     /// Minor page faults during the timed rounds, all rounds together.
     pub timed_minor_faults: u64,
@@ -117,6 +119,7 @@ pub fn run(args: &ChildArgs) -> Result<(), String> {
         baseline_rss_bytes: measurement.baseline_rss_bytes,
         sample_rss_bytes: measurement.sample_rss_bytes,
         allocator_resident_bytes: measurement.allocator_resident_bytes,
+        allocator_measured_bytes: measurement.allocator_measured_bytes,
         live_requested_bytes: measurement.live_requested_bytes,
         timed_minor_faults: measurement.timed_minor_faults,
         pass_medians: Vec::new(),
@@ -159,6 +162,7 @@ mod tests {
             baseline_rss_bytes: 2 << 20,
             sample_rss_bytes: 9 << 20,
             allocator_resident_bytes: Some(7 << 20),
+            allocator_measured_bytes: Some(7 << 20),
             live_requested_bytes: 1 << 30,
             timed_minor_faults: 17,
             pass_medians: Vec::new(),

@@ -71,7 +71,14 @@ pub struct AccountingRow {
     pub ratio_vs_rss_above_baseline: Option<f64>,
     /// `resident_bytes / VmRSS`, for reference.
     pub ratio_vs_rss: Option<f64>,
+    /// `measure_resident_bytes()` (mincore) and its ratio to `VmRSS - baseline`.
+    pub heap_measured_mib: Option<f64>,
+    pub measured_ratio_vs_rss_above_baseline: Option<f64>,
+    /// The estimate is within tolerance.
     pub within_tolerance: bool,
+    /// The measured figure is within tolerance (the fallback for workloads that allocate memory
+    /// they never touch, where any allocator's page-level estimate overshoots).
+    pub measured_within_tolerance: bool,
 }
 
 /// A child that did not produce a report.
@@ -263,6 +270,14 @@ pub fn accounting_rows(reports: &[ChildReport]) -> Vec<AccountingRow> {
                 ratio_vs_rss_above_baseline: checked,
                 ratio_vs_rss: ratio(resident, Some(r.sample_rss_bytes as f64)),
                 within_tolerance: checked.is_some_and(|c| (c - 1.0).abs() <= ACCOUNTING_TOLERANCE),
+                heap_measured_mib: r.allocator_measured_bytes.map(|m| m as f64 / MIB),
+                measured_ratio_vs_rss_above_baseline: r
+                    .allocator_measured_bytes
+                    .and_then(|m| ratio(m as f64, Some(above))),
+                measured_within_tolerance: r
+                    .allocator_measured_bytes
+                    .and_then(|m| ratio(m as f64, Some(above)))
+                    .is_some_and(|c| (c - 1.0).abs() <= ACCOUNTING_TOLERANCE),
             })
         })
         .collect()
@@ -355,7 +370,7 @@ pub fn render(report: &HeapSuiteReport) -> String {
         );
         let _ = writeln!(
             out,
-            "{:<12} {:<11} {:>13} {:>10} {:>12} {:>14} {:>12} {:>6}",
+            "{:<12} {:<11} {:>13} {:>10} {:>12} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
             "workload",
             "allocator",
             "resident MiB",
@@ -363,12 +378,15 @@ pub fn render(report: &HeapSuiteReport) -> String {
             "baseline MiB",
             "res/(RSS-base)",
             "res/VmRSS",
+            "ok",
+            "mincore MiB",
+            "mc/(RSS-base)",
             "ok"
         );
         for row in &report.accounting {
             let _ = writeln!(
                 out,
-                "{:<12} {:<11} {:>13.1} {:>10.1} {:>12.1} {:>14} {:>12} {:>6}",
+                "{:<12} {:<11} {:>13.1} {:>10.1} {:>12.1} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
                 row.workload.name(),
                 row.allocator.name(),
                 row.heap_resident_mib,
@@ -377,6 +395,13 @@ pub fn render(report: &HeapSuiteReport) -> String {
                 opt(row.ratio_vs_rss_above_baseline, 3, ""),
                 opt(row.ratio_vs_rss, 3, ""),
                 if row.within_tolerance { "yes" } else { "NO" },
+                opt(row.heap_measured_mib, 1, ""),
+                opt(row.measured_ratio_vs_rss_above_baseline, 3, ""),
+                if row.measured_within_tolerance {
+                    "yes"
+                } else {
+                    "NO"
+                },
             );
         }
     }
@@ -419,6 +444,7 @@ mod tests {
             baseline_rss_bytes: 4 << 20,
             sample_rss_bytes: 12 << 20,
             allocator_resident_bytes: None,
+            allocator_measured_bytes: None,
             live_requested_bytes: 8 << 20,
             timed_minor_faults: 0,
             pass_medians: Vec::new(),

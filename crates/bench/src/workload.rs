@@ -203,6 +203,8 @@ pub struct Measurement {
     /// `VmRSS` at the sample point, and the allocator's own estimate at the same moment.
     pub sample_rss_bytes: u64,
     pub allocator_resident_bytes: Option<u64>,
+    /// The allocator's resident bytes as the kernel reports them (`mincore`), same moment.
+    pub allocator_measured_bytes: Option<u64>,
     /// Bytes live at the sample point, as requested.
     pub live_requested_bytes: u64,
     /// Minor page faults during the timed rounds (all rounds together).
@@ -290,6 +292,7 @@ fn run_loop<A: BenchAlloc>(alloc: &mut A, object_bytes: usize, sizes: &Sizes) ->
         if round + 1 == sizes.rounds {
             out.sample_rss_bytes = machine::memory().rss_bytes;
             out.allocator_resident_bytes = alloc.resident_bytes();
+            out.allocator_measured_bytes = alloc.measured_resident_bytes();
         }
         for ptr in window {
             // SAFETY: as above; the window is dropped after this loop.
@@ -333,6 +336,7 @@ fn run_small<A: BenchAlloc>(alloc: &mut A, sizes: &Sizes) -> Measurement {
     }
     out.sample_rss_bytes = machine::memory().rss_bytes;
     out.allocator_resident_bytes = alloc.resident_bytes();
+    out.allocator_measured_bytes = alloc.measured_resident_bytes();
     out.live_requested_bytes = slots.iter().map(|&(_, size)| u64::from(size)).sum();
     for (ptr, size) in slots {
         // SAFETY: as above; `slots` is consumed.
@@ -379,6 +383,7 @@ pub fn run_descriptors<const DESC_BYTES: usize>(sizes: &Sizes, census: bool) -> 
     }
     out.sample_rss_bytes = machine::memory().rss_bytes;
     out.allocator_resident_bytes = Some(heap.stats().resident_bytes);
+    out.allocator_measured_bytes = Some(heap.measure_resident_bytes());
     out
 }
 

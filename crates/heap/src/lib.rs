@@ -580,6 +580,36 @@ mod tests {
     }
 
     #[test]
+    fn measured_resident_follows_what_was_touched() {
+        let mut heap = small_heap();
+        let untouched: Vec<_> = (0..200).map(|_| heap.alloc(BLOCK_BYTES).unwrap()).collect();
+        let before = heap.measure_resident_bytes();
+        assert!(
+            heap.stats().resident_bytes >= 200 * BLOCK_BYTES as u64,
+            "estimate counts them"
+        );
+        assert!(
+            before < 100 * BLOCK_BYTES as u64,
+            "never written, so not resident: {before}"
+        );
+        for &p in &untouched {
+            // SAFETY: each block is BLOCK_BYTES long and live.
+            unsafe { p.as_ptr().write_bytes(1, BLOCK_BYTES) };
+        }
+        let after = heap.measure_resident_bytes();
+        assert!(
+            after >= before + 200 * BLOCK_BYTES as u64,
+            "{before} -> {after}"
+        );
+        for p in untouched {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(p, BLOCK_BYTES) };
+        }
+        heap.purge();
+        assert!(heap.measure_resident_bytes() < after / 4);
+    }
+
+    #[test]
     fn exhausted_reservation_is_an_error_not_a_crash() {
         let mut heap = Heap::<32>::with_config(HeapConfig {
             reserve_bytes: 4 << 20,

@@ -79,6 +79,36 @@ pub(crate) unsafe fn purge(ptr: NonNull<u8>, len: usize) {
     }
 }
 
+/// Counts the pages of `[ptr, ptr + len)` that are resident, with `mincore`.
+///
+/// # Safety
+/// The range is mapped (committed or reserved) and page-aligned.
+pub(crate) unsafe fn resident_pages(ptr: NonNull<u8>, len: usize) -> usize {
+    const CHUNK_PAGES: usize = 16 << 10;
+    let page = 4096;
+    let pages = len.div_ceil(page);
+    let mut vec = vec![0u8; pages.min(CHUNK_PAGES)];
+    let mut resident = 0;
+    let mut done = 0;
+    while done < pages {
+        let n = (pages - done).min(CHUNK_PAGES);
+        // SAFETY: the caller guarantees the range is mapped; `vec` holds one byte per page of the
+        // chunk, which is what mincore writes.
+        let rc = unsafe {
+            libc::mincore(
+                ptr.as_ptr().add(done * page).cast(),
+                n * page,
+                vec.as_mut_ptr(),
+            )
+        };
+        if rc == 0 {
+            resident += vec[..n].iter().filter(|&&b| b & 1 == 1).count();
+        }
+        done += n;
+    }
+    resident
+}
+
 /// Releases a whole reservation.
 ///
 /// # Safety

@@ -27,6 +27,7 @@ pub mod commands;
 pub mod config;
 pub mod dispatch;
 pub mod log;
+pub mod longdouble;
 pub mod net;
 pub mod server;
 

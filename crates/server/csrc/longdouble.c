@@ -1,0 +1,57 @@
+/* Redis's INCRBYFLOAT / HINCRBYFLOAT arithmetic, in the platform's long double, exactly as
+ * Redis 7.0 does it: string2ld (util.c) to parse, one long double addition, and ld2string's
+ * LD_STR_HUMAN mode ("%.17Lf", trailing zeros trimmed, "-0" printed as "0").
+ * Rust has no long double, so this file is the one place that computes in it. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LONG_DOUBLE_CHARS (5 * 1024)
+
+static int string2ld(const char *s, size_t slen, long double *dp) {
+    char buf[MAX_LONG_DOUBLE_CHARS];
+    char *eptr;
+    long double value;
+    if (slen == 0 || slen >= sizeof(buf)) return 0;
+    memcpy(buf, s, slen);
+    buf[slen] = '\0';
+    errno = 0;
+    value = strtold(buf, &eptr);
+    if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
+        ((errno == ERANGE) &&
+         (value == HUGE_VALL || value == -HUGE_VALL || fpclassify(value) == FP_ZERO)) ||
+        isnan(value))
+        return 0;
+    *dp = value;
+    return 1;
+}
+
+/* Returns the length written to out (out_len >= MAX_LONG_DOUBLE_CHARS), or
+ * -1: a value is not a valid float, -2: the result is NaN or infinite. */
+int densekv_incrbyfloat(const char *current, size_t current_len, int has_current,
+                        const char *incr, size_t incr_len, char *out, size_t out_len) {
+    long double value = 0, by;
+    int len;
+    if (has_current && !string2ld(current, current_len, &value)) return -1;
+    if (!string2ld(incr, incr_len, &by)) return -1;
+    value += by;
+    if (isnan(value) || isinf(value)) return -2;
+    len = snprintf(out, out_len, "%.17Lf", value);
+    if (len < 0 || (size_t)len + 1 > out_len) return -1;
+    if (strchr(out, '.') != NULL) {
+        char *p = out + len - 1;
+        while (*p == '0') {
+            p--;
+            len--;
+        }
+        if (*p == '.') len--;
+    }
+    if (len == 2 && out[0] == '-' && out[1] == '0') {
+        out[0] = '0';
+        len = 1;
+    }
+    return len;
+}
