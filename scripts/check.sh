@@ -23,3 +23,10 @@ echo "== cargo clippy (expensive-checks) -D warnings"
 cargo clippy -p heap --all-targets --features expensive-checks -- -D warnings
 echo "== cargo test --release"
 cargo test --workspace --release
+
+if [ -d tests/python ]; then
+  echo "== client tests (redis-py, pytest)"
+  python3 -m pip install -q --disable-pip-version-check redis pytest >/dev/null
+  cargo build --release -p server
+  DENSEKV_BIN="$PWD/target/release/densekv" python3 -m pytest tests/python -q
+fi

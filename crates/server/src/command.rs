@@ -76,7 +76,7 @@ pub struct Spec {
 
 /// The shard locks a command holds while it runs.
 pub struct Locks<'a> {
-    guards: Vec<(usize, MutexGuard<'a, Shard>)>,
+    guards: smallvec::SmallVec<[(usize, MutexGuard<'a, Shard>); 2]>,
 }
 
 impl std::fmt::Debug for Locks<'_> {
@@ -89,11 +89,13 @@ impl std::fmt::Debug for Locks<'_> {
 
 impl<'a> Locks<'a> {
     pub fn none() -> Locks<'a> {
-        Locks { guards: Vec::new() }
+        Locks {
+            guards: smallvec::SmallVec::new(),
+        }
     }
 
     /// Locks `shards` (any order, duplicates allowed) in ascending order.
-    pub fn of(server: &'a Server, mut shards: Vec<usize>) -> Locks<'a> {
+    pub fn of(server: &'a Server, mut shards: smallvec::SmallVec<[usize; 4]>) -> Locks<'a> {
         shards.sort_unstable();
         shards.dedup();
         Locks {
@@ -106,6 +108,17 @@ impl<'a> Locks<'a> {
 
     pub fn all(server: &'a Server) -> Locks<'a> {
         Locks::of(server, (0..server.shard_count()).collect())
+    }
+
+    /// Locks the shards of `keys`; one key (the common case) takes no sort.
+    pub fn of_keys(server: &'a Server, keys: &[&[u8]]) -> Locks<'a> {
+        if let [key] = keys {
+            let index = server.shard_of(key);
+            let mut guards = smallvec::SmallVec::new();
+            guards.push((index, server.lock_shard(index)));
+            return Locks { guards };
+        }
+        Locks::of(server, keys.iter().map(|k| server.shard_of(k)).collect())
     }
 
     fn get(&mut self, index: usize) -> &mut Shard {
@@ -223,14 +236,15 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
 }
 
 thread_local! {
-    static INDEX: std::collections::HashMap<Vec<u8>, usize> =
+    /// Name → table index. foldhash rather than SipHash: the names are ours, not an attacker's.
+    static INDEX: std::collections::HashMap<Vec<u8>, usize, foldhash::fast::FixedState> =
         COMMANDS.iter().enumerate().map(|(i, s)| (s.name.as_bytes().to_vec(), i)).collect();
 }
 
 /// Key argument positions of `spec` for `args`.
-pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> Vec<usize> {
+pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
     match spec.keys {
-        Keys::None | Keys::All => Vec::new(),
+        Keys::None | Keys::All => smallvec::SmallVec::new(),
         Keys::Range { first, last, step } => {
             let end = if last < 0 {
                 args.len() as isize + last
@@ -238,7 +252,7 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> Vec<usize> {
                 last
             };
             if end < first as isize {
-                return Vec::new();
+                return smallvec::SmallVec::new();
             }
             (first..=end as usize)
                 .step_by(step)
@@ -253,6 +267,11 @@ pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'
     match spec.keys {
         Keys::None => Locks::none(),
         Keys::All => Locks::all(server),
+        Keys::Range {
+            first: 1,
+            last: 1,
+            step: 1,
+        } if args.len() > 1 => Locks::of_keys(server, &args[1..2]),
         Keys::Range { .. } => Locks::of(
             server,
             key_positions(spec, args)
@@ -271,6 +290,7 @@ pub fn run<'s>(
     locks: &mut Locks<'s>,
     index: usize,
     args: &[&[u8]],
+    now_ms: u64,
 ) {
     let spec = &COMMANDS[index];
     let started = std::time::Instant::now();
@@ -279,7 +299,7 @@ pub fn run<'s>(
         out: ReplyWriter::new(out, client.protocol),
         client,
         locks,
-        now_ms: crate::server::unix_ms(),
+        now_ms,
         failed: false,
     };
     (spec.handler)(&mut ctx, args);
