@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p bench -- heap [--quick] [--rounds N] [--workload W,..] [--alloc A,..]
+//! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
 //!
@@ -12,6 +13,12 @@
 //! suite there is. Each suite prints its tables and writes `bench-results/<suite>.json` in the
 //! workspace root. Measurements that need a clean process (peak RSS) re-execute this binary
 //! through a hidden subcommand (`heap-child`).
+//!
+//! `server` measures the densekv binary against redis-server (memory per entry, redis-benchmark
+//! throughput, growth; see `server_suite.rs` and `docs/BENCHMARKS.md`), in modules `server_*`:
+//! `server_workload` (memory workloads), `server_resp` (a raw RESP client), `server_proc`
+//! (the server processes), `server_memory` (one memory measurement), `server_rb`
+//! (redis-benchmark), `server_report` (tables, JSON, Markdown) and `server_suite` (the run).
 //!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
@@ -23,6 +30,13 @@ mod heap_report;
 mod heap_suite;
 mod machine;
 mod rng;
+mod server_memory;
+mod server_proc;
+mod server_rb;
+mod server_report;
+mod server_resp;
+mod server_suite;
+mod server_workload;
 mod stats;
 mod workload;
 
@@ -45,7 +59,9 @@ struct Cli {
 enum Suite {
     /// densekv's heap against mimalloc, jemalloc and the system allocator.
     Heap(heap_suite::HeapArgs),
-    /// Every suite there is (today: heap).
+    /// densekv's server against redis-server: memory per entry, throughput, growth.
+    Server(server_suite::ServerArgs),
+    /// Every suite there is (today: heap, then server with the same --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -54,7 +70,16 @@ enum Suite {
 
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
-        Suite::Heap(args) | Suite::All(args) => heap_suite::run(&args),
+        Suite::Heap(args) => heap_suite::run(&args),
+        Suite::Server(args) => server_suite::run(&args),
+        Suite::All(args) => heap_suite::run(&args).and_then(|heap_ok| {
+            let server = server_suite::ServerArgs {
+                quick: args.quick,
+                out_dir: args.out_dir.clone(),
+                ..server_suite::ServerArgs::default()
+            };
+            server_suite::run(&server).map(|server_ok| heap_ok && server_ok)
+        }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };
     match outcome {

@@ -1,0 +1,753 @@
+//! `bench server`: densekv against redis-server in one run: memory per entry for every workload,
+//! redis-benchmark throughput and latency for every standard test at `-P 1` and `-P 16`, and the
+//! growth of both with N. Prints progress on stderr and the tables on stdout, writes
+//! `bench-results/server.json`, `docs/BENCHMARKS.md`, and the charts (through `bench/plot.py`).
+//!
+//! Dimensions: server × memory workload (`server_workload.rs`) × N, and server × redis-benchmark
+//! test × pipeline depth × round. Order of work:
+//!
+//! 1. **Memory and growth.** For every N (10⁵, 10⁶, 10⁷ with `--with-10m`; the main table is the
+//!    one at `--n`), every workload, densekv then redis-server: a fresh server, load, measure,
+//!    read back, stop (`server_memory.rs`). After `strings`, both loaded servers stay up for
+//!    `set`/`get` at `-r N` (the growth throughput), then stop.
+//! 2. **Throughput.** A throwaway densekv is probed for every test's commands (`server_rb::probe`);
+//!    tests it answers with an error are `n/a`. Then `--rounds` rounds of: for `-P 1` and
+//!    `-P 16`, both servers one after the other (who goes first alternates by round), each a fresh
+//!    process. redis-server runs every test; densekv the ones it supports.
+//!
+//! Measurements run one at a time: on two cores, a second server or benchmark running beside
+//! them would take a core from the one being measured.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+
+use crate::heap_suite::workspace_root;
+use crate::machine::MachineInfo;
+use crate::server_memory::{self, MemoryMeasurement};
+use crate::server_proc::{self, ServerKind, ServerProcess};
+use crate::server_rb::{self, CLIENTS, KEYSPACE, TESTS};
+use crate::server_report::{
+    BenchRun, Config, MemoryRow, ServerSuiteReport, ThroughputRow, Versions, markdown, render,
+    throughput_rows, worst_ratio,
+};
+use crate::server_workload::MemWorkload;
+
+const PIPELINES: [u32; 2] = [1, 16];
+/// `-P 16` runs this many times the requests of `-P 1` (it is that much faster per request).
+const P16_REQUEST_FACTOR: u64 = 5;
+/// The `lrange_*` tests run with this fraction of the requests.
+const LRANGE_DIVISOR: u64 = 10;
+const GROWTH_TESTS: [&str; 2] = ["set", "get"];
+
+/// A part of the suite; the value of `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Part {
+    Memory,
+    Throughput,
+    Growth,
+}
+
+/// Arguments of `bench server`.
+// Command-line switches are independent yes/no flags; an enum per flag would only rename them.
+#[allow(clippy::struct_excessive_bools)]
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServerArgs {
+    /// Entries per memory workload for the main table [default: 1000000, quick: 2000].
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// A smoke run: N = 2000, growth at 1000 and 2000, 2000 requests, one round.
+    #[arg(long)]
+    pub quick: bool,
+    /// Add N = 10,000,000 to the growth curve (minutes and a few GiB per server).
+    #[arg(long = "with-10m")]
+    pub with_10m: bool,
+    /// Rounds of the throughput part [default: 3, quick: 1].
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// redis-benchmark requests per test at -P 1; -P 16 runs 5× as many, lrange_* a tenth
+    /// [default: 100000, quick: 2000].
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// The densekv binary [default: `cargo build --release -p server`, then
+    /// `<target>/release/densekv`].
+    #[arg(long)]
+    pub densekv: Option<PathBuf>,
+    /// Measure redis-server only (densekv's figures are all n/a).
+    #[arg(long)]
+    pub no_densekv: bool,
+    /// The redis-server binary [default: redis-server].
+    #[arg(long)]
+    pub redis: Option<PathBuf>,
+    /// The redis-benchmark binary [default: redis-benchmark].
+    #[arg(long)]
+    pub redis_benchmark: Option<PathBuf>,
+    /// Only these memory workloads, comma-separated [default: all].
+    #[arg(long = "workload", value_enum, value_delimiter = ',')]
+    pub workloads: Vec<MemWorkload>,
+    /// Only these parts, comma-separated [default: memory,throughput,growth].
+    #[arg(long = "only", value_enum, value_delimiter = ',')]
+    pub parts: Vec<Part>,
+    /// Seconds to wait after a load before reading memory (then until VmRSS is still for 2 s)
+    /// [default: 12, above jemalloc's 10 s decay; quick: 0].
+    #[arg(long)]
+    pub settle_secs: Option<u64>,
+    /// Directory for `server.json` [default: `bench-results/` in the workspace root].
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Directory for BENCHMARKS.md and the charts [default: `docs/`; not written with --quick
+    /// unless given].
+    #[arg(long)]
+    pub docs_dir: Option<PathBuf>,
+    /// Write no BENCHMARKS.md and no charts.
+    #[arg(long)]
+    pub no_docs: bool,
+}
+
+/// The resolved settings of one run.
+#[derive(Debug)]
+struct Plan {
+    config: Config,
+    workloads: Vec<MemWorkload>,
+    memory: bool,
+    throughput: bool,
+    growth: bool,
+    /// Every N to measure memory at, ascending (the growth sizes plus `n`).
+    sizes: Vec<u64>,
+    redis: PathBuf,
+    redis_benchmark: PathBuf,
+    densekv: Option<PathBuf>,
+}
+
+impl Plan {
+    fn new(args: &ServerArgs) -> Self {
+        let wants = |part| args.parts.is_empty() || args.parts.contains(&part);
+        let n = args.n.unwrap_or(if args.quick { 2000 } else { 1_000_000 });
+        let requests_p1 = args
+            .requests
+            .unwrap_or(if args.quick { 2000 } else { 100_000 });
+        let mut growth_sizes = if args.quick {
+            vec![1000, 2000]
+        } else {
+            vec![100_000, 1_000_000]
+        };
+        if args.with_10m {
+            growth_sizes.push(10_000_000);
+        }
+        let growth = wants(Part::Growth);
+        let mut sizes = if growth {
+            growth_sizes.clone()
+        } else {
+            Vec::new()
+        };
+        if wants(Part::Memory) {
+            sizes.push(n);
+        }
+        sizes.sort_unstable();
+        sizes.dedup();
+        Self {
+            config: Config {
+                n,
+                quick: args.quick,
+                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                requests_p1,
+                requests_p16: requests_p1 * P16_REQUEST_FACTOR,
+                lrange_requests_divisor: LRANGE_DIVISOR,
+                clients: CLIENTS,
+                keyspace: KEYSPACE,
+                growth_sizes: if growth { growth_sizes } else { Vec::new() },
+                sample_count: server_memory::SAMPLE_COUNT,
+                batch_len: server_memory::BATCH_LEN,
+                settle_secs: args.settle_secs.map_or(
+                    if args.quick {
+                        0.0
+                    } else {
+                        server_memory::SETTLE_DEFAULT.as_secs_f64()
+                    },
+                    |s| s as f64,
+                ),
+            },
+            workloads: if args.workloads.is_empty() {
+                MemWorkload::ALL.to_vec()
+            } else {
+                args.workloads.clone()
+            },
+            memory: wants(Part::Memory),
+            throughput: wants(Part::Throughput),
+            growth,
+            sizes,
+            redis: args.redis.clone().unwrap_or_else(|| "redis-server".into()),
+            redis_benchmark: args
+                .redis_benchmark
+                .clone()
+                .unwrap_or_else(|| "redis-benchmark".into()),
+            densekv: None,
+        }
+    }
+
+    fn requests(&self, pipeline: u32) -> u64 {
+        if pipeline == 1 {
+            self.config.requests_p1
+        } else {
+            self.config.requests_p16
+        }
+    }
+
+    fn binary(&self, kind: ServerKind) -> Option<&Path> {
+        match kind {
+            ServerKind::Densekv => self.densekv.as_deref(),
+            ServerKind::Redis => Some(&self.redis),
+        }
+    }
+}
+
+/// What the run collects as it goes.
+#[derive(Debug, Default)]
+struct Results {
+    memory: Vec<MemoryRow>,
+    growth_memory: Vec<MemoryRow>,
+    growth_throughput: Vec<ThroughputRow>,
+    throughput: Vec<ThroughputRow>,
+    runs: Vec<BenchRun>,
+    commands: Vec<String>,
+    not_applicable: Vec<String>,
+    failures: Vec<String>,
+}
+
+/// Runs the suite. `Ok(false)` when it completed but something failed (a wrong value read back,
+/// a crash); `n/a` is not a failure.
+pub fn run(args: &ServerArgs) -> Result<bool, String> {
+    server_proc::install_interrupt_handler();
+    let started = Instant::now();
+    let mut plan = Plan::new(args);
+    ensure_redis(&plan.redis)?;
+    let (densekv, densekv_status) = resolve_densekv(args);
+    plan.densekv = densekv;
+    eprintln!("densekv: {densekv_status}");
+    let versions = Versions {
+        redis_server: server_rb::version(&plan.redis),
+        redis_benchmark: server_rb::version(&plan.redis_benchmark),
+        densekv_path: plan.densekv.as_ref().map(|p| p.display().to_string()),
+        densekv_status: densekv_status.clone(),
+    };
+    let mut results = Results::default();
+    if plan.densekv.is_none() {
+        results
+            .not_applicable
+            .push(format!("densekv: {densekv_status}"));
+    }
+    run_memory(&plan, &mut results);
+    if plan.throughput {
+        run_throughput(&plan, &mut results);
+    }
+    let report = ServerSuiteReport {
+        suite: "server",
+        command: std::iter::once("bench".to_owned())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: MachineInfo::read(),
+        versions,
+        worst: worst_ratio(&results.throughput),
+        config: plan.config,
+        memory: results.memory,
+        throughput: results.throughput,
+        growth_memory: results.growth_memory,
+        growth_throughput: results.growth_throughput,
+        benchmark_commands: results.commands,
+        not_applicable: results.not_applicable,
+        failures: results.failures,
+        runs: results.runs,
+    };
+    print!("{}", render(&report));
+    write_outputs(args, &report)?;
+    println!(
+        "\nserver suite: {:.0} s in all",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(report.failures.is_empty())
+}
+
+/// Checks that redis-server runs; if the default one is missing, installs the Debian packages.
+fn ensure_redis(redis: &Path) -> Result<(), String> {
+    if server_rb::version(redis).is_some() {
+        return Ok(());
+    }
+    if redis != Path::new("redis-server") {
+        return Err(format!("{} does not run", redis.display()));
+    }
+    eprintln!(
+        "redis-server not found: installing it with `apt-get install -y redis-server redis-tools`"
+    );
+    let installed = Command::new("apt-get")
+        .args(["install", "-y", "redis-server", "redis-tools"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if installed && server_rb::version(redis).is_some() {
+        Ok(())
+    } else {
+        Err("redis-server is missing and apt-get could not install it".to_owned())
+    }
+}
+
+/// The densekv binary to measure, or why there is none.
+fn resolve_densekv(args: &ServerArgs) -> (Option<PathBuf>, String) {
+    if args.no_densekv {
+        return (None, "not measured (--no-densekv)".to_owned());
+    }
+    if let Some(path) = &args.densekv {
+        return if path.is_file() {
+            (Some(path.clone()), "ok".to_owned())
+        } else {
+            (None, format!("{} does not exist", path.display()))
+        };
+    }
+    let root = workspace_root();
+    eprintln!("building densekv: cargo build --release -p server");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--release", "-p", "server"])
+        .current_dir(&root)
+        .output();
+    match built {
+        Ok(out) if out.status.success() => {
+            let target = std::env::var_os("CARGO_TARGET_DIR")
+                .map_or_else(|| root.join("target"), PathBuf::from);
+            let path = target.join("release").join("densekv");
+            if path.is_file() {
+                (Some(path), "ok".to_owned())
+            } else {
+                (
+                    None,
+                    format!("built, but {} does not exist", path.display()),
+                )
+            }
+        }
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let last = stderr
+                .lines()
+                .find(|l| l.starts_with("error"))
+                .or_else(|| stderr.lines().rfind(|l| !l.trim().is_empty()))
+                .unwrap_or("");
+            (
+                None,
+                format!("`cargo build --release -p server` failed: {}", last.trim()),
+            )
+        }
+        Err(e) => (None, format!("cannot run cargo: {e}")),
+    }
+}
+
+/// Part 1: memory at every N, with the growth throughput on `strings`.
+fn run_memory(plan: &Plan, results: &mut Results) {
+    let total = plan.sizes.len() * plan.workloads.len();
+    let mut step = 0;
+    for &n in &plan.sizes {
+        for &workload in &plan.workloads {
+            step += 1;
+            let keep_up = plan.growth
+                && workload == MemWorkload::Strings
+                && plan.config.growth_sizes.contains(&n);
+            let prefix = format!("[memory {step}/{total}] {:<7} N={n}", workload.name());
+            let (row, servers) = measure_pair(plan, workload, n, keep_up, &prefix, results);
+            if let Some(servers) = servers {
+                growth_throughput(plan, n, servers, results);
+            }
+            if n == plan.config.n && plan.memory {
+                results.memory.push(row.clone());
+            }
+            if plan.growth && plan.config.growth_sizes.contains(&n) {
+                results.growth_memory.push(row);
+            }
+        }
+    }
+}
+
+/// Measures one workload at one N on both servers; with `keep_up`, returns both loaded servers.
+fn measure_pair(
+    plan: &Plan,
+    workload: MemWorkload,
+    n: u64,
+    keep_up: bool,
+    prefix: &str,
+    results: &mut Results,
+) -> (MemoryRow, Option<Vec<ServerProcess>>) {
+    let mut measured = Vec::new();
+    let mut kept = Vec::new();
+    for kind in ServerKind::BOTH {
+        eprint!("{prefix} {:<8}", kind.name());
+        let clock = Instant::now();
+        let (m, server) = match plan.binary(kind) {
+            None => (
+                MemoryMeasurement::not_applicable(n, "densekv not available".into()),
+                None,
+            ),
+            Some(binary) => match ServerProcess::start(kind, binary) {
+                Err(e) => (MemoryMeasurement::failed(n, e), None),
+                Ok(mut server) => {
+                    let settle = Duration::from_secs_f64(plan.config.settle_secs);
+                    let m = server_memory::measure(&mut server, workload, n, settle);
+                    (m, Some(server))
+                }
+            },
+        };
+        let secs = clock.elapsed().as_secs_f64();
+        match &m.outcome {
+            server_memory::Outcome::Ok => eprintln!(
+                " {:>8.1} B/entry  used {:>8}  verified {}/{}  ({secs:.1} s)",
+                m.rss_per_entry().unwrap_or(f64::NAN),
+                m.used_per_entry()
+                    .map_or_else(|| "-".to_owned(), |u| format!("{u:.1}")),
+                m.verified_entries,
+                server_memory::SAMPLE_COUNT.min(n as usize),
+            ),
+            server_memory::Outcome::NotApplicable(why) => {
+                eprintln!(" n/a: {why}");
+                if plan.densekv.is_some() || kind == ServerKind::Redis {
+                    results.not_applicable.push(format!(
+                        "{} {} N={n}: {why}",
+                        kind.name(),
+                        workload.name()
+                    ));
+                }
+            }
+            server_memory::Outcome::Failed(why) => {
+                eprintln!(" FAILED: {why}");
+                results
+                    .failures
+                    .push(format!("{} {} N={n}: {why}", kind.name(), workload.name()));
+            }
+        }
+        if let Some(note) = &m.verify_note {
+            eprintln!("{prefix} {:<8} not verified: {note}", kind.name());
+        }
+        if let Some(server) = server
+            && keep_up
+            && m.outcome == server_memory::Outcome::Ok
+        {
+            kept.push(server);
+        }
+        measured.push(m);
+    }
+    let redis = measured.pop().expect("two measurements");
+    let densekv = measured.pop().expect("two measurements");
+    let servers = (keep_up && !kept.is_empty()).then_some(kept);
+    (MemoryRow::new(workload, densekv, redis), servers)
+}
+
+/// `set`/`get` at `-r N` against servers holding N `strings` keys, alternating over rounds.
+fn growth_throughput(plan: &Plan, n: u64, servers: Vec<ServerProcess>, results: &mut Results) {
+    let mut runs = Vec::new();
+    for round in 1..=plan.config.rounds {
+        for pipeline in PIPELINES {
+            for server in ordered(&servers, round) {
+                let args = server_rb::arguments(
+                    server.port,
+                    plan.requests(pipeline),
+                    n,
+                    pipeline,
+                    &GROWTH_TESTS,
+                );
+                eprint!(
+                    "[growth N={n}] round {round} -P {pipeline:<2} {:<8} set,get",
+                    server.kind.name()
+                );
+                match server_rb::run(&plan.redis_benchmark, &args) {
+                    Ok(samples) => {
+                        eprintln!("  {}", rps_summary(&samples));
+                        runs.push(BenchRun {
+                            round,
+                            server: server.kind,
+                            pipeline,
+                            keyspace: n,
+                            samples,
+                        });
+                    }
+                    Err(e) => {
+                        eprintln!("  FAILED: {e}");
+                        results
+                            .failures
+                            .push(format!("growth {} N={n}: {e}", server.kind.name()));
+                    }
+                }
+            }
+        }
+    }
+    drop(servers);
+    let missing: Vec<(String, String)> = if plan.densekv.is_none() {
+        GROWTH_TESTS
+            .iter()
+            .map(|t| ((*t).to_owned(), "densekv not available".to_owned()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    results
+        .growth_throughput
+        .extend(throughput_rows(&runs, &GROWTH_TESTS, &PIPELINES, &missing));
+    results.runs.extend(runs);
+}
+
+/// The servers of a round in running order: densekv first in odd rounds, redis first in even ones.
+fn ordered(servers: &[ServerProcess], round: usize) -> Vec<&ServerProcess> {
+    let mut ordered: Vec<&ServerProcess> = servers.iter().collect();
+    if round.is_multiple_of(2) {
+        ordered.reverse();
+    }
+    ordered
+}
+
+fn rps_summary(samples: &[server_rb::BenchSample]) -> String {
+    samples
+        .iter()
+        .map(|s| format!("{} {:.0}", s.test, s.rps))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+/// Part 2: every redis-benchmark test at -P 1 and -P 16, both servers, `rounds` times.
+fn run_throughput(plan: &Plan, results: &mut Results) {
+    let unsupported = densekv_unsupported(plan, results);
+    let densekv_tests: Vec<&str> = TESTS
+        .iter()
+        .copied()
+        .filter(|t| !unsupported.iter().any(|(u, _)| u == t))
+        .collect();
+    for (test, why) in &unsupported {
+        if plan.densekv.is_some() {
+            results
+                .not_applicable
+                .push(format!("densekv {test}: {why}"));
+        }
+    }
+    let mut runs = Vec::new();
+    let kinds_in = |round: usize| {
+        let mut kinds = ServerKind::BOTH.to_vec();
+        if round.is_multiple_of(2) {
+            kinds.reverse();
+        }
+        kinds
+    };
+    for round in 1..=plan.config.rounds {
+        for pipeline in PIPELINES {
+            for kind in kinds_in(round) {
+                let tests: Vec<&str> = match kind {
+                    ServerKind::Redis => TESTS.to_vec(),
+                    ServerKind::Densekv => densekv_tests.clone(),
+                };
+                let Some(binary) = plan.binary(kind) else {
+                    continue;
+                };
+                if tests.is_empty() {
+                    continue;
+                }
+                let label = format!(
+                    "[throughput] round {round}/{} -P {pipeline:<2} {:<8}",
+                    plan.config.rounds,
+                    kind.name()
+                );
+                if let Some(run) =
+                    throughput_run(plan, kind, binary, pipeline, &tests, &label, results)
+                {
+                    runs.push(BenchRun { round, ..run });
+                }
+            }
+        }
+    }
+    results.throughput = throughput_rows(&runs, &TESTS, &PIPELINES, &unsupported);
+    results.runs.extend(runs);
+}
+
+/// Probes a throwaway densekv for every test; all tests are unsupported without a densekv.
+fn densekv_unsupported(plan: &Plan, results: &mut Results) -> Vec<(String, String)> {
+    let all = |why: &str| {
+        TESTS
+            .iter()
+            .map(|t| ((*t).to_owned(), why.to_owned()))
+            .collect()
+    };
+    let Some(binary) = plan.binary(ServerKind::Densekv) else {
+        return all("densekv not available");
+    };
+    match ServerProcess::start(ServerKind::Densekv, binary) {
+        Ok(server) => match server_rb::probe(server.port, &TESTS) {
+            Ok(unsupported) => unsupported,
+            Err(e) => {
+                results.failures.push(format!("densekv probe: {e}"));
+                all("probe failed")
+            }
+        },
+        Err(e) => {
+            results.failures.push(format!("densekv: {e}"));
+            all("did not start")
+        }
+    }
+}
+
+/// One fresh server, the cheap tests and then the `lrange_*` tests; `None` when it failed.
+fn throughput_run(
+    plan: &Plan,
+    kind: ServerKind,
+    binary: &Path,
+    pipeline: u32,
+    tests: &[&str],
+    label: &str,
+    results: &mut Results,
+) -> Option<BenchRun> {
+    let server = match ServerProcess::start(kind, binary) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{label} FAILED: {e}");
+            results
+                .failures
+                .push(format!("throughput {}: {e}", kind.name()));
+            return None;
+        }
+    };
+    let (lrange, cheap): (Vec<&str>, Vec<&str>) =
+        tests.iter().partition(|t| t.starts_with("lrange_"));
+    let mut samples = Vec::new();
+    for (group, requests) in [
+        (cheap, plan.requests(pipeline)),
+        (lrange, (plan.requests(pipeline) / LRANGE_DIVISOR).max(100)),
+    ] {
+        if group.is_empty() {
+            continue;
+        }
+        let args = server_rb::arguments(server.port, requests, KEYSPACE, pipeline, &group);
+        let shown: Vec<String> = args
+            .iter()
+            .map(|a| {
+                if *a == server.port.to_string() {
+                    "P".into()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        let command = format!("redis-benchmark {}", shown.join(" "));
+        if !results.commands.contains(&command) {
+            results.commands.push(command);
+        }
+        let clock = Instant::now();
+        match server_rb::run(&plan.redis_benchmark, &args) {
+            Ok(mut group_samples) => {
+                eprintln!(
+                    "{label} {:>2} tests  ({:.1} s)",
+                    group_samples.len(),
+                    clock.elapsed().as_secs_f64()
+                );
+                samples.append(&mut group_samples);
+            }
+            Err(e) => {
+                eprintln!("{label} FAILED: {e}");
+                results
+                    .failures
+                    .push(format!("throughput {} -P {pipeline}: {e}", kind.name()));
+            }
+        }
+    }
+    Some(BenchRun {
+        round: 0,
+        server: kind,
+        pipeline,
+        keyspace: KEYSPACE,
+        samples,
+    })
+}
+
+/// Writes the JSON, and unless asked not to, BENCHMARKS.md and the charts.
+fn write_outputs(args: &ServerArgs, report: &ServerSuiteReport) -> Result<(), String> {
+    let root = workspace_root();
+    let out_dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("bench-results"));
+    let json_path = out_dir.join("server.json");
+    std::fs::create_dir_all(&out_dir)
+        .and_then(|()| {
+            let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+            std::fs::write(&json_path, json + "\n")
+        })
+        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    println!("\nwrote {}", json_path.display());
+    let docs_dir = match (&args.docs_dir, args.quick) {
+        _ if args.no_docs => return Ok(()),
+        (Some(dir), _) => dir.clone(),
+        (None, true) => return Ok(()),
+        (None, false) => root.join("docs"),
+    };
+    let md_path = docs_dir.join("BENCHMARKS.md");
+    std::fs::create_dir_all(&docs_dir)
+        .and_then(|()| std::fs::write(&md_path, markdown(report)))
+        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+    println!("wrote {}", md_path.display());
+    plot(&root, &json_path, &docs_dir);
+    Ok(())
+}
+
+/// Runs `bench/plot.py`, installing matplotlib with pip first if it is missing. A chart that
+/// cannot be drawn is a warning: the tables and the JSON are the results.
+fn plot(root: &Path, json: &Path, docs_dir: &Path) {
+    let has_matplotlib = || {
+        Command::new("python3")
+            .args(["-c", "import matplotlib"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !has_matplotlib() {
+        eprintln!("matplotlib missing: installing it with `pip install matplotlib`");
+        let _ = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "matplotlib"])
+            .status();
+    }
+    let script = root.join("bench").join("plot.py");
+    let status = Command::new("python3")
+        .arg(&script)
+        .arg(json)
+        .arg(docs_dir)
+        .status();
+    match status {
+        Ok(s) if s.success() => println!("charts in {}", docs_dir.display()),
+        Ok(s) => eprintln!("warning: {} exited with {s}; no charts", script.display()),
+        Err(e) => eprintln!(
+            "warning: cannot run python3 {}: {e}; no charts",
+            script.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Part, Plan, ServerArgs};
+
+    #[test]
+    fn default_plan_measures_growth_sizes_and_n_once() {
+        let plan = Plan::new(&ServerArgs::default());
+        assert_eq!(plan.sizes, [100_000, 1_000_000]);
+        assert_eq!(plan.config.rounds, 3);
+        assert_eq!(plan.config.requests_p16, 500_000);
+        let plan = Plan::new(&ServerArgs {
+            with_10m: true,
+            n: Some(50_000),
+            ..ServerArgs::default()
+        });
+        assert_eq!(plan.sizes, [50_000, 100_000, 1_000_000, 10_000_000]);
+    }
+
+    #[test]
+    fn only_memory_measures_n_alone() {
+        let args = ServerArgs {
+            quick: true,
+            parts: vec![Part::Memory],
+            ..ServerArgs::default()
+        };
+        let plan = Plan::new(&args);
+        assert_eq!(plan.sizes, [2000]);
+        assert!(plan.memory && !plan.throughput && !plan.growth);
+        assert!(plan.config.growth_sizes.is_empty());
+    }
+}
