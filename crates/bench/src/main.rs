@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p bench -- heap [--quick] [--rounds N] [--workload W,..] [--alloc A,..]
 //! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
+//! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
 //!
@@ -37,6 +38,7 @@ mod server_report;
 mod server_resp;
 mod server_suite;
 mod server_workload;
+mod shapes_suite;
 mod stats;
 mod workload;
 
@@ -61,18 +63,61 @@ enum Suite {
     Heap(heap_suite::HeapArgs),
     /// densekv's server against redis-server: memory per entry, throughput, growth.
     Server(server_suite::ServerArgs),
-    /// Every suite there is (today: heap, then server with the same --quick and --out-dir).
+    /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
+    Shapes(ShapesArgs),
+    /// Every suite there is: heap, shapes, then server (same --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
     HeapChild(child::ChildArgs),
 }
 
+/// Options of the shapes suite.
+#[derive(Debug, clap::Args)]
+struct ShapesArgs {
+    /// A small, fast run (tests, smoke checks).
+    #[arg(long)]
+    quick: bool,
+    /// Records in the memory measurement.
+    #[arg(long, default_value_t = 1_000_000)]
+    records: usize,
+    /// Timed rounds per lookup measurement (the median is reported).
+    #[arg(long, default_value_t = 7)]
+    rounds: usize,
+}
+
+impl ShapesArgs {
+    fn options(&self) -> shapes_suite::Options {
+        if self.quick {
+            shapes_suite::Options {
+                records: 10_000,
+                rounds: 3,
+                lookups: 20_000,
+            }
+        } else {
+            shapes_suite::Options {
+                records: self.records,
+                rounds: self.rounds,
+                lookups: 1_000_000,
+            }
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Suite::Heap(args) => heap_suite::run(&args),
         Suite::Server(args) => server_suite::run(&args),
+        Suite::Shapes(args) => shapes_suite::run(args.options())
+            .map(|()| true)
+            .map_err(|e| e.to_string()),
         Suite::All(args) => heap_suite::run(&args).and_then(|heap_ok| {
+            let shapes = ShapesArgs {
+                quick: args.quick,
+                records: 1_000_000,
+                rounds: 7,
+            };
+            shapes_suite::run(shapes.options()).map_err(|e| e.to_string())?;
             let server = server_suite::ServerArgs {
                 quick: args.quick,
                 out_dir: args.out_dir.clone(),

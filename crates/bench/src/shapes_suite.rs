@@ -23,10 +23,12 @@ use std::hint::black_box;
 use std::time::Instant;
 
 const FIELD_NAMES: [&str; 16] = [
-    "name", "email", "age", "city", "created", "zip", "phone", "country", "state", "street", "company", "title",
-    "score", "level", "status", "updated",
+    "name", "email", "age", "city", "created", "zip", "phone", "country", "state", "street",
+    "company", "title", "score", "level", "status", "updated",
 ];
-const CITIES: [&str; 8] = ["Oslo", "Lisbon", "Nairobi", "Osaka", "Lima", "Toronto", "Hanoi", "Cairo"];
+const CITIES: [&str; 8] = [
+    "Oslo", "Lisbon", "Nairobi", "Osaka", "Lima", "Toronto", "Hanoi", "Cairo",
+];
 
 /// Options from the command line.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +46,8 @@ pub struct LookupRow {
     pub smallmap_ns: f64,
     pub smallmap_kind: &'static str,
     pub hashbrown_ns: f64,
+    /// Share of shaped lookups answered by the (shape, field) cache.
+    pub shape_cache_hit_rate: f64,
 }
 
 /// The memory measurement.
@@ -54,17 +58,30 @@ pub struct MemoryRow {
     pub shape_tree_bytes: usize,
     pub smallmap_bytes_per_record: f64,
     pub listpack_bytes_per_record: f64,
-    pub shape_cache_hit_rate: f64,
 }
 
 fn user_record(rng: &mut SplitMix64, i: usize) -> [(Vec<u8>, Vec<u8>); 5] {
     let r = rng.next_u64();
     [
-        (b"name".to_vec(), format!("user{}", r % 1_000_000).into_bytes()),
+        (
+            b"name".to_vec(),
+            format!("user{}", r % 1_000_000).into_bytes(),
+        ),
         (b"email".to_vec(), format!("u{i}@example.com").into_bytes()),
-        (b"age".to_vec(), (18 + rng.below(72)).to_string().into_bytes()),
-        (b"city".to_vec(), CITIES[rng.below(8) as usize].as_bytes().to_vec()),
-        (b"created".to_vec(), (1_700_000_000 + rng.below(10_000_000)).to_string().into_bytes()),
+        (
+            b"age".to_vec(),
+            (18 + rng.below(72)).to_string().into_bytes(),
+        ),
+        (
+            b"city".to_vec(),
+            CITIES[rng.below(8) as usize].as_bytes().to_vec(),
+        ),
+        (
+            b"created".to_vec(),
+            (1_700_000_000 + rng.below(10_000_000))
+                .to_string()
+                .into_bytes(),
+        ),
     ]
 }
 
@@ -74,9 +91,9 @@ pub fn listpack_entry_bytes(value: &[u8]) -> usize {
     let encoded = match shape::record::canonical_i64(value) {
         Some(v) if (0..=127).contains(&v) => 1,
         Some(v) if (-4096..4096).contains(&v) => 2,
-        Some(v) if i64::from(i16::MIN) <= v && v <= i64::from(i16::MAX) => 3,
+        Some(v) if i16::try_from(v).is_ok() => 3,
         Some(v) if (-(1 << 23)..(1 << 23)).contains(&v) => 4,
-        Some(v) if i64::from(i32::MIN) <= v && v <= i64::from(i32::MAX) => 5,
+        Some(v) if i32::try_from(v).is_ok() => 5,
         Some(_) => 9,
         None if value.len() < 64 => 1 + value.len(),
         None if value.len() < 4096 => 2 + value.len(),
@@ -94,7 +111,11 @@ pub fn listpack_entry_bytes(value: &[u8]) -> usize {
 
 /// A listpack of `pairs` (header 6 bytes, entries, end byte).
 pub fn listpack_bytes(pairs: &[(Vec<u8>, Vec<u8>)]) -> usize {
-    6 + pairs.iter().map(|(f, v)| listpack_entry_bytes(f) + listpack_entry_bytes(v)).sum::<usize>() + 1
+    6 + pairs
+        .iter()
+        .map(|(f, v)| listpack_entry_bytes(f) + listpack_entry_bytes(v))
+        .sum::<usize>()
+        + 1
 }
 
 fn time_rounds(rounds: usize, ops: usize, mut body: impl FnMut() -> u64) -> f64 {
@@ -131,6 +152,9 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
         }
         sum
     });
+    let cache = tree.stats();
+    let shape_cache_hit_rate =
+        cache.cache_hits as f64 / (cache.cache_hits + cache.cache_misses).max(1) as f64;
     let (smallmap_ns, smallmap_kind) = if fields <= 8 {
         let maps: Vec<SmallMap> = (0..HASHES)
             .map(|h| {
@@ -144,7 +168,9 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
         let ns = time_rounds(options.rounds, ops, || {
             let mut sum = 0u64;
             for i in 0..ops {
-                sum += maps[i % HASHES].get(names[(i * 7) % fields]).map_or(0, |v| v.bytes.len() as u64);
+                sum += maps[i % HASHES]
+                    .get(names[(i * 7) % fields])
+                    .map_or(0, |v| v.bytes.len() as u64);
             }
             sum
         });
@@ -166,7 +192,9 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
         let ns = time_rounds(options.rounds, ops, || {
             let mut sum = 0u64;
             for i in 0..ops {
-                sum += maps[i % (HASHES / 10)].get(heap_ref, names[(i * 7) % fields]).map_or(0, |v| v.bytes.len() as u64);
+                sum += maps[i % (HASHES / 10)]
+                    .get(heap_ref, names[(i * 7) % fields])
+                    .map_or(0, |v| v.bytes.len() as u64);
             }
             sum
         });
@@ -176,16 +204,31 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
         (ns, "pagehash")
     };
     let maps: Vec<hashbrown::HashMap<Vec<u8>, Vec<u8>>> = (0..HASHES)
-        .map(|h| names.iter().enumerate().map(|(f, n)| (n.to_vec(), value(h, f))).collect())
+        .map(|h| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(f, n)| (n.to_vec(), value(h, f)))
+                .collect()
+        })
         .collect();
     let hashbrown_ns = time_rounds(options.rounds, ops, || {
         let mut sum = 0u64;
         for i in 0..ops {
-            sum += maps[i % HASHES].get(names[(i * 7) % fields]).map_or(0, |v| v.len() as u64);
+            sum += maps[i % HASHES]
+                .get(names[(i * 7) % fields])
+                .map_or(0, |v| v.len() as u64);
         }
         sum
     });
-    LookupRow { fields, shaped_ns, smallmap_ns, smallmap_kind, hashbrown_ns }
+    LookupRow {
+        fields,
+        shaped_ns,
+        smallmap_ns,
+        smallmap_kind,
+        hashbrown_ns,
+        shape_cache_hit_rate,
+    }
 }
 
 fn memory_row(options: Options) -> MemoryRow {
@@ -193,7 +236,7 @@ fn memory_row(options: Options) -> MemoryRow {
     let mut rng = SplitMix64::new(0x5EED_0005);
     let data: Vec<[(Vec<u8>, Vec<u8>); 5]> = (0..n).map(|i| user_record(&mut rng, i)).collect();
 
-    let mut heap = Heap::new().expect("heap");
+    let mut heap: Heap = Heap::new().expect("heap");
     let mut tree = ShapeTree::default();
     let mut scratch = record::empty();
     let mut shaped = Vec::with_capacity(n);
@@ -211,10 +254,8 @@ fn memory_row(options: Options) -> MemoryRow {
     }
     let shaped_heap = heap.stats().allocated_bytes as f64;
     let tree_bytes = tree.memory_bytes();
-    let stats = tree.stats();
-    let hit_rate = stats.cache_hits as f64 / (stats.cache_hits + stats.cache_misses).max(1) as f64;
 
-    let mut small_heap = Heap::new().expect("heap");
+    let mut small_heap: Heap = Heap::new().expect("heap");
     let mut small = Vec::with_capacity(n);
     for pairs in &data {
         let mut m = SmallMap::new(&mut small_heap).expect("heap");
@@ -238,44 +279,54 @@ fn memory_row(options: Options) -> MemoryRow {
         shape_tree_bytes: tree_bytes,
         smallmap_bytes_per_record: small_bytes / n as f64,
         listpack_bytes_per_record: listpack as f64 / n as f64,
-        shape_cache_hit_rate: hit_rate,
     }
 }
 
 /// Runs the suite, prints its tables and writes `bench-results/shapes.json`.
 pub fn run(options: Options) -> std::io::Result<()> {
-    let mut heap = Heap::new().expect("heap");
+    let mut heap: Heap = Heap::new().expect("heap");
     eprintln!("shapes: lookups, 1..16 fields");
-    let lookups: Vec<LookupRow> = (1..=16).map(|f| lookup_row(f, options, &mut heap)).collect();
+    let lookups: Vec<LookupRow> = (1..=16)
+        .map(|f| lookup_row(f, options, &mut heap))
+        .collect();
     eprintln!("shapes: memory of {} user records", options.records);
     let memory = memory_row(options);
-    println!("\nshapes suite: HGET of a present field, median ns/op over {} rounds of {} lookups", options.rounds, options.lookups);
-    println!("{:>6} {:>10} {:>14} {:>10} {:>12} {:>16}", "fields", "shaped", "smallmap/page", "hashbrown", "shaped/small", "shaped/hashbrown");
+    println!(
+        "\nshapes suite: HGET of a present field, median ns/op over {} rounds of {} lookups",
+        options.rounds, options.lookups
+    );
+    println!(
+        "{:>6} {:>10} {:>14} {:>10} {:>12} {:>16}",
+        "fields", "shaped", "smallmap/page", "hashbrown", "shaped/small", "shaped/hashbrown"
+    );
     for r in &lookups {
         println!(
-            "{:>6} {:>10.1} {:>9.1} ({:>1}) {:>10.1} {:>11.2}x {:>15.2}x",
+            "{:>6} {:>10.1} {:>9.1} ({:>1}) {:>10.1} {:>11.2}x {:>15.2}x {:>10.3}",
             r.fields,
             r.shaped_ns,
             r.smallmap_ns,
             &r.smallmap_kind[..1],
             r.hashbrown_ns,
             r.shaped_ns / r.smallmap_ns,
-            r.shaped_ns / r.hashbrown_ns
+            r.shaped_ns / r.hashbrown_ns,
+            r.shape_cache_hit_rate
         );
     }
     println!(
-        "\nmemory, {} user records (value storage per record): shaped {:.1} B (tree {} B in all), SmallMap {:.1} B, listpack {:.1} B; shaped/SmallMap {:.2}x; shape-cache hit rate {:.3}",
+        "\nmemory, {} user records (value storage per record): shaped {:.1} B (tree {} B in all), SmallMap {:.1} B, listpack {:.1} B; shaped/SmallMap {:.2}x",
         memory.records,
         memory.shaped_bytes_per_record,
         memory.shape_tree_bytes,
         memory.smallmap_bytes_per_record,
         memory.listpack_bytes_per_record,
-        memory.shaped_bytes_per_record / memory.smallmap_bytes_per_record,
-        memory.shape_cache_hit_rate
+        memory.shaped_bytes_per_record / memory.smallmap_bytes_per_record
     );
     std::fs::create_dir_all("bench-results")?;
     let json = serde_json::json!({ "suite": "shapes", "lookups": lookups, "memory": memory });
-    std::fs::write("bench-results/shapes.json", serde_json::to_string_pretty(&json).unwrap_or_default())?;
+    std::fs::write(
+        "bench-results/shapes.json",
+        serde_json::to_string_pretty(&json).unwrap_or_default(),
+    )?;
     Ok(())
 }
 
@@ -288,17 +339,24 @@ mod tests {
         assert_eq!(listpack_entry_bytes(b"42"), 2);
         assert_eq!(listpack_entry_bytes(b"1700000000"), 6);
         assert_eq!(listpack_entry_bytes(b"name"), 6);
-        assert_eq!(listpack_entry_bytes(&[b'x'; 100]), 104);
-        assert_eq!(listpack_bytes(&[(b"age".to_vec(), b"42".to_vec())]), 6 + 5 + 2 + 1);
+        assert_eq!(listpack_entry_bytes(&[b'x'; 100]), 103);
+        assert_eq!(
+            listpack_bytes(&[(b"age".to_vec(), b"42".to_vec())]),
+            6 + 5 + 2 + 1
+        );
     }
 
     #[test]
     fn quick_run_produces_sane_numbers() {
-        let options = Options { records: 2000, rounds: 1, lookups: 2000 };
+        let options = Options {
+            records: 2000,
+            rounds: 1,
+            lookups: 2000,
+        };
         let memory = memory_row(options);
         assert!(memory.shaped_bytes_per_record < memory.smallmap_bytes_per_record);
         assert!(memory.listpack_bytes_per_record > 60.0);
-        let mut heap = Heap::new().expect("heap");
+        let mut heap: Heap = Heap::new().expect("heap");
         let row = lookup_row(3, options, &mut heap);
         assert!(row.shaped_ns > 0.0 && row.hashbrown_ns > 0.0);
     }
