@@ -217,7 +217,7 @@ fn records_agree_with_model() {
     );
 }
 
-/// 100,000 hashes whose field names are all unique: nearly all must fall back, the tree must stay
+/// 1,000,000 hashes whose field names are all unique: nearly all must fall back, the tree must stay
 /// bounded, and the total must stay within 1.1× of storing every hash unshaped.
 #[test]
 fn unique_field_names_stay_bounded() {
@@ -226,7 +226,7 @@ fn unique_field_names_stay_bounded() {
     let mut plain_bytes = 0usize;
     let mut unshaped_bytes = 0usize;
     let mut records = Vec::new();
-    for i in 0..100_000u32 {
+    for i in 0..1_000_000u32 {
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..3)
             .map(|j| {
                 (
