@@ -20,9 +20,13 @@ static int string2ld(const char *s, size_t slen, long double *dp) {
     buf[slen] = '\0';
     errno = 0;
     value = strtold(buf, &eptr);
+    /* Redis 7.0.15's checks, in its order: the whole string (an embedded NUL ends strtold early),
+     * no leading space, no overflow to infinity or underflow to zero, no EINVAL, not NaN. */
     if (isspace((unsigned char)buf[0]) || eptr[0] != '\0' ||
-        ((errno == ERANGE) &&
+        (size_t)(eptr - buf) != slen ||
+        (errno == ERANGE &&
          (value == HUGE_VALL || value == -HUGE_VALL || fpclassify(value) == FP_ZERO)) ||
+        errno == EINVAL ||
         isnan(value))
         return 0;
     *dp = value;

@@ -3,17 +3,24 @@
 
 use crate::client::{ClientState, Queued, ReplyMode};
 use crate::command::{self, COMMANDS, flag};
-use crate::server::{Server, unix_ms};
+use crate::server::Server;
 use resp::ReplyWriter;
+use std::sync::atomic::Ordering;
 
 /// Runs one command from `args` (at least one argument), appending its reply to `out`.
-pub fn dispatch(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, args: &[&[u8]]) {
+pub fn dispatch(
+    server: &Server,
+    state: &mut ClientState,
+    out: &mut Vec<u8>,
+    args: &[&[u8]],
+    now_ms: u64,
+) {
     let mark = out.len();
-    {
-        let mut info = state.shared.info.lock();
-        info.last_interaction_ms = unix_ms();
-    }
-    let queued = route(server, state, out, args);
+    state
+        .shared
+        .last_interaction_ms
+        .store(now_ms, Ordering::Relaxed);
+    let queued = route(server, state, out, args, now_ms);
     match state.reply_mode {
         ReplyMode::On => {}
         ReplyMode::Off => out.truncate(mark),
@@ -39,7 +46,13 @@ fn reject(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, text: &st
     }
 }
 
-fn route(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, args: &[&[u8]]) -> Routed {
+fn route(
+    server: &Server,
+    state: &mut ClientState,
+    out: &mut Vec<u8>,
+    args: &[&[u8]],
+    now_ms: u64,
+) -> Routed {
     let is_client_reply = args.len() >= 2
         && args[0].eq_ignore_ascii_case(b"client")
         && args[1].eq_ignore_ascii_case(b"reply");
@@ -79,8 +92,8 @@ fn route(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, args: &[&[
         return routed;
     }
     let mut locks = command::locks_for(server, spec, args);
-    command::run(server, state, out, &mut locks, index, args);
-    state.shared.info.lock().last_cmd = spec.name.to_string();
+    command::run(server, state, out, &mut locks, index, args, now_ms);
+    state.shared.last_cmd.store(index + 1, Ordering::Relaxed);
     routed
 }
 
@@ -91,6 +104,7 @@ pub fn run_queued<'s>(
     out: &mut Vec<u8>,
     locks: &mut command::Locks<'s>,
     queue: Vec<Queued>,
+    now_ms: u64,
 ) {
     ReplyWriter::new(out, state.protocol).array_len(queue.len());
     for queued in queue {
@@ -103,6 +117,6 @@ pub fn run_queued<'s>(
             ReplyWriter::new(out, state.protocol).error(b"NOAUTH Authentication required.");
             continue;
         }
-        command::run(server, state, out, locks, queued.index, &args);
+        command::run(server, state, out, locks, queued.index, &args, now_ms);
     }
 }

@@ -281,12 +281,13 @@ fn accept_all(
             created: Instant::now(),
             info: parking_lot::Mutex::new(ClientInfo {
                 resp: 2,
-                last_interaction_ms: unix_ms(),
                 multi: -1,
                 ..ClientInfo::default()
             }),
             killed: AtomicBool::new(false),
             watch_dirty: AtomicBool::new(false),
+            last_interaction_ms: std::sync::atomic::AtomicU64::new(unix_ms()),
+            last_cmd: std::sync::atomic::AtomicUsize::new(0),
         });
         let token = *next_token;
         *next_token += 1;
@@ -411,6 +412,9 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     } = conn;
     let mut count = 0;
     let mut stopped_early = false;
+    // One clock read per batch, as Redis caches its time per event-loop turn: TTLs are in ms and
+    // a batch runs in microseconds.
+    let now_ms = unix_ms();
     while input.pos < input.query.len() && !state.close_after_reply && !state.close_now {
         if count == COMMANDS_PER_TURN || out.len() >= OUTPUT_PAUSE_BYTES {
             stopped_early = true;
@@ -444,7 +448,7 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
             Request::Command(command) => {
                 let consumed = command.consumed();
                 let args: smallvec::SmallVec<[&[u8]; 8]> = command.args().collect();
-                dispatch::dispatch(server, state, out, &args);
+                dispatch::dispatch(server, state, out, &args, now_ms);
                 input.pos += consumed;
                 count += 1;
             }
@@ -552,9 +556,11 @@ fn cron(
         let idle: Vec<usize> = conns
             .iter()
             .filter(|(_, c)| {
-                let info = c.state.shared.info.lock();
                 c.state.multi.is_none()
-                    && now.saturating_sub(info.last_interaction_ms) / 1000 > timeout
+                    && now
+                        .saturating_sub(c.state.shared.last_interaction_ms.load(Ordering::Relaxed))
+                        / 1000
+                        > timeout
             })
             .map(|(&t, _)| t)
             .collect();

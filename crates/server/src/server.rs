@@ -37,6 +37,11 @@ pub struct ClientShared {
     pub killed: AtomicBool,
     /// Set when a key this client WATCHes is modified: its EXEC will fail.
     pub watch_dirty: AtomicBool,
+    /// Unix ms of the last command (CLIENT LIST idle, `timeout`); an atomic so the owning thread
+    /// updates it per command without a lock.
+    pub last_interaction_ms: AtomicU64,
+    /// Table index + 1 of the last command run (0: none yet).
+    pub last_cmd: AtomicUsize,
 }
 
 /// Mutable facts about a client for CLIENT LIST / INFO.
@@ -47,8 +52,6 @@ pub struct ClientInfo {
     pub lib_ver: String,
     pub db: usize,
     pub resp: u8,
-    pub last_cmd: String,
-    pub last_interaction_ms: u64,
     pub multi: i64,
     pub watching: usize,
     pub qbuf: usize,
@@ -232,16 +235,25 @@ impl Server {
         }
     }
 
-    /// Every key of `db` (or of every db) was modified (FLUSHDB, FLUSHALL, SWAPDB).
-    pub fn touch_all(&self, db: Option<usize>) {
+    /// The watched keys of `db` (or of every db): FLUSHDB, FLUSHALL and SWAPDB touch those that
+    /// exist, as Redis's `touchAllWatchedKeysInDb` does.
+    pub fn watched_keys(&self, db: Option<usize>) -> Vec<WatchKey> {
         if self.watched.load(Ordering::Relaxed) == 0 {
-            return;
+            return Vec::new();
         }
-        for ((d, _), list) in self.watches.lock().iter() {
-            if db.is_none_or(|db| db == *d) {
-                for c in list {
-                    c.watch_dirty.store(true, Ordering::Relaxed);
-                }
+        self.watches
+            .lock()
+            .keys()
+            .filter(|(d, _)| db.is_none_or(|db| db == *d))
+            .cloned()
+            .collect()
+    }
+
+    /// Marks the watchers of `key` dirty without counting a change (the flush already did).
+    pub fn touch_watchers(&self, db: usize, key: &[u8]) {
+        if let Some(list) = self.watches.lock().get(&(db, key.to_vec())) {
+            for c in list {
+                c.watch_dirty.store(true, Ordering::Relaxed);
             }
         }
     }

@@ -7,8 +7,8 @@
 //! `pattern × string` states, so `*a*a*a*…b` costs the same as any other pattern of its length.
 //!
 //! Quirks kept from Redis so KEYS and SCAN MATCH agree with it byte for byte:
-//! * an empty string matches no pattern (callers treat the pattern `*` as "everything" before
-//!   matching, as Redis's KEYS and SCAN do);
+//! * an empty string matches only the empty pattern (callers treat the pattern `*` as
+//!   "everything" before matching, as Redis's KEYS and SCAN do);
 //! * `\x` matches `x` literally, and a trailing `\` is a literal backslash;
 //! * a class `[...]` with no closing `]` takes the rest of the pattern; `[^...]` negates;
 //!   `a-z` is a range whose ends may come in either order, compared as signed chars as C does;
@@ -133,7 +133,8 @@ impl Glob {
             return (true, 0);
         }
         if string.is_empty() {
-            return (false, 0);
+            // Redis's loop never runs on an empty string: only the empty pattern matches it.
+            return (self.tokens.is_empty(), 0);
         }
         let tokens = &self.tokens;
         let (mut t, mut s) = (0, 0);
@@ -181,7 +182,7 @@ mod tests {
 
     #[test]
     fn redis_cases() {
-        let yes: [(&[u8], &[u8]); 14] = [
+        let yes: [(&[u8], &[u8]); 15] = [
             (b"*", b""),
             (b"*", b"anything"),
             (b"h?llo", b"hello"),
@@ -196,6 +197,7 @@ mod tests {
             (b"[abc", b"c"),
             (b"[a-]x", b"]"),
             (b"x\\", b"x\\"),
+            (b"", b""),
         ];
         for (p, s) in yes {
             assert!(
@@ -205,8 +207,9 @@ mod tests {
                 String::from_utf8_lossy(s)
             );
         }
-        let no: [(&[u8], &[u8]); 9] = [
+        let no: [(&[u8], &[u8]); 10] = [
             (b"**", b""),
+            (b"a", b""),
             (b"a*", b""),
             (b"h[^e]llo", b"hello"),
             (b"h[a-b]llo", b"hcllo"),

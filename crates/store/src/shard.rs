@@ -382,6 +382,33 @@ impl Shard {
         })
     }
 
+    /// A SCAN step that also deletes the expired keys it walks past, as Redis's SCAN does
+    /// (KEYS, `scan`, only skips them).
+    pub fn scan_and_reclaim(
+        &mut self,
+        db: usize,
+        cursor: u64,
+        now_ms: u64,
+        mut f: impl FnMut(&[u8], Entry<'_>),
+    ) -> u64 {
+        let Some(keys) = self.dbs[db].keys.as_ref() else {
+            return 0;
+        };
+        let mut expired: Vec<Vec<u8>> = Vec::new();
+        let next = keys.scan(&self.heap, cursor, |key, value| {
+            let entry = split(value);
+            if entry.expired(now_ms) {
+                expired.push(key.to_vec());
+            } else {
+                f(key, entry);
+            }
+        });
+        for key in expired {
+            self.delete_expired(db, &key);
+        }
+        next
+    }
+
     /// A random live key of `db` (RANDOMKEY), or `None` when empty. Expired keys met on the way
     /// are deleted; the number of attempts is bounded.
     pub fn random_key(

@@ -29,15 +29,11 @@ pub fn quit(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
 }
 
 pub fn select(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(n) = parse_i64(args[1]) else {
-        return ctx.not_integer();
+    let Some(n) = super::keys::db_index(ctx, args[1]) else {
+        return;
     };
-    let databases = ctx.server.config.read().databases;
-    if n < 0 || n as usize >= databases {
-        return ctx.error("ERR DB index is out of range");
-    }
-    ctx.client.db = n as usize;
-    ctx.client.shared.info.lock().db = n as usize;
+    ctx.client.db = n;
+    ctx.client.shared.info.lock().db = n;
     ctx.ok();
 }
 
@@ -112,7 +108,7 @@ pub fn hello(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             return;
         }
     } else if !ctx.client.authenticated && ctx.server.config.read().requirepass.is_some() {
-        return ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return ctx.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
     }
     if let Some(name) = name {
         if !valid_name(name) {
@@ -185,7 +181,7 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
     let info = client.info.lock().clone();
     let now = unix_ms();
     let age = client.created.elapsed().as_secs();
-    let idle = now.saturating_sub(info.last_interaction_ms) / 1000;
+    let idle = now.saturating_sub(client.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
     let mut flags = String::new();
     if info.multi >= 0 {
         flags.push('x');
@@ -202,12 +198,13 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
     if flags.is_empty() {
         flags.push('N');
     }
+    let last = client.last_cmd.load(Ordering::Relaxed);
     let cmd = if client.id == current_id {
         "client|list".to_string()
-    } else if info.last_cmd.is_empty() {
+    } else if last == 0 {
         "NULL".into()
     } else {
-        info.last_cmd.clone()
+        crate::command::COMMANDS[last - 1].name.to_string()
     };
     format!(
         "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",

@@ -86,12 +86,22 @@ pub fn renamenx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     rename_generic(ctx, args, true);
 }
 
-/// Parses a database index argument, replying on error.
-fn db_index(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<usize> {
+/// Parses a C `int` argument as Redis's `getIntFromObjectOrReply` does, replying on error.
+pub fn parse_int(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<i64> {
     let Some(n) = parse_i64(arg) else {
         ctx.not_integer();
         return None;
     };
+    if i32::try_from(n).is_err() {
+        ctx.error("ERR value is out of range, value must between -2147483648 and 2147483647");
+        return None;
+    }
+    Some(n)
+}
+
+/// Parses a database index argument, replying on error.
+pub fn db_index(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<usize> {
+    let n = parse_int(ctx, arg)?;
     let databases = ctx.server.config.read().databases;
     if n < 0 || n as usize >= databases {
         ctx.error("ERR DB index is out of range");
@@ -199,11 +209,35 @@ pub fn keys(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
 }
 
+/// Reads a SCAN cursor as Redis's `parseScanCursorOrReply` does with `strtoul`: optional sign
+/// (a negative cursor wraps, "-1" is 2^64 - 1), decimal digits, nothing after them, no leading
+/// space; the empty string is cursor 0 and a value above 2^64 - 1 is invalid.
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let (negative, digits) = match arg.first() {
+        Some(b'-') => (true, &arg[1..]),
+        Some(b'+') => (false, &arg[1..]),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        // No digits: strtoul consumes nothing, so only an empty argument ends at its NUL.
+        return arg.is_empty().then_some(0);
+    }
+    let mut value: u64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    })
+}
+
 pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = std::str::from_utf8(args[1])
-        .ok()
-        .and_then(|s| s.parse::<u64>().ok())
-    else {
+    let Some(cursor) = parse_cursor(args[1]) else {
         ctx.error("ERR invalid cursor");
         return;
     };
@@ -240,7 +274,7 @@ pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut guards: Vec<&mut store::Shard> = ctx.locks.iter_mut().collect();
     while shard_index < shards && (found.len() as i64) < count && steps < count.saturating_mul(10) {
         let shard = &mut *guards[shard_index as usize];
-        inner = shard.scan(db, inner, now, |key, entry| {
+        inner = shard.scan_and_reclaim(db, inner, now, |key, entry| {
             if type_filter
                 .as_ref()
                 .is_some_and(|t| entry.kind().name().as_bytes() != t.as_slice())
@@ -316,9 +350,6 @@ struct ExpireFlags {
 
 fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute: bool, name: &str) {
     let key = args[1];
-    let Some(n) = parse_i64(args[2]) else {
-        return ctx.not_integer();
-    };
     let mut flags = ExpireFlags::default();
     for &a in &args[3..] {
         if is(a, "nx") {
@@ -343,6 +374,10 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
     if flags.gt && flags.lt {
         return ctx.error("ERR GT and LT options at the same time are not compatible");
     }
+    // Redis checks the options before the time argument.
+    let Some(n) = parse_i64(args[2]) else {
+        return ctx.not_integer();
+    };
     let (db, now) = (ctx.db(), ctx.now_ms);
     let ms = if millis { Some(n) } else { n.checked_mul(1000) };
     let at = ms.and_then(|ms| {
@@ -408,8 +443,10 @@ fn ttl_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], millis: bool, absolute: bool) 
             } else {
                 (at as i64 - now as i64).max(0)
             };
-            ctx.out
-                .integer(if millis { ttl } else { (ttl + 500) / 1000 });
+            // Rounded to the nearest second without overflow: an expire time near i64::MAX
+            // (PEXPIREAT 9223372036854775807) gives 9223372036854776, as redis-server does.
+            let seconds = ((i128::from(ttl) + 500) / 1000) as i64;
+            ctx.out.integer(if millis { ttl } else { seconds });
         }
     }
 }

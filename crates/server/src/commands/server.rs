@@ -341,6 +341,17 @@ fn cpu_times() -> (f64, f64) {
     (secs(usage.ru_utime), secs(usage.ru_stime))
 }
 
+/// Before a flush: marks the watchers of the watched keys that exist in `db` (or any db) dirty.
+fn touch_existing_watched(ctx: &mut Ctx<'_, '_>, db: Option<usize>) {
+    let server = ctx.server;
+    let now = ctx.now_ms;
+    for (d, key) in server.watched_keys(db) {
+        if ctx.shard(&key).contains(d, &key, now) {
+            server.touch_watchers(d, &key);
+        }
+    }
+}
+
 pub fn dbsize(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     let db = ctx.db();
     let total: usize = ctx.locks.iter_mut().map(|s| s.len(db)).sum();
@@ -363,10 +374,10 @@ pub fn flushdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     let db = ctx.db();
+    touch_existing_watched(ctx, Some(db));
     for shard in ctx.locks.iter_mut() {
         shard.flush(db);
     }
-    ctx.server.touch_all(Some(db));
     ctx.ok();
 }
 
@@ -374,12 +385,12 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if !flush_mode_ok(ctx, args) {
         return;
     }
+    touch_existing_watched(ctx, None);
     for shard in ctx.locks.iter_mut() {
         for db in 0..shard.databases() {
             shard.flush(db);
         }
     }
-    ctx.server.touch_all(None);
     ctx.ok();
 }
 
@@ -394,11 +405,21 @@ pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if a < 0 || b < 0 || a as usize >= databases || b as usize >= databases {
         return ctx.error("ERR DB index is out of range");
     }
-    for shard in ctx.locks.iter_mut() {
-        shard.swap_dbs(a as usize, b as usize);
+    let (a, b) = (a as usize, b as usize);
+    // A watched key is touched when it exists in either db: its value changes either way.
+    let server = ctx.server;
+    let now = ctx.now_ms;
+    for (db, key) in server.watched_keys(None) {
+        if db == a || db == b {
+            let shard = ctx.shard(&key);
+            if shard.contains(a, &key, now) || shard.contains(b, &key, now) {
+                server.touch_watchers(db, &key);
+            }
+        }
     }
-    ctx.server.touch_all(Some(a as usize));
-    ctx.server.touch_all(Some(b as usize));
+    for shard in ctx.locks.iter_mut() {
+        shard.swap_dbs(a, b);
+    }
     ctx.ok();
 }
 

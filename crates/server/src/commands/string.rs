@@ -122,40 +122,85 @@ fn expire_at(
     }
 }
 
-pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let (key, value) = (args[1], args[2]);
-    let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
-    let mut expire: Option<(&[u8], Unit, bool)> = None;
-    let mut i = 3;
+/// Which command's options `parse_options` reads (Redis's `COMMAND_SET` / `COMMAND_GET`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OptionsOf {
+    Set,
+    GetEx,
+}
+
+/// SET and GETEX options, as Redis's `parseExtendedStringArgumentsOrReply` reads them.
+#[derive(Default)]
+struct StringOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    /// The last expire option: its argument, unit and whether it is absolute.
+    expire: Option<(&'a [u8], Unit, bool)>,
+}
+
+/// Parses `args` (the options only). Repeating an option is allowed (the last expire value
+/// wins); only conflicting options (NX with XX, two different expire kinds, KEEPTTL or PERSIST
+/// with an expire) are a syntax error, as in Redis. Replies and returns `None` on error.
+fn parse_options<'a>(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[&'a [u8]],
+    of: OptionsOf,
+) -> Option<StringOptions<'a>> {
+    let mut o = StringOptions::default();
+    let mut kind: Option<&str> = None;
+    let mut i = 0;
     while i < args.len() {
         let a = args[i];
-        let next = args.get(i + 1);
-        if is(a, "nx") && !xx {
-            nx = true;
-        } else if is(a, "xx") && !nx {
-            xx = true;
-        } else if is(a, "get") {
-            get = true;
-        } else if is(a, "keepttl") && expire.is_none() {
-            keepttl = true;
-        } else if let Some(&next) = next.filter(|_| {
-            (is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat"))
-                && expire.is_none()
-                && !keepttl
-        }) {
-            let unit = if is(a, "ex") || is(a, "exat") {
+        let next = args.get(i + 1).copied();
+        let expire_kind = ["ex", "px", "exat", "pxat"].into_iter().find(|k| is(a, k));
+        if of == OptionsOf::Set && is(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if of == OptionsOf::Set && is(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if of == OptionsOf::Set && is(a, "get") {
+            o.get = true;
+        } else if of == OptionsOf::Set && is(a, "keepttl") && !o.persist && kind.is_none() {
+            o.keepttl = true;
+        } else if of == OptionsOf::GetEx && is(a, "persist") && !o.keepttl && kind.is_none() {
+            o.persist = true;
+        } else if let (Some(k), Some(next)) = (expire_kind, next)
+            && !o.keepttl
+            && !o.persist
+            && kind.is_none_or(|previous| previous == k)
+        {
+            kind = Some(k);
+            let unit = if k == "ex" || k == "exat" {
                 Unit::Seconds
             } else {
                 Unit::Millis
             };
-            expire = Some((next, unit, is(a, "exat") || is(a, "pxat")));
+            o.expire = Some((next, unit, k.ends_with("at")));
             i += 1;
         } else {
             ctx.syntax_error();
-            return;
+            return None;
         }
         i += 1;
     }
+    Some(o)
+}
+
+pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (key, value) = (args[1], args[2]);
+    let Some(options) = parse_options(ctx, &args[3..], OptionsOf::Set) else {
+        return;
+    };
+    let StringOptions {
+        nx,
+        xx,
+        get,
+        keepttl,
+        expire,
+        ..
+    } = options;
     let ttl = match expire {
         Some((arg, unit, absolute)) => match expire_at(ctx, arg, unit, absolute, "set") {
             Some(at) => Ttl::At(at),
@@ -175,7 +220,8 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     };
     let exists = match &old {
         Some(old) => old.is_some(),
-        None => ctx.shard(key).contains(db, key, now),
+        None if nx || xx => ctx.shard(key).contains(db, key, now),
+        None => false,
     };
     if (nx && exists) || (xx && !exists) {
         match old {
@@ -302,29 +348,23 @@ pub fn getdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
-    let mut change: Option<Option<(&[u8], Unit, bool)>> = None;
-    let mut i = 2;
-    while i < args.len() {
-        let a = args[i];
-        if (is(a, "ex") || is(a, "px") || is(a, "exat") || is(a, "pxat"))
-            && change.is_none()
-            && i + 1 < args.len()
-        {
-            let unit = if is(a, "ex") || is(a, "exat") {
-                Unit::Seconds
-            } else {
-                Unit::Millis
-            };
-            change = Some(Some((args[i + 1], unit, is(a, "exat") || is(a, "pxat"))));
-            i += 2;
-        } else if is(a, "persist") && change.is_none() {
-            change = Some(None);
-            i += 1;
-        } else {
-            ctx.syntax_error();
-            return;
-        }
-    }
+    let Some(options) = parse_options(ctx, &args[2..], OptionsOf::GetEx) else {
+        return;
+    };
+    let change = if options.persist {
+        Some(None)
+    } else {
+        options.expire.map(Some)
+    };
+    // Redis looks the key up before it validates the expire time: a missing key is a null
+    // reply whatever the time says.
+    let Ok(value) = read(ctx, key) else { return };
+    let Some(value) = value else {
+        count_lookup(ctx, false);
+        ctx.out.null();
+        return;
+    };
+    count_lookup(ctx, true);
     let at = match change {
         Some(Some((arg, unit, absolute))) => match expire_at(ctx, arg, unit, absolute, "getex") {
             Some(at) => Some(Some(at)),
@@ -333,15 +373,16 @@ pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Some(None) => Some(None),
         None => None,
     };
-    let Ok(value) = read(ctx, key) else { return };
-    let Some(value) = value else {
-        count_lookup(ctx, false);
-        ctx.out.null();
-        return;
-    };
-    count_lookup(ctx, true);
     if let Some(at) = at {
         let (db, now) = (ctx.db(), ctx.now_ms);
+        // An EXAT/PXAT already in the past deletes the key at once, as Redis's getexCommand
+        // does (relative times are positive, so only absolute ones can be past).
+        if at.is_some_and(|at| at <= now) {
+            ctx.shard(key).remove(db, key, now);
+            ctx.touch(db, key);
+            ctx.out.bulk(&value);
+            return;
+        }
         let had_ttl = ctx
             .shard(key)
             .with_entry(db, key, now, |e| e.expire_at_ms.is_some())
@@ -453,47 +494,31 @@ pub fn decrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
 }
 
-/// Parses a float as Redis's `getLongDoubleFromObject` does: no leading space, the whole string,
-/// not NaN (infinity is accepted).
-pub fn parse_float(bytes: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    if text.is_empty() || text.starts_with(|c: char| c.is_ascii_whitespace()) || text.len() > 5000 {
-        return None;
-    }
-    let v: f64 = text.parse().ok()?;
-    (!v.is_nan()).then_some(v)
-}
-
+/// INCRBYFLOAT: parse, add and format in the platform's long double, as Redis does (see
+/// `longdouble.rs`; an f64 sum prints other digits for inputs as plain as `10.5 + 0.1`).
 pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let Ok(old) = read(ctx, key) else { return };
-    let current = match old {
-        None => 0.0,
-        Some(v) => match parse_float(&v) {
-            Some(f) => f,
-            None => return ctx.error("ERR value is not a valid float"),
-        },
+    let text = match crate::longdouble::incr_by_float(old.as_deref(), args[2]) {
+        Ok(text) => text,
+        Err(crate::longdouble::FloatError::NotFloat) => {
+            return ctx.error("ERR value is not a valid float");
+        }
+        Err(crate::longdouble::FloatError::NanOrInfinity) => {
+            return ctx.error("ERR increment would produce NaN or Infinity");
+        }
     };
-    let Some(by) = parse_float(args[2]) else {
-        return ctx.error("ERR value is not a valid float");
-    };
-    let next = current + by;
-    if next.is_nan() || next.is_infinite() {
-        ctx.error("ERR increment would produce NaN or Infinity");
-        return;
-    }
-    let text = resp::double::human(next);
     let (db, now) = (ctx.db(), ctx.now_ms);
     if ctx
         .shard(key)
-        .put_string(db, key, text.as_bytes(), Ttl::Keep, now)
+        .put_string(db, key, &text, Ttl::Keep, now)
         .is_err()
     {
         ctx.oom();
         return;
     }
     ctx.touch(db, key);
-    ctx.out.bulk(text.as_bytes());
+    ctx.out.bulk(&text);
 }
 
 pub fn getrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

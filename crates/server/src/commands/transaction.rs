@@ -66,8 +66,14 @@ pub fn exec(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         ctx.out.null_array();
         return;
     }
-    let Ctx { client, out, .. } = ctx;
-    crate::dispatch::run_queued(server, client, out.out_mut(), &mut locks, queue);
+    let Ctx {
+        client,
+        out,
+        now_ms,
+        ..
+    } = ctx;
+    let now = *now_ms;
+    crate::dispatch::run_queued(server, client, out.out_mut(), &mut locks, queue, now);
     drop(locks);
     end_multi(ctx);
 }
