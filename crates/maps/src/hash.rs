@@ -17,11 +17,12 @@
 //! plus a per-map 64-bit seed. We picked it over SipHash-1-3 for speed (about 2 ns versus 12 ns
 //! for a 16-byte key; the lookup target is 1.5x hashbrown, which itself uses foldhash). Its
 //! flooding resistance rests on the secret 448 bits of seed: an attacker who cannot observe hash
-//! values cannot aim keys at one page. What an attacker *can* force costs them little anyway:
-//! probing is bounded per page, so colliding keys make pages split (memory, not time), the
-//! directory depth is capped by `depth_max`, and at the cap a page probes all 128 pieces before
-//! reporting [`crate::MapError::Full`]. A server that wants cryptographic resistance swaps this
-//! one function for SipHash-1-3; nothing else depends on which hash it is.
+//! values cannot aim keys at one page. What an attacker *could* force is bounded anyway: probing
+//! is bounded per page; a bucket deeper than log2(pages) + 8 probes its whole page (128 pieces,
+//! still one page) before it may split again, so colliding prefixes cannot double the directory
+//! without end; and at `depth_max` the map reports [`crate::MapError::Full`]. A server that wants
+//! cryptographic resistance swaps this one function for SipHash-1-3; nothing else depends on
+//! which hash it is. (SmallMap hints use foldhash's `fast` variant: they only pick candidates.)
 //!
 //! # Integers: a keyed bijective mix
 //! [`IntHasher::mix`] is a keyed permutation of `u64` (xor key, xorshift-multiply, xor key,
@@ -78,7 +79,9 @@ impl BytesHasher {
     /// `Some(seed)` gives a reproducible hash (tests); `None` a per-process random one.
     pub fn new(seed: Option<u64>) -> Self {
         let state = match seed {
-            Some(s) => foldhash::quality::SeedableRandomState::with_seed(s, SharedSeed::global_fixed()),
+            Some(s) => {
+                foldhash::quality::SeedableRandomState::with_seed(s, SharedSeed::global_fixed())
+            }
             None => foldhash::quality::SeedableRandomState::with_seed(
                 process_random(),
                 SharedSeed::global_random(),
@@ -105,7 +108,10 @@ pub struct IntHasher {
 impl IntHasher {
     pub fn new(seed: Option<u64>) -> Self {
         let s = seed.unwrap_or_else(process_random);
-        Self { k0: splitmix(s), k1: splitmix(s ^ 0x0123_4567_89ab_cdef) }
+        Self {
+            k0: splitmix(s),
+            k1: splitmix(s ^ 0x0123_4567_89ab_cdef),
+        }
     }
 
     #[inline]
@@ -146,7 +152,11 @@ pub fn hint_of(h: u64) -> u8 {
 /// Bucket prefix of `h` at `depth` (0 for depth 0).
 #[inline]
 pub fn prefix_of(h: u64, depth: u8) -> u32 {
-    if depth == 0 { 0 } else { (h >> (64 - u32::from(depth))) as u32 }
+    if depth == 0 {
+        0
+    } else {
+        (h >> (64 - u32::from(depth))) as u32
+    }
 }
 
 #[cfg(test)]
@@ -167,7 +177,13 @@ mod tests {
 
     #[test]
     fn seeds_change_hashes() {
-        assert_ne!(BytesHasher::new(Some(1)).hash(b"abc"), BytesHasher::new(Some(2)).hash(b"abc"));
-        assert_ne!(IntHasher::new(Some(1)).mix(5), IntHasher::new(Some(2)).mix(5));
+        assert_ne!(
+            BytesHasher::new(Some(1)).hash(b"abc"),
+            BytesHasher::new(Some(2)).hash(b"abc")
+        );
+        assert_ne!(
+            IntHasher::new(Some(1)).mix(5),
+            IntHasher::new(Some(2)).mix(5)
+        );
     }
 }

@@ -22,14 +22,23 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 pub fn match_word(word: u64, hint: u8, count: usize) -> u64 {
     let x = word ^ (u64::from(hint).wrapping_mul(ONES));
     let t = ((x & LO7).wrapping_add(LO7)) | x;
-    let valid = if count >= 8 { u64::MAX } else { (1u64 << (count * 8)) - 1 };
+    let valid = if count >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (count * 8)) - 1
+    };
     !t & HI & valid
 }
 
 /// Positions in `hints` equal to `hint`, as an iterator of indices, eight at a time.
 #[inline]
 pub fn matches(hints: &[u8], hint: u8) -> Matches<'_> {
-    Matches { hints, hint, base: 0, mask: 0 }
+    Matches {
+        hints,
+        hint,
+        base: 0,
+        mask: 0,
+    }
 }
 
 /// Iterator returned by [`matches`].
@@ -82,6 +91,9 @@ mod tests {
             assert_eq!(matches(&hints, hint).collect::<Vec<_>>(), want);
         }
         // 0x80 / 0x00 neighbours are where the naive trick gives false positives.
-        assert_eq!(matches(&[0x00, 0x80, 0x01, 0x00], 0x00).collect::<Vec<_>>(), vec![0, 3]);
+        assert_eq!(
+            matches(&[0x00, 0x80, 0x01, 0x00], 0x00).collect::<Vec<_>>(),
+            vec![0, 3]
+        );
     }
 }

@@ -72,6 +72,21 @@ pub enum Kind {
     Int = 1,
 }
 
+/// A copy of a page's tenant table: what decoding an entry's hash needs from the page.
+#[derive(Clone, Copy, Debug)]
+pub struct Tenants {
+    slots: [(u32, u8); TENANT_SLOTS],
+}
+
+impl Tenants {
+    /// Tenant in slot `t`: `(prefix, depth)`, or `None` for an empty slot.
+    #[inline]
+    pub fn get(&self, t: usize) -> Option<(u32, u8)> {
+        let (prefix, depth) = self.slots[t];
+        (depth != NO_TENANT).then_some((prefix, depth))
+    }
+}
+
 /// One page. Always used by reference: either a heap block (`raw.rs`) or a boxed scratch page.
 #[repr(C, align(64))]
 pub struct Page {
@@ -91,7 +106,11 @@ impl std::fmt::Debug for Page {
 /// First byte of piece `p` (its piece header).
 #[inline]
 pub const fn piece_start(p: usize) -> usize {
-    if p == 0 { HEADER_BYTES } else { p * PIECE_BYTES }
+    if p == 0 {
+        HEADER_BYTES
+    } else {
+        p * PIECE_BYTES
+    }
 }
 
 /// Payload capacity of piece `p`.
@@ -104,7 +123,9 @@ impl Page {
     /// A zeroed page on the Rust heap (page-level tests).
     #[cfg(test)]
     pub fn boxed() -> Box<Page> {
-        Box::new(Page { bytes: [0; PAGE_BYTES] })
+        Box::new(Page {
+            bytes: [0; PAGE_BYTES],
+        })
     }
 
     fn u16_at(&self, at: usize) -> u16 {
@@ -160,7 +181,31 @@ impl Page {
     pub fn tenant(&self, t: usize) -> Option<(u32, u8)> {
         let at = 16 + t * 5;
         let depth = self.bytes[at + 4];
-        (depth != NO_TENANT).then(|| (u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes")), depth))
+        (depth != NO_TENANT).then(|| {
+            (
+                u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes")),
+                depth,
+            )
+        })
+    }
+
+    /// A copy of the tenant table.
+    #[inline]
+    pub fn tenants(&self) -> Tenants {
+        Tenants {
+            slots: std::array::from_fn(|t| {
+                let at = 16 + t * 5;
+                let prefix =
+                    u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
+                (prefix, self.bytes[at + 4])
+            }),
+        }
+    }
+
+    /// Depth of tenant slot `t` (`NO_TENANT` if empty).
+    #[inline]
+    pub fn tenant_depth(&self, t: usize) -> u8 {
+        self.bytes[16 + t * 5 + 4]
     }
 
     /// Depth of every slot (`NO_TENANT` for empty ones), for codecs that need it to decode.
@@ -172,18 +217,15 @@ impl Page {
     pub fn set_tenant(&mut self, t: usize, tenant: Option<(u32, u8)>) {
         let at = 16 + t * 5;
         let was = self.bytes[at + 4] != NO_TENANT;
-        match tenant {
-            Some((prefix, depth)) => {
-                assert!(depth != NO_TENANT);
-                self.bytes[at..at + 4].copy_from_slice(&prefix.to_le_bytes());
-                self.bytes[at + 4] = depth;
-                self.bytes[5] += u8::from(!was);
-            }
-            None => {
-                self.bytes[at..at + 4].fill(0);
-                self.bytes[at + 4] = NO_TENANT;
-                self.bytes[5] -= u8::from(was);
-            }
+        if let Some((prefix, depth)) = tenant {
+            assert!(depth != NO_TENANT);
+            self.bytes[at..at + 4].copy_from_slice(&prefix.to_le_bytes());
+            self.bytes[at + 4] = depth;
+            self.bytes[5] += u8::from(!was);
+        } else {
+            self.bytes[at..at + 4].fill(0);
+            self.bytes[at + 4] = NO_TENANT;
+            self.bytes[5] -= u8::from(was);
         }
     }
 
@@ -195,7 +237,8 @@ impl Page {
     /// Slot of the tenant whose prefix `h` falls in, if this page hosts it.
     pub fn tenant_of_hash(&self, h: u64) -> Option<usize> {
         (0..TENANT_SLOTS).find(|&t| {
-            self.tenant(t).is_some_and(|(prefix, depth)| crate::hash::prefix_of(h, depth) == prefix)
+            self.tenant(t)
+                .is_some_and(|(prefix, depth)| crate::hash::prefix_of(h, depth) == prefix)
         })
     }
 
@@ -267,12 +310,19 @@ impl Page {
         let entry_at = h0 + count + offset;
         // Close the entry's gap, then the hint's gap (entries move down by one more byte).
         self.bytes.copy_within(entry_at + len..h0 + used, entry_at);
-        self.bytes.copy_within(h0 + index + 1..h0 + used - len, h0 + index);
+        self.bytes
+            .copy_within(h0 + index + 1..h0 + used - len, h0 + index);
         self.bytes[h0 + used - len - 1..h0 + used].fill(0);
         self.bytes[s] = (count - 1) as u8;
         self.bytes[s + 1] = (used - 1 - len) as u8;
         self.set_u16_at(0, self.u16_at(0) - 1);
         self.set_u16_at(2, self.u16_at(2) - 1 - len as u16);
+    }
+
+    /// Removes the last entry of piece `p` (`len` bytes): undoes the latest `push` there.
+    pub fn pop_last(&mut self, p: usize, len: usize) {
+        let (count, used) = (self.piece_count(p), self.piece_used(p));
+        self.remove(p, count - 1, used - count - len, len);
     }
 
     /// Replaces the entry at (`index`, `offset`, `old_len`) by `entry` in place if piece `p` has
@@ -338,25 +388,50 @@ impl Page {
         }
     }
 
-    /// Finds the first entry of piece `p` with hint `hint` for which `eq(entry bytes)` holds:
-    /// `(index, offset, len)`. Only hint matches are decoded.
+    /// Finds the first entry of piece `p` with hint `hint` that `eq` accepts: `eq` gets the
+    /// bytes from the candidate to the end of the piece's entries and returns the entry's length
+    /// if it is the one. Returns `(index, offset, len)`. Only hint matches are decoded, and
+    /// `len_of` is called only to skip the entries before a candidate.
     #[inline]
     pub fn find(
         &self,
         p: usize,
         hint: u8,
         len_of: impl Fn(&[u8]) -> usize,
-        mut eq: impl FnMut(&[u8]) -> bool,
+        mut eq: impl FnMut(&[u8]) -> Option<usize>,
     ) -> Option<(usize, usize, usize)> {
         let entries = self.entries(p);
         let (mut walked, mut offset) = (0usize, 0usize);
+        let count = self.piece_count(p);
+        let hints_at = piece_start(p) + PIECE_HEADER_BYTES;
+        // Fast path: up to eight hints read as one word straight from the page (the bytes past
+        // `count` are masked off; the read stays inside the page).
+        if count <= 8 && hints_at + 8 <= PAGE_BYTES {
+            let word = u64::from_le_bytes(
+                self.bytes[hints_at..hints_at + 8]
+                    .try_into()
+                    .expect("8 bytes"),
+            );
+            let mut mask = crate::hint::match_word(word, hint, count);
+            while mask != 0 {
+                let index = mask.trailing_zeros() as usize / 8;
+                mask &= mask - 1;
+                while walked < index {
+                    offset += len_of(&entries[offset..]);
+                    walked += 1;
+                }
+                if let Some(len) = eq(&entries[offset..]) {
+                    return Some((index, offset, len));
+                }
+            }
+            return None;
+        }
         for index in crate::hint::matches(self.hints(p), hint) {
             while walked < index {
                 offset += len_of(&entries[offset..]);
                 walked += 1;
             }
-            let len = len_of(&entries[offset..]);
-            if eq(&entries[offset..offset + len]) {
+            if let Some(len) = eq(&entries[offset..]) {
                 return Some((index, offset, len));
             }
         }
@@ -382,7 +457,12 @@ impl Page {
     }
 
     /// Entry at position `index` of piece `p`: `(hint, offset, bytes)`.
-    pub fn entry_at(&self, p: usize, index: usize, len_of: impl Fn(&[u8]) -> usize) -> (u8, usize, &[u8]) {
+    pub fn entry_at(
+        &self,
+        p: usize,
+        index: usize,
+        len_of: impl Fn(&[u8]) -> usize,
+    ) -> (u8, usize, &[u8]) {
         let entries = self.entries(p);
         let mut offset = 0;
         for _ in 0..index {
@@ -402,9 +482,14 @@ impl Page {
         if limit == 0 || limit > PIECE_COUNT {
             return Err(format!("probe_limit {limit}"));
         }
-        let tenants = (0..TENANT_SLOTS).filter(|&t| self.tenant(t).is_some()).count();
+        let tenants = (0..TENANT_SLOTS)
+            .filter(|&t| self.tenant(t).is_some())
+            .count();
         if tenants != self.tenant_count() || tenants == 0 {
-            return Err(format!("tenant_count {} but {tenants} slots used", self.tenant_count()));
+            return Err(format!(
+                "tenant_count {} but {tenants} slots used",
+                self.tenant_count()
+            ));
         }
         let (mut count, mut used) = (0usize, 0usize);
         for p in 0..PIECE_COUNT {
@@ -425,10 +510,15 @@ impl Page {
                 offset += len;
             }
             if offset + c != u {
-                return Err(format!("piece {p}: entries take {offset} + {c} hints, used says {u}"));
+                return Err(format!(
+                    "piece {p}: entries take {offset} + {c} hints, used says {u}"
+                ));
             }
             let s = piece_start(p) + PIECE_HEADER_BYTES;
-            if self.bytes[s + u..(p + 1) * PIECE_BYTES].iter().any(|&b| b != 0) {
+            if self.bytes[s + u..(p + 1) * PIECE_BYTES]
+                .iter()
+                .any(|&b| b != 0)
+            {
                 return Err(format!("piece {p}: free bytes not zero"));
             }
             count += c;
@@ -482,7 +572,9 @@ mod tests {
                 1 if !model[p].is_empty() => {
                     let i = (x >> 24) as usize % model[p].len();
                     let (h, want) = model[p][i].clone();
-                    let found = page.find(p, h, len_of, |b| b == want.as_slice());
+                    let found = page.find(p, h, len_of, |b| {
+                        (b[..len_of(b)] == *want.as_slice()).then(|| len_of(b))
+                    });
                     let (index, offset, len) = found.expect("present");
                     assert_eq!(model[p][index].1, want);
                     if x & (1 << 40) == 0 {

@@ -28,7 +28,10 @@ impl PagePtr {
     /// Allocates a zeroed page.
     pub fn alloc(heap: &mut Heap) -> Result<Self, HeapError> {
         let ptr = heap.alloc(PAGE_BYTES)?;
-        assert!(ptr.as_ptr() as usize % PAGE_BYTES == 0, "heap returned an unaligned block");
+        assert!(
+            (ptr.as_ptr() as usize).is_multiple_of(PAGE_BYTES),
+            "heap returned an unaligned block"
+        );
         // SAFETY: `ptr` is a fresh allocation of PAGE_BYTES bytes, aligned to PAGE_BYTES >= the
         // alignment of `Page` (64); writing zeroes makes it a valid `Page` (any bytes are).
         unsafe { ptr.as_ptr().write_bytes(0, PAGE_BYTES) };
@@ -37,7 +40,7 @@ impl PagePtr {
 
     /// Rebuilds a `PagePtr` from a directory word's address bits.
     pub fn from_addr(addr: u64) -> Self {
-        assert!(addr != 0 && addr as usize % PAGE_BYTES == 0);
+        debug_assert!(addr != 0 && (addr as usize).is_multiple_of(PAGE_BYTES));
         Self(NonNull::new(addr as usize as *mut Page).expect("non-zero"))
     }
 
@@ -86,9 +89,10 @@ pub fn blob_alloc(heap: &mut Heap, parts: &[&[u8]]) -> Result<u64, HeapError> {
 
 /// # Safety
 /// `handle` is a live blob of at least `len` bytes allocated by `blob_alloc` on `heap`, and it
-/// is not freed during `'a` (the caller's borrow of the owning map guarantees it).
+/// is not freed while the returned slice lives (the caller's borrow of the owning map
+/// guarantees it).
 #[inline]
-pub unsafe fn blob<'a>(heap: &'a Heap, handle: u64, len: usize) -> &'a [u8] {
+pub unsafe fn blob(heap: &Heap, handle: u64, len: usize) -> &[u8] {
     let ptr = heap.ptr_at(handle);
     // SAFETY: live, initialised (written in full by `blob_alloc`) and at least `len` bytes.
     unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }

@@ -33,14 +33,22 @@ pub fn put(out: &mut [u8], mut v: u64) -> usize {
 }
 
 /// Reads a varint at the start of `bytes`: `(value, bytes read)`. Panics on truncated input
-/// (only the map's own bytes are ever decoded; `validate` checks them).
-#[inline]
+/// (only the map's own bytes are ever decoded; `validate` checks them). One-byte varints (every
+/// length below 64 after the `<< 1` flag) take the inlined fast path.
+#[inline(always)]
 pub fn get(bytes: &[u8]) -> (u64, usize) {
     let b0 = bytes[0];
     if b0 < 0x80 {
-        return (u64::from(b0), 1);
+        (u64::from(b0), 1)
+    } else {
+        get_long(bytes)
     }
-    let mut v = u64::from(b0 & 0x7f);
+}
+
+#[cold]
+#[inline(never)]
+fn get_long(bytes: &[u8]) -> (u64, usize) {
+    let mut v = u64::from(bytes[0] & 0x7f);
     let mut shift = 7;
     let mut i = 1;
     // At most 10 bytes: the loop is bounded by the shift.
@@ -65,15 +73,28 @@ pub fn le_len(v: u64) -> usize {
 /// Writes the low `n` bytes of `v` little-endian.
 #[inline]
 pub fn put_le(out: &mut [u8], v: u64, n: usize) {
-    out[..n].copy_from_slice(&v.to_le_bytes()[..n]);
+    for (i, b) in out[..n].iter_mut().enumerate() {
+        *b = (v >> (8 * i)) as u8;
+    }
 }
 
-/// Reads `n <= 8` little-endian bytes.
+/// Reads `n <= 8` little-endian bytes. A byte loop rather than `copy_from_slice`, which would
+/// be a call to `memcpy` for a variable `n` on the lookup path.
 #[inline]
 pub fn get_le(bytes: &[u8], n: usize) -> u64 {
-    let mut buf = [0u8; 8];
-    buf[..n].copy_from_slice(&bytes[..n]);
-    u64::from_le_bytes(buf)
+    if bytes.len() >= 8 {
+        let word = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+        return if n >= 8 {
+            word
+        } else {
+            word & ((1u64 << (8 * n)) - 1)
+        };
+    }
+    let mut v = 0u64;
+    for (i, &b) in bytes[..n].iter().enumerate() {
+        v |= u64::from(b) << (8 * i);
+    }
+    v
 }
 
 #[cfg(test)]

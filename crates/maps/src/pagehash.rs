@@ -1,0 +1,510 @@
+//! `PageHash`: byte-string keys to tagged byte-string values, in the extendible hash of
+//! `table.rs`. The keyspace of a database and every large hash/set is one of these.
+//!
+//! ```text
+//!  entry (in a piece; its hint byte is in the piece's hint array)
+//!  +------+----------------+----------------------+----------------+------------------------+
+//!  | meta | key len varint | key bytes | handle   | val len varint | value bytes | handle   |
+//!  +------+----------------+----------------------+----------------+------------------------+
+//!    1 B    (len << 1) | out_of_line               (len << 1) | out_of_line
+//!                          inline: len bytes; out of line: 5-byte heap handle
+//!
+//!  meta (owned by the server; the map stores it, never interprets it)
+//!   bits 0..=3  value type / encoding tag      bit 4  has TTL      bits 5..=7  LFU counter
+//!
+//!  key blob (out of line):   [hash: u64 LE][key bytes]     value blob: [value bytes]
+//! ```
+//!
+//! An entry never exceeds a piece (60 bytes + hint). The key is inline unless it cannot fit with
+//! the smallest form of the value; the value is inline when it fits *and* costs no more than a
+//! blob: an entry of `L` bytes really occupies `64 / floor(61 / (L + 1))` bytes of its piece, so
+//! a value moves out when that share drops by more than the blob's size class. Keys and values
+//! of any length (0 bytes to many MiB) work; a 0-length value is always inline.
+//!
+//! Bytes per entry for 16-byte keys and values: inline it would be 36 + 1 hint, alone in its
+//! piece (64 B); with the value in a 16-byte blob the entry is 1 + 1 + 16 + 1 + 5 = 24 + 1 hint,
+//! two per piece: 32 + 16 = 48 B at full pages (~58 B measured with page fill). Redis for the
+//! same: dictEntry 24 -> 32 + bucket 8..16 + key sds (3 + 16 + 1 -> 32) + robj with embedded
+//! value (16 + 3 + 16 + 1 -> 48) ~ 120..128 B.
+
+use crate::hash::BytesHasher;
+use crate::page::{ENTRY_BYTES_MAX, Kind, PIECE_BYTES, Tenants};
+use crate::raw::{self, HANDLE_BYTES};
+use crate::table::{Codec, Config, DepthOf, Depths, Loc, Placement, Table};
+use crate::{MapError, Meta, varint};
+use heap::Heap;
+
+/// Where a key or value is, inside an entry.
+#[derive(Clone, Copy, Debug)]
+struct Field {
+    len: usize,
+    out_of_line: bool,
+    /// Offset in the entry of the bytes (inline) or the handle.
+    at: usize,
+}
+
+impl Field {
+    fn stored_len(self) -> usize {
+        if self.out_of_line {
+            HANDLE_BYTES
+        } else {
+            self.len
+        }
+    }
+}
+
+/// Decodes the layout of an entry.
+#[inline]
+fn parse(bytes: &[u8]) -> (Field, Field) {
+    let (kf, kn) = varint::get(&bytes[1..]);
+    let key = Field {
+        len: (kf >> 1) as usize,
+        out_of_line: kf & 1 == 1,
+        at: 1 + kn,
+    };
+    let v_at = key.at + key.stored_len();
+    let (vf, vn) = varint::get(&bytes[v_at..]);
+    let value = Field {
+        len: (vf >> 1) as usize,
+        out_of_line: vf & 1 == 1,
+        at: v_at + vn,
+    };
+    (key, value)
+}
+
+/// Bytes of a field, wherever they live.
+#[inline]
+fn field_bytes<'a>(heap: &'a Heap, entry: &'a [u8], field: Field, blob_skip: usize) -> &'a [u8] {
+    if field.out_of_line {
+        let handle = raw::get_handle(&entry[field.at..]);
+        // SAFETY: an out-of-line field's handle names a live blob of `blob_skip + len` bytes
+        // owned by the entry, which the caller's borrow of the map keeps alive.
+        let blob = unsafe { raw::blob(heap, handle, blob_skip + field.len) };
+        &blob[blob_skip..]
+    } else {
+        &entry[field.at..field.at + field.len]
+    }
+}
+
+/// Bytes of a key blob (hash + key).
+const KEY_BLOB_HEADER_BYTES: usize = 8;
+
+/// The byte-string entry codec.
+#[derive(Clone, Debug)]
+pub struct BytesCodec {
+    hasher: BytesHasher,
+    hash_mask: u64,
+}
+
+impl BytesCodec {
+    #[inline]
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash(key) & self.hash_mask
+    }
+}
+
+impl Codec for BytesCodec {
+    const KIND: Kind = Kind::Bytes;
+    const STORES_TENANT: bool = false;
+    const DISTANCE_DEPENDENT: bool = false;
+
+    #[inline]
+    fn len_of(_depths: impl DepthOf, bytes: &[u8]) -> usize {
+        let (_, value) = parse(bytes);
+        value.at + value.stored_len()
+    }
+
+    fn stored_tenant(_bytes: &[u8]) -> Option<usize> {
+        None
+    }
+
+    fn hash_of(&self, heap: &Heap, _: &Tenants, _piece: usize, _hint: u8, bytes: &[u8]) -> u64 {
+        let (key, _) = parse(bytes);
+        if key.out_of_line {
+            let handle = raw::get_handle(&bytes[key.at..]);
+            // SAFETY: a key blob is live while its entry is, and starts with the 8-byte hash.
+            let blob = unsafe { raw::blob(heap, handle, KEY_BLOB_HEADER_BYTES) };
+            u64::from_le_bytes(blob.try_into().expect("8 bytes"))
+        } else {
+            self.hash(&bytes[key.at..key.at + key.len])
+        }
+    }
+
+    fn reencode(
+        &self,
+        bytes: &[u8],
+        _: Depths,
+        _: u64,
+        _: Placement,
+        out: &mut [u8; PIECE_BYTES],
+    ) -> usize {
+        out[..bytes.len()].copy_from_slice(bytes);
+        bytes.len()
+    }
+
+    fn release(heap: &mut Heap, bytes: &[u8]) {
+        let (key, value) = parse(bytes);
+        for (field, extra) in [(key, KEY_BLOB_HEADER_BYTES), (value, 0)] {
+            if field.out_of_line {
+                // SAFETY: the entry owns this blob of exactly `extra + len` bytes; the entry is
+                // being removed, so the blob is freed once and never read again.
+                unsafe {
+                    raw::blob_free(heap, raw::get_handle(&bytes[field.at..]), extra + field.len);
+                }
+            }
+        }
+    }
+}
+
+/// A value as stored: its meta byte and bytes (borrowed from the page or the heap).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueRef<'a> {
+    pub meta: Meta,
+    pub bytes: &'a [u8],
+}
+
+/// Byte-string map in heap pages; see the module doc for the entry format.
+#[derive(Debug)]
+pub struct PageHash {
+    table: Table<BytesCodec>,
+    /// Usable bytes of the out-of-line blobs this map owns.
+    blob_bytes: usize,
+}
+
+/// Writes a length field and the key/value (inline) or a handle; returns bytes written.
+fn put_field(out: &mut [u8], len: usize, handle: Option<u64>, bytes: &[u8]) -> usize {
+    let n = varint::put(out, ((len as u64) << 1) | u64::from(handle.is_some()));
+    if let Some(h) = handle {
+        raw::put_handle(&mut out[n..], h);
+        n + HANDLE_BYTES
+    } else {
+        out[n..n + len].copy_from_slice(bytes);
+        n + len
+    }
+}
+
+/// What an entry of `len` bytes effectively costs of its piece: 64 bytes shared by as many such
+/// entries (with their hints) as fit in a piece's 61 payload bytes.
+fn piece_share_bytes(len: usize) -> usize {
+    PIECE_BYTES / (crate::page::PIECE_CAPACITY / (len + 1)).max(1)
+}
+
+fn inline_len(len: usize) -> usize {
+    varint::len((len as u64) << 1) + len
+}
+
+fn handle_len(len: usize) -> usize {
+    varint::len(((len as u64) << 1) | 1) + HANDLE_BYTES
+}
+
+impl PageHash {
+    pub fn new(heap: &mut Heap) -> Result<Self, MapError> {
+        Self::with_config(heap, &Config::default())
+    }
+
+    pub fn with_config(heap: &mut Heap, config: &Config) -> Result<Self, MapError> {
+        let codec = BytesCodec {
+            hasher: BytesHasher::new(config.seed),
+            hash_mask: config.hash_mask,
+        };
+        Ok(Self {
+            table: Table::new(heap, codec, config)?,
+            blob_bytes: 0,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.len() == 0
+    }
+
+    #[inline]
+    fn find(&self, heap: &Heap, key: &[u8]) -> (u64, Option<Loc>) {
+        let h = self.table.codec.hash(key);
+        let loc = self.table.find(h, |_, _, _, entry| {
+            let (k, v) = parse(entry);
+            let hit =
+                k.len == key.len() && field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES) == key;
+            hit.then_some(v.at + v.stored_len())
+        });
+        (h, loc)
+    }
+
+    fn value_ref<'a>(heap: &'a Heap, entry: &'a [u8]) -> ValueRef<'a> {
+        let (_, v) = parse(entry);
+        ValueRef {
+            meta: Meta(entry[0]),
+            bytes: field_bytes(heap, entry, v, 0),
+        }
+    }
+
+    fn key_ref<'a>(heap: &'a Heap, entry: &'a [u8]) -> &'a [u8] {
+        let (k, _) = parse(entry);
+        field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES)
+    }
+
+    #[inline]
+    pub fn get<'a>(&'a self, heap: &'a Heap, key: &[u8]) -> Option<ValueRef<'a>> {
+        let (_, loc) = self.find(heap, key);
+        loc.map(|loc| Self::value_ref(heap, self.table.entry(&loc)))
+    }
+
+    pub fn contains_key(&self, heap: &Heap, key: &[u8]) -> bool {
+        self.find(heap, key).1.is_some()
+    }
+
+    /// Inserts or overwrites; a new entry gets meta 0, an overwritten one keeps its meta.
+    /// Returns whether the key existed.
+    pub fn insert(&mut self, heap: &mut Heap, key: &[u8], value: &[u8]) -> Result<bool, MapError> {
+        self.upsert(heap, key, value, None)
+    }
+
+    /// Inserts or overwrites, setting the meta byte. Returns whether the key existed.
+    pub fn insert_with_meta(
+        &mut self,
+        heap: &mut Heap,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+    ) -> Result<bool, MapError> {
+        self.upsert(heap, key, value, Some(meta))
+    }
+
+    fn upsert(
+        &mut self,
+        heap: &mut Heap,
+        key: &[u8],
+        value: &[u8],
+        meta: Option<Meta>,
+    ) -> Result<bool, MapError> {
+        let (h, loc) = self.find(heap, key);
+        let mut buf = [0u8; PIECE_BYTES];
+        let Some(loc) = loc else {
+            let n = self.build_entry(
+                heap,
+                h,
+                key,
+                None,
+                value,
+                meta.unwrap_or_default(),
+                &mut buf,
+            )?;
+            let result = self.table.insert_new(heap, h, |_, out| {
+                out[..n].copy_from_slice(&buf[..n]);
+                n
+            });
+            if let Err(e) = result {
+                self.release(heap, &buf[..n]);
+                return Err(e);
+            }
+            self.check(heap);
+            return Ok(false);
+        };
+        let old = self.table.entry(&loc);
+        let (k, v) = parse(old);
+        let key_handle = k.out_of_line.then(|| raw::get_handle(&old[k.at..]));
+        let old_meta = Meta(old[0]);
+        if v.out_of_line {
+            let handle = raw::get_handle(&old[v.at..]);
+            // SAFETY: the old value blob belongs to this entry, whose value field is rewritten
+            // below, so the blob is freed once and not read again.
+            unsafe { raw::blob_free(heap, handle, v.len) };
+            self.blob_bytes -= <Heap>::usable_size(v.len);
+        }
+        let n = self.build_entry(
+            heap,
+            h,
+            key,
+            key_handle,
+            value,
+            meta.unwrap_or(old_meta),
+            &mut buf,
+        )?;
+        if !self.table.replace(&loc, &buf[..n]) {
+            self.table.remove_unmerged(&loc);
+            self.table.insert_new(heap, h, |_, out| {
+                out[..n].copy_from_slice(&buf[..n]);
+                n
+            })?;
+        }
+        self.check(heap);
+        Ok(true)
+    }
+
+    /// Encodes an entry into `buf`, moving the value and then the key out of line as needed to
+    /// stay within `ENTRY_BYTES_MAX`. `key_handle` reuses an existing key blob.
+    #[allow(clippy::too_many_arguments)]
+    fn build_entry(
+        &mut self,
+        heap: &mut Heap,
+        h: u64,
+        key: &[u8],
+        key_handle: Option<u64>,
+        value: &[u8],
+        meta: Meta,
+        buf: &mut [u8; PIECE_BYTES],
+    ) -> Result<usize, MapError> {
+        buf[0] = meta.0;
+        let smallest_value = inline_len(value.len()).min(handle_len(value.len()));
+        let key_handle = match key_handle {
+            Some(handle) => Some(handle),
+            None if 1 + inline_len(key.len()) + smallest_value <= ENTRY_BYTES_MAX => None,
+            None => {
+                let handle = raw::blob_alloc(heap, &[&h.to_le_bytes(), key])?;
+                self.blob_bytes += <Heap>::usable_size(KEY_BLOB_HEADER_BYTES + key.len());
+                Some(handle)
+            }
+        };
+        let at = 1 + put_field(&mut buf[1..], key.len(), key_handle, key);
+        let n = self.put_value(heap, buf, at, value)?;
+        debug_assert!(n <= ENTRY_BYTES_MAX);
+        Ok(n)
+    }
+
+    /// Writes the value field at `at` in `buf`: inline if it fits and costs no more than a blob.
+    /// An inline 16+16-byte entry (36 B) is alone in its piece, so it really costs the whole
+    /// 64-byte piece; with the value in a 16-byte blob two entries share a piece (32 + 16 B).
+    fn put_value(
+        &mut self,
+        heap: &mut Heap,
+        buf: &mut [u8; PIECE_BYTES],
+        at: usize,
+        value: &[u8],
+    ) -> Result<usize, MapError> {
+        let inline = at + inline_len(value.len());
+        if inline <= ENTRY_BYTES_MAX
+            && piece_share_bytes(inline)
+                <= piece_share_bytes(at + handle_len(value.len()))
+                    + <Heap>::usable_size(value.len())
+        {
+            return Ok(at + put_field(&mut buf[at..], value.len(), None, value));
+        }
+        let handle = raw::blob_alloc(heap, &[value])?;
+        self.blob_bytes += <Heap>::usable_size(value.len());
+        Ok(at + put_field(&mut buf[at..], value.len(), Some(handle), value))
+    }
+
+    fn release(&mut self, heap: &mut Heap, entry: &[u8]) {
+        let (k, v) = parse(entry);
+        if k.out_of_line {
+            self.blob_bytes -= <Heap>::usable_size(KEY_BLOB_HEADER_BYTES + k.len);
+        }
+        if v.out_of_line {
+            self.blob_bytes -= <Heap>::usable_size(v.len);
+        }
+        BytesCodec::release(heap, entry);
+    }
+
+    /// Removes `key`; true if it was there.
+    pub fn remove(&mut self, heap: &mut Heap, key: &[u8]) -> bool {
+        let (_, loc) = self.find(heap, key);
+        let Some(loc) = loc else { return false };
+        let mut entry = [0u8; PIECE_BYTES];
+        entry[..loc.len].copy_from_slice(self.table.entry(&loc));
+        self.release(heap, &entry[..loc.len]);
+        self.table.remove(heap, &loc);
+        self.check(heap);
+        true
+    }
+
+    /// Removes `key` and returns its value and meta.
+    pub fn take(&mut self, heap: &mut Heap, key: &[u8]) -> Option<(Vec<u8>, Meta)> {
+        let (_, loc) = self.find(heap, key);
+        let loc = loc?;
+        let v = Self::value_ref(heap, self.table.entry(&loc));
+        let out = (v.bytes.to_vec(), v.meta);
+        let mut entry = [0u8; PIECE_BYTES];
+        entry[..loc.len].copy_from_slice(self.table.entry(&loc));
+        self.release(heap, &entry[..loc.len]);
+        self.table.remove(heap, &loc);
+        self.check(heap);
+        Some(out)
+    }
+
+    /// The meta byte of `key`.
+    pub fn meta(&self, heap: &Heap, key: &[u8]) -> Option<Meta> {
+        self.find(heap, key)
+            .1
+            .map(|loc| Meta(self.table.entry(&loc)[0]))
+    }
+
+    /// Sets the meta byte of `key` in place; false if absent.
+    pub fn set_meta(&mut self, heap: &Heap, key: &[u8], meta: Meta) -> bool {
+        let (_, loc) = self.find(heap, key);
+        let Some(loc) = loc else { return false };
+        let mut entry = [0u8; PIECE_BYTES];
+        entry[..loc.len].copy_from_slice(self.table.entry(&loc));
+        entry[0] = meta.0;
+        let same_size = self.table.replace(&loc, &entry[..loc.len]);
+        assert!(same_size, "same-size replace always fits");
+        true
+    }
+
+    /// Every (key, value), in page order.
+    pub fn iter<'a>(
+        &'a self,
+        heap: &'a Heap,
+    ) -> impl Iterator<Item = (&'a [u8], ValueRef<'a>)> + 'a {
+        self.table
+            .entries()
+            .map(move |(_, _, _, e)| (Self::key_ref(heap, e), Self::value_ref(heap, e)))
+    }
+
+    /// One SCAN step (see `table.rs`): calls `f` for one bucket's entries, returns the next
+    /// cursor (0 = done). Start with 0.
+    pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(&[u8], ValueRef<'_>)) -> u64 {
+        self.table.scan(heap, cursor, |_, _, _, e| {
+            f(Self::key_ref(heap, e), Self::value_ref(heap, e));
+        })
+    }
+
+    /// A random entry chosen by the random number `r` (RANDOMKEY, eviction sampling).
+    pub fn sample<'a>(&'a self, heap: &'a Heap, r: u64) -> Option<(&'a [u8], ValueRef<'a>)> {
+        self.table
+            .sample(r, |_, _, _, e| (e.as_ptr(), e.len()))
+            .map(|(ptr, len)| {
+                // SAFETY: `ptr..ptr+len` is an entry inside a page of this map, live for `'a`
+                // (pages are freed only through `&mut self`); re-borrowing it for `'a` is sound.
+                let e = unsafe { std::slice::from_raw_parts(ptr, len) };
+                (Self::key_ref(heap, e), Self::value_ref(heap, e))
+            })
+    }
+
+    /// Pages, directory, page list and out-of-line blobs (usable sizes).
+    pub fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes() + self.blob_bytes
+    }
+
+    pub fn shape(&self) -> crate::Shape {
+        self.table.shape()
+    }
+
+    /// Removes everything, keeping one empty page.
+    pub fn clear(&mut self, heap: &mut Heap) -> Result<(), MapError> {
+        let config = self.table.config();
+        self.table.free_all(heap);
+        self.blob_bytes = 0;
+        self.table = Table::new(heap, self.table.codec.clone(), &config)?;
+        Ok(())
+    }
+
+    /// Frees every page and blob. Dropping a map without this leaks them into the heap.
+    pub fn destroy(mut self, heap: &mut Heap) {
+        self.table.free_all(heap);
+    }
+
+    pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+        self.table.validate(heap)
+    }
+
+    #[inline]
+    fn check(&self, heap: &Heap) {
+        if cfg!(feature = "expensive-checks") {
+            self.validate(heap).expect("PageHash invariants");
+        }
+        let _ = heap;
+    }
+}

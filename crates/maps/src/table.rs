@@ -1,0 +1,1260 @@
+//! The extendible-hash core shared by [`crate::PageHash`] and [`crate::IntMap`]: directory, pages,
+//! tenants, splits, sheds, merges, iteration, scan and sampling. The entry encoding is the
+//! [`Codec`]'s business; this file never interprets entry bytes itself.
+//!
+//! ```text
+//!  directory: Vec<u64>, 2^global_depth words, slot = top global_depth bits of the hash
+//!  word:  | page address (8 KiB-aligned, bits 13..63) | 0000 | tenant: 3 | depth: 6 |
+//!          bits 63..13                                          8..6        5..0
+//!
+//!  bucket = (prefix, depth): the hashes whose top `depth` bits equal `prefix`; it owns the
+//!  2^(global_depth - depth) consecutive slots starting at prefix << (global_depth - depth).
+//!  page   = up to 8 buckets ("tenants"), each in one slot of the page's tenant table.
+//! ```
+//!
+//! # Why pages hold several buckets
+//! Classic extendible hashing has one bucket per page; a full page splits into two half-full
+//! pages and pages average ln 2 = 69% full. With uniform hashing all pages fill at the same pace,
+//! so at a given size the whole table sits somewhere on a 50%..100% sawtooth. Here a bucket is
+//! kept around an eighth of a page: when a page cannot place an entry it *sheds* one of its
+//! buckets to the map's spare page (a page with room) or to a fresh page, so pages run between
+//! 7/8 and full, and spares fill up with shed buckets until they are full too. A page that is
+//! down to a single bucket splits that bucket three levels deep (into eight) in place, first
+//! doubling the directory if needed; a bucket grown past an eighth of a page is split in place
+//! before anything is shed. No page is ever rehashed as a whole table; one insert moves at most
+//! one bucket (an eighth of a page on average, bounded by a page).
+//!
+//! # Insert, in order
+//! 1. `place`: first piece from the home piece, within the page's `probe_limit`, with room;
+//! 2. `place_displacing`: move one entry of that window to another piece of its own window if
+//!    that makes room (one-step cuckoo; lifts the fill at which pages give up from ~65% to ~80%);
+//! 3. `make_room` (split and/or shed), then retry; at most `INSERT_ROUNDS_MAX` rounds.
+//!
+//! # Bytes per entry
+//! Pages are the only per-entry cost besides the directory (8 B per slot, ~8 slots per page):
+//! `bytes/entry = 8192 / (entries per page) + ~0.2`. With 15-byte IntMap entries (four per
+//! piece, 508 per page at most) and pages ~80% full at the default probe count of 16, that is
+//! ~20.3 B per random u64 pair; Redis's dict spends 24 B on the dictEntry and 8-16 B on the
+//! bucket array before the key and value objects.
+//!
+//! Invariants (checked by `validate`):
+//! - every slot's word names a page in `pages`, a live tenant slot of it, and that tenant's depth;
+//!   the tenant's prefix equals `slot >> (global_depth - depth)`; each tenant owns exactly
+//!   2^(global_depth - depth) slots;
+//! - every entry's hash has its tenant's prefix, its hint is `hint_of(h)`, and it lives
+//!   `distance < probe_limit` pieces after its home piece with `distance <= spill(home)`;
+//! - `len == sum of the pages' entry counts`.
+//!
+//! # Merging
+//! After a removal leaves a page under a quarter full, each of its buckets merges with its buddy
+//! (same depth, prefix differing in the last bit) while the two fit in one page under three
+//! quarters full, moving one of them across pages when they live apart; buckets that cannot
+//! merge move to the spare page (or the page becomes the spare). Empty pages are freed, and the
+//! directory halves while every pair of sibling slots holds the same word. So a map emptied down
+//! to a few entries ends as one page at depth 0.
+//!
+//! # Scan
+//! The cursor is a position in hash space. A step visits the bucket containing the cursor and
+//! returns the position just past that bucket. Buckets always tile the hash space, so every hash
+//! h >= cursor is in the bucket visited at the step whose range contains it, however buckets split
+//! or merge between steps: Redis SCAN's guarantee, with duplicates only after merges.
+
+use crate::MapError;
+use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
+use crate::page::{
+    Kind, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT, Page, TENANT_SLOTS, Tenants, piece_capacity,
+};
+use crate::raw::PagePtr;
+use heap::Heap;
+
+/// Depth of every tenant slot of a page (`NO_TENANT` for empty slots).
+pub type Depths = [u8; TENANT_SLOTS];
+
+/// Where a codec finds the depth of tenant slot `t` while decoding: a copied array, or the page
+/// header itself (read only when an entry actually needs it, which keeps lookups that need no
+/// skipping off the header's cache line).
+pub trait DepthOf: Copy {
+    fn depth_of(self, t: usize) -> u8;
+}
+
+impl DepthOf for Depths {
+    #[inline]
+    fn depth_of(self, t: usize) -> u8 {
+        self[t]
+    }
+}
+
+impl DepthOf for &Page {
+    #[inline]
+    fn depth_of(self, t: usize) -> u8 {
+        self.tenant_depth(t)
+    }
+}
+
+/// Where an entry is being placed: what a position-dependent encoding needs to know.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement {
+    pub tenant: usize,
+    pub depth: u8,
+    pub distance: usize,
+}
+
+/// The entry encoding of one map kind.
+pub trait Codec {
+    const KIND: Kind;
+    /// Whether entries carry their tenant slot (else it is found from the hash).
+    const STORES_TENANT: bool;
+    /// Whether the encoding depends on the distance from home (then the placement loop
+    /// re-encodes for every piece it tries).
+    const DISTANCE_DEPENDENT: bool;
+    /// Length of the entry starting at `bytes[0]`.
+    fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize;
+    /// Tenant slot stored in the entry, if any.
+    fn stored_tenant(bytes: &[u8]) -> Option<usize>;
+    /// Full 64-bit hash of an entry with `hint` stored in `piece` of a page with `tenants`.
+    fn hash_of(&self, heap: &Heap, tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64;
+    /// Encodes the entry `bytes` (full hash `h`, stored in a page with tenant depths `depths`)
+    /// for `at`; returns its length in `out`.
+    fn reencode(
+        &self,
+        bytes: &[u8],
+        depths: Depths,
+        h: u64,
+        at: Placement,
+        out: &mut [u8; PIECE_BYTES],
+    ) -> usize;
+    /// Frees whatever the entry owns outside its page.
+    fn release(heap: &mut Heap, bytes: &[u8]);
+}
+
+/// Where a found entry is.
+#[derive(Clone, Copy, Debug)]
+pub struct Loc {
+    pub page: PagePtr,
+    pub piece: usize,
+    pub index: usize,
+    pub offset: usize,
+    pub len: usize,
+}
+
+/// Sum of the pieces' capacities: what `used_bytes` is measured against.
+pub const PAYLOAD_BYTES: usize = {
+    let mut sum = 0;
+    let mut p = 0;
+    while p < PIECE_COUNT {
+        sum += piece_capacity(p);
+        p += 1;
+    }
+    sum
+};
+/// A page under this is underfull: its buckets move out after a removal.
+const FILL_LOW_BYTES: usize = PAYLOAD_BYTES / 4;
+/// Buddy buckets merge only in pages under this (hysteresis against the split at full).
+const COALESCE_BELOW_BYTES: usize = PAYLOAD_BYTES * 3 / 4;
+/// A bucket deeper than log2(pages) + this splits only when its page is full at 128 probes.
+const DEPTH_SLACK: u8 = 8;
+/// Pieces the displacement search looks at, for the new entry and for each entry it moves.
+const DISPLACE_WINDOW: usize = 16;
+/// Levels a lone bucket splits by at once: into 2^3 = 8.
+const SPLIT_LEVELS: u8 = 3;
+/// Bound on make-room rounds in one insert (each round sheds a bucket or splits one).
+const INSERT_ROUNDS_MAX: usize = 4 * (DEPTH_LIMIT as usize) + 64;
+const WORD_LOW_MASK: u64 = (PAGE_BYTES as u64) - 1;
+
+/// Map-level tunables.
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Pieces an insert may try, starting at the entry's home piece (1..=128). Lookups probe at
+    /// most this many too (usually far fewer: only up to the home piece's spill).
+    pub probe_count_max: u8,
+    /// Deepest bucket (and directory) depth, 0..=32. At this depth a full page probes all 128
+    /// pieces and then reports [`MapError::Full`].
+    pub depth_max: u8,
+    /// `Some(seed)`: reproducible hashing (tests, benchmarks). `None`: per-process random seed.
+    pub seed: Option<u64>,
+    /// Test hook: ANDed into every byte-string hash to force collisions. Keep `u64::MAX`.
+    #[doc(hidden)]
+    pub hash_mask: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            probe_count_max: 16,
+            depth_max: DEPTH_LIMIT,
+            seed: None,
+            hash_mask: u64::MAX,
+        }
+    }
+}
+
+#[inline]
+fn word(page: PagePtr, tenant: usize, depth: u8) -> u64 {
+    page.addr() | ((tenant as u64) << 6) | u64::from(depth)
+}
+
+#[inline]
+fn unword(w: u64) -> (PagePtr, usize, u8) {
+    (
+        PagePtr::from_addr(w & !WORD_LOW_MASK),
+        ((w >> 6) & 7) as usize,
+        (w & 63) as u8,
+    )
+}
+
+/// Borrow a page of this table for reading.
+#[inline]
+fn pg<'a>(ptr: PagePtr) -> &'a Page {
+    // SAFETY: every `PagePtr` reaching here is in `Table::pages` (live until `free_page`), and
+    // the table hands out page references only for the duration of a `&self`/`&mut self`
+    // borrow, never a `&mut Page` to the same page at the same time (callers keep at most one
+    // mutable page reference, and `move_tenant` asserts its two pages differ).
+    unsafe { ptr.get() }
+}
+
+/// Borrow a page of this table for writing.
+#[inline]
+#[allow(clippy::mut_from_ref)]
+fn pg_mut<'a>(ptr: PagePtr) -> &'a mut Page {
+    // SAFETY: as in `pg`; callers hold no other reference to this page while they use it.
+    unsafe { ptr.get_mut() }
+}
+
+/// The extendible hash over pages; generic in the entry encoding.
+#[derive(Debug)]
+pub struct Table<C> {
+    pub codec: C,
+    dir: Vec<u64>,
+    global_depth: u8,
+    pages: Vec<PagePtr>,
+    spare: Option<PagePtr>,
+    len: usize,
+    probe_count_max: u8,
+    depth_max: u8,
+}
+
+impl<C: Codec> Table<C> {
+    pub fn new(heap: &mut Heap, codec: C, config: &Config) -> Result<Self, MapError> {
+        assert!(
+            (1..=PIECE_COUNT).contains(&(config.probe_count_max as usize)),
+            "probe_count_max in 1..=128"
+        );
+        assert!(config.depth_max <= DEPTH_LIMIT, "depth_max <= 32");
+        let mut table = Self {
+            codec,
+            dir: Vec::new(),
+            global_depth: 0,
+            pages: Vec::new(),
+            spare: None,
+            len: 0,
+            probe_count_max: config.probe_count_max,
+            depth_max: config.depth_max,
+        };
+        let page = table.new_page(heap)?;
+        pg_mut(page).set_tenant(0, Some((0, 0)));
+        table.dir.push(word(page, 0, 0));
+        Ok(table)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes this table holds: its pages plus directory and page list (not the codec's blobs).
+    pub fn memory_bytes(&self) -> usize {
+        self.pages.len() * PAGE_BYTES + self.dir.capacity() * 8 + self.pages.capacity() * 8
+    }
+
+    /// Sum of the pages' `used_bytes` over their payload capacity.
+    pub fn fill_ratio(&self) -> f64 {
+        let used: usize = self.pages.iter().map(|&p| pg(p).used_bytes()).sum();
+        used as f64 / (self.pages.len() * PAYLOAD_BYTES) as f64
+    }
+
+    #[inline]
+    fn locate(&self, h: u64) -> (PagePtr, usize, u8) {
+        let slot = if self.global_depth == 0 {
+            0
+        } else {
+            (h >> (64 - u32::from(self.global_depth))) as usize
+        };
+        unword(self.dir[slot])
+    }
+
+    #[inline]
+    pub fn depths(page: &Page) -> Depths {
+        if C::STORES_TENANT {
+            page.tenant_depths()
+        } else {
+            [0; TENANT_SLOTS]
+        }
+    }
+
+    /// Finds the entry with hash `h` that `eq(tenant, depth, distance, bytes)` accepts; `eq`
+    /// gets the bytes from the candidate on and returns the entry's length if it matches.
+    #[inline]
+    pub fn find(
+        &self,
+        h: u64,
+        mut eq: impl FnMut(usize, u8, usize, &[u8]) -> Option<usize>,
+    ) -> Option<Loc> {
+        let (ptr, tenant, depth) = self.locate(h);
+        let page = pg(ptr);
+        let (home, hint) = (home_of(h), hint_of(h));
+        for distance in 0..=page.spill(home) {
+            let piece = (home + distance) % PIECE_COUNT;
+            let found = page.find(
+                piece,
+                hint,
+                |b| C::len_of(page, b),
+                |b| eq(tenant, depth, distance, b),
+            );
+            if let Some((index, offset, len)) = found {
+                return Some(Loc {
+                    page: ptr,
+                    piece,
+                    index,
+                    offset,
+                    len,
+                });
+            }
+        }
+        None
+    }
+
+    /// The bytes of a found entry.
+    #[allow(clippy::unused_self)] // the borrow of `self` bounds how long the page bytes are lent
+    pub fn entry(&self, loc: &Loc) -> &[u8] {
+        &pg(loc.page).entries(loc.piece)[loc.offset..loc.offset + loc.len]
+    }
+
+    /// The placement `loc` has (for re-encoding an entry where it is).
+    #[allow(clippy::unused_self)] // keeps `loc` tied to this table's pages
+    pub fn placement_at(&self, loc: &Loc, h: u64) -> Placement {
+        let page = pg(loc.page);
+        let tenant = page
+            .tenant_of_hash(h)
+            .expect("entry's bucket is hosted here");
+        let depth = page.tenant(tenant).expect("live tenant").1;
+        Placement {
+            tenant,
+            depth,
+            distance: (loc.piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
+        }
+    }
+
+    /// Overwrites a found entry in place if its piece has room; false if not (nothing changed).
+    #[allow(clippy::unused_self)] // `&mut self` is what makes writing the page exclusive
+    pub fn replace(&mut self, loc: &Loc, entry: &[u8]) -> bool {
+        pg_mut(loc.page).replace(loc.piece, loc.offset, loc.len, entry)
+    }
+
+    /// Removes a found entry (the caller released what it owns), then merges if underfull.
+    pub fn remove(&mut self, heap: &mut Heap, loc: &Loc) {
+        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
+        self.len -= 1;
+        if pg(loc.page).used_bytes() < FILL_LOW_BYTES {
+            self.after_underfull(heap, loc.page);
+        }
+    }
+
+    /// Removes a found entry without merging (it is about to be re-inserted).
+    pub fn remove_unmerged(&mut self, loc: &Loc) {
+        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
+        self.len -= 1;
+    }
+
+    /// The config this table was made with (seed aside).
+    pub fn config(&self) -> Config {
+        Config {
+            probe_count_max: self.probe_count_max,
+            depth_max: self.depth_max,
+            ..Config::default()
+        }
+    }
+
+    /// Size and shape, for tests, benchmarks and INFO.
+    pub fn shape(&self) -> crate::Shape {
+        crate::Shape {
+            page_count: self.pages.len(),
+            global_depth: self.global_depth,
+            bucket_count: self.pages.iter().map(|&p| pg(p).tenant_count()).sum(),
+            fill_ratio: self.fill_ratio(),
+            directory_bytes: self.dir.capacity() * 8,
+        }
+    }
+
+    /// Diagnostics: (mean pieces probed by a hit, mean pieces probed by a miss).
+    pub fn probe_stats(&self, heap: &Heap) -> (f64, f64) {
+        let (mut hit, mut n, mut miss, mut homes) = (0usize, 0usize, 0usize, 0usize);
+        for &ptr in &self.pages {
+            let page = pg(ptr);
+            let tenants = page.tenants();
+            for piece in 0..PIECE_COUNT {
+                miss += page.spill(piece) + 1;
+                homes += 1;
+                page.for_each_in_piece(
+                    piece,
+                    |b| C::len_of(page, b),
+                    |_, _, hint, bytes| {
+                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                        hit += (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT + 1;
+                        n += 1;
+                    },
+                );
+            }
+        }
+        (hit as f64 / n.max(1) as f64, miss as f64 / homes as f64)
+    }
+
+    /// Every entry in page order: `(page, piece, hint, bytes)`.
+    pub fn entries(&self) -> Entries<'_, C> {
+        Entries {
+            table: self,
+            page: 0,
+            piece: 0,
+            index: 0,
+            offset: 0,
+            depths: [0; TENANT_SLOTS],
+        }
+    }
+
+    /// Inserts an entry known to be absent; `encode(placement, out)` writes it for a placement.
+    pub fn insert_new(
+        &mut self,
+        heap: &mut Heap,
+        h: u64,
+        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+    ) -> Result<(), MapError> {
+        for _ in 0..INSERT_ROUNDS_MAX {
+            let (ptr, tenant, depth) = self.locate(h);
+            let page = pg_mut(ptr);
+            if place::<C>(page, h, tenant, depth, &mut encode).is_some()
+                || self.place_displacing(heap, page, h, tenant, depth, &mut encode)
+            {
+                self.len += 1;
+                return Ok(());
+            }
+            self.make_room(heap, ptr, tenant)?;
+        }
+        Err(MapError::Full)
+    }
+
+    /// Second chance for an entry whose probe window is full: move one entry of the window to
+    /// another piece of *its own* window, if that frees enough room for the new entry
+    /// (one-step cuckoo displacement). Costs O(window entries x window) on failure only, and lets
+    /// pages fill well past where first-fit probing gives up, so pages shed later.
+    fn place_displacing(
+        &self,
+        heap: &Heap,
+        page: &mut Page,
+        h: u64,
+        tenant: usize,
+        depth: u8,
+        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+    ) -> bool {
+        let (home, hint) = (home_of(h), hint_of(h));
+        let depths = Self::depths(page);
+        let tenants = page.tenants();
+        let mut buf = [0u8; PIECE_BYTES];
+        let window =
+            |home: usize| (page.probe_limit() + usize::from(home == 0)).min(DISPLACE_WINDOW);
+        // Near-full windows are the common case here: give up at once when no piece that an
+        // entry of the window could move to has room for an entry about this size.
+        let shortest = encode(
+            Placement {
+                tenant,
+                depth,
+                distance: 0,
+            },
+            &mut buf,
+        );
+        // Entries in the window have homes up to DISPLACE_WINDOW pieces back, and move within
+        // their own window: look from there to the end of the window's reach.
+        let first = home + PIECE_COUNT - DISPLACE_WINDOW;
+        let room = |d: usize| page.fits((first + d) % PIECE_COUNT, shortest.saturating_sub(2));
+        if !(0..window(home) + 2 * DISPLACE_WINDOW).any(room) {
+            return false;
+        }
+        for distance in 0..window(home) {
+            let q = (home + distance) % PIECE_COUNT;
+            let len = encode(
+                Placement {
+                    tenant,
+                    depth,
+                    distance,
+                },
+                &mut buf,
+            );
+            let used = page.piece_used(q);
+            let mut found = None;
+            page.for_each_in_piece(
+                q,
+                |b| C::len_of(depths, b),
+                |index, offset, e_hint, bytes| {
+                    if found.is_some() || used - bytes.len() + len > piece_capacity(q) {
+                        return;
+                    }
+                    let eh = self.codec.hash_of(heap, &tenants, q, e_hint, bytes);
+                    let e_home = home_of(eh);
+                    let e_tenant = page_tenant_of(page, eh);
+                    let e_depth = page.tenant(e_tenant).expect("live tenant").1;
+                    for e_distance in 0..window(e_home) {
+                        let r = (e_home + e_distance) % PIECE_COUNT;
+                        // Re-encoding changes a length by at most the distance byte, so a
+                        // piece without room for one byte less cannot take the entry.
+                        if r == q || !page.fits(r, bytes.len() - 1) {
+                            continue;
+                        }
+                        let mut moved = [0u8; PIECE_BYTES];
+                        let at = Placement {
+                            tenant: e_tenant,
+                            depth: e_depth,
+                            distance: e_distance,
+                        };
+                        let moved_len = self.codec.reencode(bytes, depths, eh, at, &mut moved);
+                        if page.fits(r, moved_len) {
+                            found = Some((
+                                index,
+                                offset,
+                                bytes.len(),
+                                e_hint,
+                                r,
+                                moved,
+                                moved_len,
+                                e_home,
+                                e_distance,
+                            ));
+                            return;
+                        }
+                    }
+                },
+            );
+            if let Some((index, offset, old_len, e_hint, r, moved, moved_len, e_home, e_distance)) =
+                found
+            {
+                page.remove(q, index, offset, old_len);
+                page.push(r, e_hint, &moved[..moved_len]);
+                page.raise_spill(e_home, e_distance);
+                page.push(q, hint, &buf[..len]);
+                page.raise_spill(home, distance);
+                return true;
+            }
+        }
+        false
+    }
+
+    fn new_page(&mut self, heap: &mut Heap) -> Result<PagePtr, MapError> {
+        let ptr = PagePtr::alloc(heap)?;
+        pg_mut(ptr).init(C::KIND, self.probe_count_max, self.pages.len() as u32);
+        self.pages.push(ptr);
+        Ok(ptr)
+    }
+
+    fn free_page(&mut self, heap: &mut Heap, ptr: PagePtr) {
+        let index = pg(ptr).page_index();
+        assert_eq!(self.pages[index], ptr);
+        self.pages.swap_remove(index);
+        if let Some(&moved) = self.pages.get(index) {
+            pg_mut(moved).set_page_index(index);
+        }
+        if self.spare == Some(ptr) {
+            self.spare = None;
+        }
+        // SAFETY: the page came from `new_page`, was just removed from `pages` and no directory
+        // slot names it (all its tenants moved out), so nothing uses it after this.
+        unsafe { ptr.free(heap) };
+    }
+
+    /// Points every slot of bucket (prefix, depth) at `w`.
+    fn set_bucket(&mut self, prefix: u32, depth: u8, w: u64) {
+        let shift = u32::from(self.global_depth - depth);
+        let start = (prefix as usize) << shift;
+        self.dir[start..start + (1usize << shift)].fill(w);
+    }
+
+    fn double(&mut self) {
+        assert!(self.global_depth < self.depth_max);
+        let old = std::mem::take(&mut self.dir);
+        self.dir = old.iter().flat_map(|&w| [w, w]).collect();
+        self.global_depth += 1;
+    }
+
+    fn try_halve(&mut self) {
+        // Bounded: the depth drops by one per round.
+        while self.global_depth > 0 && self.dir.chunks_exact(2).all(|pair| pair[0] == pair[1]) {
+            self.dir = self.dir.iter().step_by(2).copied().collect();
+            self.global_depth -= 1;
+        }
+    }
+
+    /// Makes room for an insert into `tenant` of page `ptr` that found no piece with room.
+    fn make_room(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize) -> Result<(), MapError> {
+        let page = pg_mut(ptr);
+        if page.tenant_count() == 1 {
+            let depth = page.tenant(tenant).expect("live tenant").1;
+            // A lone bucket far deeper than the table needs (2^DEPTH_SLACK slots per page) is a
+            // cluster of hashes sharing their prefix bits: splitting would only double the
+            // directory (a flood of such keys would double it without end). Such a page probes
+            // all its pieces first, and splits only once it is really full.
+            let depth_cap = self
+                .depth_max
+                .min(self.pages.len().ilog2() as u8 + DEPTH_SLACK);
+            if depth >= depth_cap && page.probe_limit() < PIECE_COUNT {
+                page.set_probe_limit(PIECE_COUNT as u8);
+                return Ok(());
+            }
+            if depth >= self.depth_max {
+                return Err(MapError::Full);
+            }
+            self.split_in_place(heap, ptr, tenant, SPLIT_LEVELS.min(self.depth_max - depth));
+            self.shed(heap, ptr, None)
+        } else {
+            // Buckets grow where they live; one that has grown past an eighth of the page is
+            // split in place (as free slots allow) before anything is shed, so that what moves
+            // stays small and the page keeps most of its fill (shedding half a page would leave
+            // a half-empty page). Measured at 1M random pairs: a quarter-page threshold gives
+            // 20.7 B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
+            let page = pg(ptr);
+            let sizes = self.tenant_sizes(heap, page);
+            let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
+            let free_slots = TENANT_SLOTS - page.tenant_count();
+            let depth = page.tenant(largest).expect("live tenant").1;
+            if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < self.depth_max {
+                let mut levels = 1u8;
+                while levels < SPLIT_LEVELS
+                    && (1usize << (levels + 1)) - 1 <= free_slots
+                    && depth + levels < self.depth_max
+                    && sizes[largest] >> (levels + 1) >= PAYLOAD_BYTES / 16
+                {
+                    levels += 1;
+                }
+                self.split_in_place(heap, ptr, largest, levels);
+                return self.shed(heap, ptr, None);
+            }
+            self.shed(heap, ptr, Some(sizes))
+        }
+    }
+
+    /// Splits the page's bucket in slot `tenant` into 2^levels buckets, all staying in the page.
+    fn split_in_place(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize, levels: u8) {
+        let page = pg_mut(ptr);
+        let (_, depth) = page.tenant(tenant).expect("live tenant");
+        // The old tenant table decodes entries while the page is being re-encoded.
+        let old_tenants = page.tenants();
+        let old_depths = page.tenant_depths();
+        while self.global_depth < depth + levels {
+            self.double();
+        }
+        let mut group = [tenant; TENANT_SLOTS];
+        let mut group_len = 1;
+        for _ in 0..levels {
+            for i in 0..group_len {
+                let (p, d) = page.tenant(group[i]).expect("live tenant");
+                page.set_tenant(group[i], Some((p << 1, d + 1)));
+                let sibling = page.free_tenant_slot().expect("caller checked free slots");
+                page.set_tenant(sibling, Some(((p << 1) | 1, d + 1)));
+                group[group_len + i] = sibling;
+            }
+            group_len *= 2;
+        }
+        let mut split = [(0usize, 0u32, 0u8); TENANT_SLOTS];
+        for (i, &t) in group[..group_len].iter().enumerate() {
+            let (p, d) = page.tenant(t).expect("live tenant");
+            self.set_bucket(p, d, word(ptr, t, d));
+            split[i] = (t, p, d);
+        }
+        let split = &split[..group_len];
+        if C::STORES_TENANT {
+            // Entries that store their tenant change slot and lose a prefix bit: re-encode them
+            // where they are (never longer, so each piece still fits). Pieces holding none of
+            // the split bucket's entries are left alone.
+            for piece in 0..PIECE_COUNT {
+                let mut touched = false;
+                page.for_each_in_piece(
+                    piece,
+                    |b| C::len_of(old_depths, b),
+                    |_, _, _, bytes| {
+                        touched |= C::stored_tenant(bytes) == Some(tenant);
+                    },
+                );
+                if !touched {
+                    continue;
+                }
+                let codec = &self.codec;
+                page.rewrite_piece(
+                    piece,
+                    |b| C::len_of(old_depths, b),
+                    0,
+                    |hint, bytes, out| {
+                        if C::stored_tenant(bytes) != Some(tenant) {
+                            out[..bytes.len()].copy_from_slice(bytes);
+                            return bytes.len();
+                        }
+                        let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
+                        let &(new_t, _, new_depth) = split
+                            .iter()
+                            .find(|&&(_, p, d)| prefix_of(h, d) == p)
+                            .expect("split covers the bucket");
+                        let at = Placement {
+                            tenant: new_t,
+                            depth: new_depth,
+                            distance: (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
+                        };
+                        codec.reencode(bytes, old_depths, h, at, out)
+                    },
+                );
+            }
+        }
+    }
+
+    /// Bytes (entries + hints) of each tenant of `page`.
+    fn tenant_sizes(&self, heap: &Heap, page: &Page) -> [usize; TENANT_SLOTS] {
+        let mut sizes = [0; TENANT_SLOTS];
+        let depths = Self::depths(page);
+        let tenants = page.tenants();
+        for piece in 0..PIECE_COUNT {
+            page.for_each_in_piece(
+                piece,
+                |b| C::len_of(depths, b),
+                |_, _, hint, bytes| {
+                    let t = C::stored_tenant(bytes).unwrap_or_else(|| {
+                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                        page.tenant_of_hash(h)
+                            .expect("entry's bucket is hosted here")
+                    });
+                    sizes[t] += bytes.len() + 1;
+                },
+            );
+        }
+        sizes
+    }
+
+    /// Moves one bucket out of the full page `ptr`: to the spare page if one fits, else to a new
+    /// page.
+    fn shed(
+        &mut self,
+        heap: &mut Heap,
+        ptr: PagePtr,
+        sizes: Option<[usize; TENANT_SLOTS]>,
+    ) -> Result<(), MapError> {
+        let page = pg(ptr);
+        let sizes = sizes.unwrap_or_else(|| self.tenant_sizes(heap, page));
+        let mut order: Vec<usize> = (0..TENANT_SLOTS)
+            .filter(|&t| page.tenant(t).is_some())
+            .collect();
+        order.sort_by_key(|&t| std::cmp::Reverse(sizes[t]));
+        if let Some(spare) = self.spare.filter(|&s| s != ptr) {
+            let sp = pg(spare);
+            if sp.free_tenant_slot().is_some() {
+                let free = PAYLOAD_BYTES - sp.used_bytes();
+                let fits = order
+                    .iter()
+                    .copied()
+                    .find(|&t| sizes[t] + sizes[t] / 8 + 64 <= free);
+                if let Some(victim) = fits
+                    && self.move_tenant(heap, ptr, victim, spare)
+                {
+                    return Ok(());
+                }
+            }
+        }
+        let victim = order[0];
+        let fresh = self.new_page(heap)?;
+        let mut moved = self.move_tenant(heap, ptr, victim, fresh);
+        if !moved {
+            // Greedy placement of a subset can in principle fail where the original order
+            // succeeded; let the fresh page probe every piece rather than give up.
+            pg_mut(fresh).set_probe_limit(PIECE_COUNT as u8);
+            moved = self.move_tenant(heap, ptr, victim, fresh);
+        }
+        if !moved {
+            self.free_page(heap, fresh);
+            return Err(MapError::Full);
+        }
+        if pg(fresh).used_bytes() < PAYLOAD_BYTES / 2 {
+            self.spare = Some(fresh);
+        }
+        Ok(())
+    }
+
+    /// Moves tenant `victim` of page `from` into page `to` (a new tenant slot there). All or
+    /// nothing: entries are appended to `to` and popped back on failure. False if `to` has
+    /// no free slot or no room.
+    fn move_tenant(&mut self, heap: &mut Heap, from: PagePtr, victim: usize, to: PagePtr) -> bool {
+        assert_ne!(from, to);
+        let (src, dst) = (pg(from), pg(to));
+        let Some(slot) = dst.free_tenant_slot() else {
+            return false;
+        };
+        let (prefix, depth) = src.tenant(victim).expect("live tenant");
+        // Entries go straight into `to`; pushes only append to pieces, so a failed move is undone
+        // by popping what was placed, last first (spills stay raised: they are upper bounds).
+        let dst = pg_mut(to);
+        dst.set_tenant(slot, Some((prefix, depth)));
+        let depths = Self::depths(src);
+        let tenants = src.tenants();
+        let mut drop_masks = [0u64; PIECE_COUNT];
+        let mut placed: Vec<(u8, u8)> = Vec::new();
+        let mut ok = true;
+        for (piece, mask) in drop_masks.iter_mut().enumerate() {
+            src.for_each_in_piece(
+                piece,
+                |b| C::len_of(depths, b),
+                |index, _, hint, bytes| {
+                    if !ok || C::stored_tenant(bytes).is_some_and(|t| t != victim) {
+                        return;
+                    }
+                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                    if page_tenant_of(src, h) != victim {
+                        return;
+                    }
+                    *mask |= 1 << index;
+                    let codec = &self.codec;
+                    match place::<C>(dst, h, slot, depth, |at, out| {
+                        codec.reencode(bytes, depths, h, at, out)
+                    }) {
+                        Some((p, len)) => placed.push((p as u8, len as u8)),
+                        None => ok = false,
+                    }
+                },
+            );
+            if !ok {
+                break;
+            }
+        }
+        if !ok {
+            for &(p, len) in placed.iter().rev() {
+                dst.pop_last(p as usize, len as usize);
+            }
+            dst.set_tenant(slot, None);
+            return false;
+        }
+        let src = pg_mut(from);
+        for (piece, &mask) in drop_masks.iter().enumerate() {
+            if mask != 0 {
+                src.rewrite_piece(
+                    piece,
+                    |b| C::len_of(depths, b),
+                    mask,
+                    |_, bytes, out| {
+                        out[..bytes.len()].copy_from_slice(bytes);
+                        bytes.len()
+                    },
+                );
+            }
+        }
+        src.set_tenant(victim, None);
+        self.set_bucket(prefix, depth, word(to, slot, depth));
+        true
+    }
+
+    /// A removal left `ptr` under a quarter full. First each of its buckets merges with its
+    /// buddy bucket as far up as sizes allow (moving one of them across pages when they live
+    /// apart); then, if the page survives, its buckets move to the spare page, or it becomes the
+    /// spare. Work is bounded: at most 8 buckets x 32 levels of merges, each O(page).
+    fn after_underfull(&mut self, heap: &mut Heap, ptr: PagePtr) {
+        for t in 0..TENANT_SLOTS {
+            let Some((prefix, depth)) = pg(ptr).tenant(t) else {
+                continue;
+            };
+            let pos = if depth == 0 {
+                0
+            } else {
+                u64::from(prefix) << (64 - u32::from(depth))
+            };
+            if self.merge_up(heap, pos, ptr) {
+                self.try_halve();
+                return;
+            }
+        }
+        match self.spare {
+            Some(spare)
+                if spare != ptr
+                    && pg(spare).used_bytes() + pg(ptr).used_bytes() < COALESCE_BELOW_BYTES =>
+            {
+                for t in 0..TENANT_SLOTS {
+                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare) {
+                        break;
+                    }
+                }
+                if pg(ptr).tenant_count() == 0 {
+                    self.free_page(heap, ptr);
+                }
+            }
+            Some(spare) if spare != ptr => {
+                if pg(ptr).used_bytes() < pg(spare).used_bytes() {
+                    self.spare = Some(ptr);
+                }
+            }
+            _ => self.spare = Some(ptr),
+        }
+        self.try_halve();
+    }
+
+    /// Merges the bucket holding hash position `pos` with its buddy, repeatedly, while the buddy
+    /// is a whole bucket of the same depth and the two fit in one page under three quarters full.
+    /// Returns whether page `watch` was freed on the way.
+    fn merge_up(&mut self, heap: &mut Heap, pos: u64, watch: PagePtr) -> bool {
+        let mut freed = false;
+        for _ in 0..DEPTH_LIMIT {
+            let (a, a_t, depth) = self.locate(pos);
+            if depth == 0 {
+                break;
+            }
+            let bit = 1u64 << (64 - u32::from(depth));
+            let (b, b_t, buddy_depth) = self.locate(pos ^ bit);
+            if buddy_depth != depth {
+                break;
+            }
+            if a == b {
+                if pg(a).used_bytes() >= COALESCE_BELOW_BYTES {
+                    break;
+                }
+            } else {
+                if pg(a).used_bytes() + pg(b).used_bytes() >= COALESCE_BELOW_BYTES {
+                    break;
+                }
+                let (src, src_t, dst) = if pg(a).free_tenant_slot().is_some() {
+                    (b, b_t, a)
+                } else {
+                    (a, a_t, b)
+                };
+                if !self.move_tenant(heap, src, src_t, dst) {
+                    break;
+                }
+                if pg(src).tenant_count() == 0 {
+                    freed |= src == watch;
+                    self.free_page(heap, src);
+                }
+            }
+            let (page, even, _) = self.locate(pos & !bit);
+            let (_, odd, _) = self.locate(pos | bit);
+            if !matches!(self.rebuild_merged(heap, page, even, odd), Ok(true)) {
+                break;
+            }
+        }
+        freed
+    }
+
+    /// Rebuilds page `ptr` with buddy tenants `a` (even prefix) and `b` merged into `a`.
+    fn rebuild_merged(
+        &mut self,
+        heap: &mut Heap,
+        ptr: PagePtr,
+        a: usize,
+        b: usize,
+    ) -> Result<bool, MapError> {
+        let page = pg(ptr);
+        let (prefix, depth) = page.tenant(a).expect("live tenant");
+        let scratch_ptr = PagePtr::alloc(heap)?;
+        let scratch = pg_mut(scratch_ptr);
+        scratch.init(C::KIND, page.probe_limit() as u8, page.page_index() as u32);
+        for t in 0..TENANT_SLOTS {
+            if t != b {
+                scratch.set_tenant(t, page.tenant(t));
+            }
+        }
+        scratch.set_tenant(a, Some((prefix >> 1, depth - 1)));
+        let new_depths = scratch.tenant_depths();
+        let depths = Self::depths(page);
+        let tenants = page.tenants();
+        let mut ok = true;
+        for piece in 0..PIECE_COUNT {
+            page.for_each_in_piece(
+                piece,
+                |b| C::len_of(depths, b),
+                |_, _, hint, bytes| {
+                    if !ok {
+                        return;
+                    }
+                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                    let t = page_tenant_of(page, h);
+                    let t = if t == b { a } else { t };
+                    let codec = &self.codec;
+                    ok = place::<C>(scratch, h, t, new_depths[t], |at, out| {
+                        codec.reencode(bytes, depths, h, at, out)
+                    })
+                    .is_some();
+                },
+            );
+        }
+        if ok {
+            pg_mut(ptr).bytes.copy_from_slice(&scratch.bytes);
+            self.set_bucket(prefix >> 1, depth - 1, word(ptr, a, depth - 1));
+        }
+        // SAFETY: the scratch page was allocated above and is not referenced after this.
+        unsafe { scratch_ptr.free(heap) };
+        Ok(ok)
+    }
+
+    /// One SCAN step from `cursor`: visits the bucket holding that hash position, returns the
+    /// next cursor (0 when the scan is complete).
+    pub fn scan(
+        &self,
+        heap: &Heap,
+        cursor: u64,
+        mut f: impl FnMut(&Page, usize, u8, &[u8]),
+    ) -> u64 {
+        let (ptr, tenant, depth) = self.locate(cursor);
+        let page = pg(ptr);
+        let depths = Self::depths(page);
+        let tenants = page.tenants();
+        let (prefix, _) = page.tenant(tenant).expect("live tenant");
+        for piece in 0..PIECE_COUNT {
+            page.for_each_in_piece(
+                piece,
+                |b| C::len_of(depths, b),
+                |_, _, hint, bytes| {
+                    if C::stored_tenant(bytes).is_some_and(|t| t != tenant) {
+                        return;
+                    }
+                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                    if prefix_of(h, depth) == prefix {
+                        f(page, piece, hint, bytes);
+                    }
+                },
+            );
+        }
+        if depth == 0 {
+            return 0;
+        }
+        let end = (u128::from(prefix) + 1) << (64 - u32::from(depth));
+        if end >> 64 != 0 { 0 } else { end as u64 }
+    }
+
+    /// A random entry from the random number `r`: uniform over pages, then over the page's
+    /// entries (so biased only by how unevenly pages are filled). `f(page, piece, hint, bytes)`.
+    pub fn sample<R>(&self, r: u64, f: impl FnOnce(&Page, usize, u8, &[u8]) -> R) -> Option<R> {
+        if self.len == 0 {
+            return None;
+        }
+        let n = self.pages.len();
+        let start = (r % n as u64) as usize;
+        // Bounded: at most one pass over the pages (some page holds an entry since len > 0).
+        let page = (0..n)
+            .map(|i| pg(self.pages[(start + i) % n]))
+            .find(|p| p.entry_count() > 0)?;
+        let mut k = (crate::hash::splitmix(r) % page.entry_count() as u64) as usize;
+        let depths = Self::depths(page);
+        for piece in 0..PIECE_COUNT {
+            let count = page.piece_count(piece);
+            if k < count {
+                let (hint, _, bytes) = page.entry_at(piece, k, |b| C::len_of(depths, b));
+                return Some(f(page, piece, hint, bytes));
+            }
+            k -= count;
+        }
+        None
+    }
+
+    /// Frees every entry's out-of-page bytes and every page; leaves the table with no pages (the
+    /// caller drops it or re-creates it).
+    pub fn free_all(&mut self, heap: &mut Heap) {
+        for ptr in std::mem::take(&mut self.pages) {
+            let page = pg(ptr);
+            let depths = Self::depths(page);
+            for piece in 0..PIECE_COUNT {
+                page.for_each_in_piece(
+                    piece,
+                    |b| C::len_of(depths, b),
+                    |_, _, _, bytes| C::release(heap, bytes),
+                );
+            }
+            // SAFETY: every page in `pages` came from `new_page`; the list was taken, so none is
+            // freed twice or used again.
+            unsafe { ptr.free(heap) };
+        }
+        self.dir.clear();
+        self.spare = None;
+        self.len = 0;
+    }
+
+    /// Full check of every invariant listed in the module doc. `Err` describes the first breach.
+    pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+        let mut total = 0;
+        let mut slots_of = std::collections::HashMap::new();
+        for (i, &ptr) in self.pages.iter().enumerate() {
+            let page = pg(ptr);
+            let depths = page.tenant_depths();
+            let tenants = page.tenants();
+            page.validate(C::KIND, |b| C::len_of(depths, b))?;
+            if page.page_index() != i {
+                return Err(format!("page {i} says index {}", page.page_index()));
+            }
+            for t in 0..TENANT_SLOTS {
+                if let Some((_, d)) = page.tenant(t) {
+                    slots_of.insert((ptr.addr(), t), (1usize << (self.global_depth - d), 0usize));
+                }
+            }
+            total += page.entry_count();
+            let mut err = None;
+            for piece in 0..PIECE_COUNT {
+                page.for_each_in_piece(
+                    piece,
+                    |b| C::len_of(depths, b),
+                    |_, _, hint, bytes| {
+                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                        let t = page.tenant_of_hash(h);
+                        let home = home_of(h);
+                        let distance = (piece + PIECE_COUNT - home) % PIECE_COUNT;
+                        let stored = C::stored_tenant(bytes);
+                        if t.is_none() || stored.is_some_and(|s| Some(s) != t) {
+                            err = Some(format!(
+                                "entry in piece {piece}: tenant {t:?} stored {stored:?}"
+                            ));
+                        } else if hint != hint_of(h) {
+                            err = Some(format!(
+                                "entry in piece {piece}: hint {hint} != {}",
+                                hint_of(h)
+                            ));
+                        } else if distance > page.spill(home)
+                            || distance >= page.probe_limit() + usize::from(home == 0)
+                        {
+                            err = Some(format!(
+                                "entry in piece {piece}: distance {distance} past spill/limit"
+                            ));
+                        }
+                    },
+                );
+            }
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        if total != self.len {
+            return Err(format!("len {} but pages hold {total}", self.len));
+        }
+        if self.dir.len() != 1 << self.global_depth {
+            return Err("directory size".into());
+        }
+        for (slot, &w) in self.dir.iter().enumerate() {
+            let (ptr, t, d) = unword(w);
+            let page = self
+                .pages
+                .get(pg(ptr).page_index())
+                .filter(|&&p| p == ptr)
+                .map(|&p| pg(p));
+            let Some(page) = page else {
+                return Err(format!("slot {slot}: unknown page"));
+            };
+            match page.tenant(t) {
+                Some((prefix, depth))
+                    if depth == d && prefix as usize == slot >> (self.global_depth - d) => {}
+                other => return Err(format!("slot {slot}: word depth {d}, tenant {other:?}")),
+            }
+            slots_of.get_mut(&(ptr.addr(), t)).expect("tenant listed").1 += 1;
+        }
+        if let Some((k, v)) = slots_of.iter().find(|(_, (want, got))| want != got) {
+            return Err(format!("tenant {k:?}: slots {v:?}"));
+        }
+        if let Some(spare) = self.spare
+            && !self.pages.contains(&spare)
+        {
+            return Err("spare is not a page of the map".into());
+        }
+        Ok(())
+    }
+}
+
+/// Tenant slot of the entry with hash `h` in `page`.
+fn page_tenant_of(page: &Page, h: u64) -> usize {
+    page.tenant_of_hash(h)
+        .expect("entry's bucket is hosted here")
+}
+
+/// Places an entry in `page` as tenant `tenant` at `depth`: the first piece from its home, up to
+/// the page's probe limit, with room. Returns (piece, length), or None if no piece has room.
+#[inline]
+fn place<C: Codec>(
+    page: &mut Page,
+    h: u64,
+    tenant: usize,
+    depth: u8,
+    mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+) -> Option<(usize, usize)> {
+    let (home, hint) = (home_of(h), hint_of(h));
+    let mut buf = [0u8; PIECE_BYTES];
+    // The length at distance 0 is the shortest the entry gets: pieces without room for it are
+    // skipped without re-encoding.
+    let shortest = encode(
+        Placement {
+            tenant,
+            depth,
+            distance: 0,
+        },
+        &mut buf,
+    );
+    let mut len = shortest;
+    // Piece 0 holds only 5 payload bytes (the header takes the rest), so entries homed there
+    // get one extra piece.
+    for distance in 0..page.probe_limit() + usize::from(home == 0) {
+        let piece = (home + distance) % PIECE_COUNT;
+        if !page.fits(piece, shortest) {
+            continue;
+        }
+        if distance > 0 && C::DISTANCE_DEPENDENT {
+            len = encode(
+                Placement {
+                    tenant,
+                    depth,
+                    distance,
+                },
+                &mut buf,
+            );
+        }
+        if page.fits(piece, len) {
+            page.push(piece, hint, &buf[..len]);
+            page.raise_spill(home, distance);
+            return Some((piece, len));
+        }
+    }
+    None
+}
+
+/// Iterator over a table's entries (see [`Table::entries`]).
+#[derive(Debug)]
+pub struct Entries<'a, C> {
+    table: &'a Table<C>,
+    page: usize,
+    piece: usize,
+    index: usize,
+    offset: usize,
+    depths: Depths,
+}
+
+impl<'a, C: Codec> Iterator for Entries<'a, C> {
+    type Item = (&'a Page, usize, u8, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Bounded: each round advances an entry, a piece or a page.
+        loop {
+            let ptr = *self.table.pages.get(self.page)?;
+            let page = pg(ptr);
+            if self.piece == 0 && self.index == 0 {
+                self.depths = Table::<C>::depths(page);
+            }
+            if self.piece == PIECE_COUNT {
+                self.page += 1;
+                self.piece = 0;
+                continue;
+            }
+            if self.index < page.piece_count(self.piece) {
+                let entries = page.entries(self.piece);
+                let len = C::len_of(self.depths, &entries[self.offset..]);
+                let item = (
+                    page,
+                    self.piece,
+                    page.hints(self.piece)[self.index],
+                    &entries[self.offset..self.offset + len],
+                );
+                self.index += 1;
+                self.offset += len;
+                return Some(item);
+            }
+            self.piece += 1;
+            self.index = 0;
+            self.offset = 0;
+        }
+    }
+}

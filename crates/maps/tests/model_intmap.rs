@@ -1,0 +1,293 @@
+//! Seeded model-based randomized tests of `IntMap`/`IntSet` against `std::collections::HashMap`.
+//! Each run toggles operation kinds at random and validates every page after every operation.
+
+use heap::Heap;
+use maps::{Config, IntMap, IntSet, MapError};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+/// Debug builds run a quarter of the operations (the release suite is the thorough one).
+const SCALE: usize = if cfg!(debug_assertions) { 4 } else { 1 };
+
+use std::collections::{HashMap, HashSet};
+
+fn config(seed: u64, probe: u8) -> Config {
+    Config {
+        probe_count_max: probe,
+        seed: Some(seed),
+        ..Config::default()
+    }
+}
+
+/// Keys from one of several distributions, chosen per run.
+fn key(rng: &mut SmallRng, kind: u32, space: u64) -> u64 {
+    match kind {
+        0 => rng.gen_range(0..space), // small, sequential-ish: literal form
+        1 => rng.gen_range(0..space).wrapping_mul(0x9e37_79b9_7f4a_7c15), // random 64-bit
+        _ => {
+            if rng.gen_bool(0.5) {
+                rng.gen_range(0..space)
+            } else {
+                u64::MAX - rng.gen_range(0..space)
+            }
+        }
+    }
+}
+
+fn value(rng: &mut SmallRng) -> u64 {
+    match rng.gen_range(0..4) {
+        0 => 0,
+        1 => rng.gen_range(0..300),
+        2 => rng.r#gen(),
+        _ => u64::MAX,
+    }
+}
+
+fn run(seed: u64, ops: usize, space: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut heap = Heap::new().unwrap();
+    let probe = [1u8, 2, 4, 16, 128][rng.gen_range(0..5)];
+    let mut map = IntMap::with_config(&mut heap, &config(seed, probe)).unwrap();
+    let mut model: HashMap<u64, u64> = HashMap::new();
+    let kind = rng.gen_range(0..3);
+    // Operation kinds toggled per run: insert always on, others at random.
+    let enabled: [bool; 5] = std::array::from_fn(|_| rng.gen_bool(0.7));
+    let grow_phase = ops / 2;
+    for step in 0..ops {
+        let op = rng.gen_range(0..6);
+        let k = key(&mut rng, kind, space);
+        match op {
+            0 | 1 => {
+                let v = value(&mut rng);
+                assert_eq!(
+                    map.insert(&mut heap, k, v).unwrap(),
+                    model.insert(k, v),
+                    "insert {k}"
+                );
+            }
+            2 if enabled[0] || step > grow_phase => {
+                assert_eq!(map.remove(&mut heap, k), model.remove(&k), "remove {k}");
+            }
+            3 if enabled[1] => {
+                // Remove an existing key (removals of absent keys alone would rarely hit).
+                if let Some(&k) = model.keys().next() {
+                    assert_eq!(map.remove(&mut heap, k), model.remove(&k));
+                }
+            }
+            4 if enabled[2] => assert_eq!(map.get(k), model.get(&k).copied(), "get {k}"),
+            5 if enabled[3] && step % 64 == 0 => {
+                let got: HashMap<u64, u64> = map.iter().collect();
+                assert_eq!(got.len(), map.len());
+                assert_eq!(got, model);
+            }
+            _ if enabled[4] && step % 97 == 0 => {
+                if let Some((k, v)) = map.sample(rng.r#gen()) {
+                    assert_eq!(model.get(&k), Some(&v));
+                } else {
+                    assert!(model.is_empty());
+                }
+            }
+            _ => {}
+        }
+        assert_eq!(map.len(), model.len());
+        map.validate(&heap)
+            .unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+    }
+    for (k, v) in &model {
+        assert_eq!(map.get(*k), Some(*v));
+    }
+    map.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_matches_hashmap() {
+    for seed in 0..12 {
+        run(
+            seed,
+            6_000 / SCALE,
+            if seed % 2 == 0 { 3_000 } else { 1 << 40 },
+        );
+    }
+}
+
+#[test]
+fn intmap_large_then_drain_merges_down_to_one_page() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::with_config(&mut heap, &config(1, 16)).unwrap();
+    let mut rng = SmallRng::seed_from_u64(3);
+    let keys: Vec<u64> = (0..60_000).map(|_| rng.r#gen()).collect();
+    for (i, &k) in keys.iter().enumerate() {
+        map.insert(&mut heap, k, i as u64).unwrap();
+    }
+    map.validate(&heap).unwrap();
+    let grown = map.shape();
+    assert!(grown.page_count > 50 && grown.global_depth > 5, "{grown:?}");
+    for (i, &k) in keys.iter().enumerate().skip(10) {
+        assert_eq!(map.remove(&mut heap, k), Some(i as u64));
+        if i % 1000 == 0 {
+            map.validate(&heap).unwrap();
+        }
+    }
+    map.validate(&heap).unwrap();
+    let shrunk = map.shape();
+    assert_eq!(shrunk.page_count, 1, "{shrunk:?}");
+    assert_eq!(shrunk.global_depth, 0, "{shrunk:?}");
+    for (i, &k) in keys.iter().enumerate().take(10) {
+        assert_eq!(map.get(k), Some(i as u64));
+    }
+    map.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_all_keys_colliding_on_hint_and_home() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::with_config(&mut heap, &config(9, 16)).unwrap();
+    let mut rng = SmallRng::seed_from_u64(4);
+    // Keys whose hashes share hint and home piece: only the prefix and rest bits differ.
+    let keys: Vec<u64> = (0..3_000)
+        .map(|_| {
+            let h: u64 = rng.r#gen();
+            map.key_of_hash((h & !0x7fff) | (0xAB << 7) | 5)
+        })
+        .collect();
+    for (i, &k) in keys.iter().enumerate() {
+        map.insert(&mut heap, k, i as u64).unwrap();
+        if i % 100 == 0 {
+            map.validate(&heap).unwrap();
+        }
+    }
+    map.validate(&heap).unwrap();
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(map.get(k), Some(i as u64));
+    }
+    map.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_at_maximum_depth_probes_the_whole_page_then_reports_full() {
+    let mut heap = Heap::new().unwrap();
+    let cfg = Config {
+        depth_max: 2,
+        probe_count_max: 4,
+        seed: Some(5),
+        ..Config::default()
+    };
+    let mut map = IntMap::with_config(&mut heap, &cfg).unwrap();
+    let mut model = HashMap::new();
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut full = false;
+    for i in 0..100_000u64 {
+        let k: u64 = rng.r#gen();
+        match map.insert(&mut heap, k, i) {
+            Ok(_) => {
+                model.insert(k, i);
+            }
+            Err(MapError::Full) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(full);
+    map.validate(&heap).unwrap();
+    let shape = map.shape();
+    assert_eq!(shape.global_depth, 2);
+    // Four pages probing all 128 pieces: over 80% of the payload bytes used when the first insert
+    // fails (16-byte entries leave 13 bytes of each 61-byte piece unusable).
+    assert!(shape.fill_ratio > 0.8, "{shape:?}");
+    assert_eq!(map.iter().collect::<HashMap<_, _>>(), model);
+    map.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_scan_with_concurrent_mutation_returns_every_stable_key() {
+    for seed in 0..6 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut heap = Heap::new().unwrap();
+        let mut map = IntMap::with_config(&mut heap, &config(seed, 16)).unwrap();
+        let stable: Vec<u64> = (0..5_000).map(|_| rng.r#gen()).collect();
+        for &k in &stable {
+            map.insert(&mut heap, k, 1).unwrap();
+        }
+        let mut churn: Vec<u64> = Vec::new();
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut steps = 0;
+        loop {
+            cursor = map.scan(&heap, cursor, |k, _| {
+                seen.insert(k);
+            });
+            steps += 1;
+            // Grow and shrink between steps so buckets split and merge under the cursor.
+            let n = rng.gen_range(0..400);
+            if rng.gen_bool(0.5) {
+                for _ in 0..n {
+                    let k = rng.r#gen();
+                    map.insert(&mut heap, k, 2).unwrap();
+                    churn.push(k);
+                }
+            } else {
+                for _ in 0..n.min(churn.len()) {
+                    let k = churn.swap_remove(rng.gen_range(0..churn.len()));
+                    map.remove(&mut heap, k);
+                }
+            }
+            map.validate(&heap).unwrap();
+            if cursor == 0 {
+                break;
+            }
+            assert!(steps < 100_000);
+        }
+        for k in &stable {
+            assert!(seen.contains(k), "seed {seed}: key {k} missed by scan");
+        }
+        map.destroy(&mut heap);
+    }
+}
+
+#[test]
+fn intset_matches_hashset() {
+    let mut rng = SmallRng::seed_from_u64(77);
+    let mut heap = Heap::new().unwrap();
+    let mut set = IntSet::with_config(&mut heap, &config(77, 16)).unwrap();
+    let mut model = HashSet::new();
+    for _ in 0..20_000 {
+        let k = rng.gen_range(0..5_000u64) * 7919;
+        if rng.gen_bool(0.6) {
+            assert_eq!(set.insert(&mut heap, k).unwrap(), model.insert(k));
+        } else {
+            assert_eq!(set.remove(&mut heap, k), model.remove(&k));
+        }
+        assert_eq!(set.contains(k), model.contains(&k));
+    }
+    set.validate(&heap).unwrap();
+    assert_eq!(set.iter().collect::<HashSet<_>>(), model);
+    set.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_clear_and_value_growth_in_place() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::with_config(&mut heap, &config(2, 16)).unwrap();
+    // Values grow from 0 bytes to 8 bytes: entries outgrow their pieces and move.
+    for round in 0..4u32 {
+        for k in 0..20_000u64 {
+            let v = if round == 3 {
+                u64::MAX - k
+            } else {
+                k << (20 * round)
+            };
+            map.insert(&mut heap, k * 977, v).unwrap();
+        }
+        map.validate(&heap).unwrap();
+    }
+    for k in 0..20_000u64 {
+        assert_eq!(map.get(k * 977), Some(u64::MAX - k));
+    }
+    map.clear(&mut heap).unwrap();
+    assert!(map.is_empty() && map.get(977).is_none());
+    map.insert(&mut heap, 1, 2).unwrap();
+    assert_eq!(map.get(1), Some(2));
+    map.destroy(&mut heap);
+    assert_eq!(heap.stats().requested_bytes, 0);
+}
