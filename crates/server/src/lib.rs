@@ -10,16 +10,17 @@
 //! ```
 //!
 //! # Threading model
-//! `io-threads` threads (default: the machine's cores, at most 8) each accept connections on their
+//! `io-threads` threads (default: half the machine's cores, 1 to 8) each accept connections on their
 //! own `SO_REUSEPORT` socket and run them to completion in one mio event loop: no hand-off between
 //! threads on the request path. The keyspace is cut into `shards` (default 8) by a per-process
 //! seeded hash of the key; each shard is one `Mutex<store::Shard>` owning its own heap, so the heap's
 //! single-owner contract holds (whoever holds the lock owns the heap). A command locks the shards of
 //! its keys in ascending order, runs, and unlocks: two commands on different shards run in
 //! parallel, multi-key commands are atomic, and no lock order can deadlock. Commands over the whole
-//! keyspace (KEYS, SCAN, DBSIZE, FLUSHALL, INFO) and EXEC lock every shard. With 2 cores this beats
-//! a single-threaded loop because parsing, replying and syscalls — most of a small command's cost —
-//! run in parallel; a later step can pin one shard per core and route requests to it.
+//! keyspace (KEYS, SCAN, DBSIZE, FLUSHALL, INFO) and EXEC lock every shard. On a 2-core host the
+//! default is one loop (the other core serves the kernel's network stack and the clients); with
+//! more cores, loops run commands on different shards in parallel. A later step can pin one shard
+//! per core and route requests to it.
 
 pub mod client;
 pub mod command;

@@ -145,7 +145,10 @@ pub struct Shard {
     dbs: Vec<Db>,
     pub shapes: ShapeTree,
     map_config: maps::Config,
-    scratch: Vec<u8>,
+    /// The value bytes of the entry being written (TTL prefix + payload).
+    value_buf: Vec<u8>,
+    /// The payload of the string being written.
+    string_buf: Vec<u8>,
     expired_keys: u64,
 }
 
@@ -162,7 +165,8 @@ impl Shard {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
             shapes: ShapeTree::default(),
             map_config: config.map,
-            scratch: Vec::with_capacity(256),
+            value_buf: Vec::with_capacity(256),
+            string_buf: Vec::with_capacity(256),
             expired_keys: 0,
         })
     }
@@ -246,7 +250,10 @@ impl Shard {
         }
     }
 
-    /// Stores `payload` under `key` with `tag`. Returns whether a live key was replaced.
+    /// Stores `payload` under `key` with `tag`, replacing whatever was there.
+    ///
+    /// One lookup: the map's replace reports the meta of the entry it overwrote, which says
+    /// whether the TTL count changes. Only `Ttl::Keep` reads the old entry first, for its TTL.
     pub fn put(
         &mut self,
         db: usize,
@@ -255,32 +262,32 @@ impl Shard {
         payload: &[u8],
         ttl: Ttl,
         now_ms: u64,
-    ) -> Result<bool, StoreError> {
-        let old = self.with_entry(db, key, now_ms, |e| e.expire_at_ms);
+    ) -> Result<(), StoreError> {
         let expire_at = match ttl {
             Ttl::Clear => None,
-            Ttl::Keep => old.flatten(),
             Ttl::At(at) => Some(at),
+            Ttl::Keep => self
+                .with_entry(db, key, now_ms, |e| e.expire_at_ms)
+                .flatten(),
         };
         let d = &mut self.dbs[db];
         if d.keys.is_none() {
             d.keys = Some(PageHash::with_config(&mut self.heap, &self.map_config)?);
         }
-        self.scratch.clear();
+        self.value_buf.clear();
         if let Some(at) = expire_at {
-            self.scratch.extend_from_slice(&at.to_le_bytes());
+            self.value_buf.extend_from_slice(&at.to_le_bytes());
         }
-        self.scratch.extend_from_slice(payload);
+        self.value_buf.extend_from_slice(payload);
         let meta = Meta::new(tag, expire_at.is_some(), 0);
         let keys = d.keys.as_mut().expect("created above");
-        keys.insert_with_meta(&mut self.heap, key, &self.scratch, meta)?;
-        let had_ttl = old.flatten().is_some();
-        match (had_ttl, expire_at.is_some()) {
+        let old = keys.replace_with_meta(&mut self.heap, key, &self.value_buf, meta)?;
+        match (old.is_some_and(Meta::has_ttl), expire_at.is_some()) {
             (false, true) => d.expires += 1,
             (true, false) => d.expires -= 1,
             _ => {}
         }
-        Ok(old.is_some())
+        Ok(())
     }
 
     /// Stores a string value, choosing its encoding (integer, embstr or raw).
@@ -291,14 +298,12 @@ impl Shard {
         value: &[u8],
         ttl: Ttl,
         now_ms: u64,
-    ) -> Result<bool, StoreError> {
-        let mut payload = std::mem::take(&mut self.scratch);
+    ) -> Result<(), StoreError> {
+        let mut payload = std::mem::take(&mut self.string_buf);
         payload.clear();
         let tag = crate::value::encode_string(value, &mut payload);
-        let result = self.put(db, key, tag, &payload.clone(), ttl, now_ms);
-        if self.scratch.capacity() < payload.capacity() {
-            self.scratch = payload;
-        }
+        let result = self.put(db, key, tag, &payload, ttl, now_ms);
+        self.string_buf = payload;
         result
     }
 
