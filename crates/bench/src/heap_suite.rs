@@ -14,10 +14,8 @@
 //! `<not supported>` (virtual machines, including the development machine) the scan is compared
 //! by time alone, and the output says so.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
@@ -235,44 +233,7 @@ fn run_child(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start child: {e}"))?;
-    // Both pipes are drained on their own threads so a chatty child can never block on a full
-    // pipe while we wait for it.
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break Some(status);
-        }
-        if Instant::now() >= deadline {
-            // Our own child, by its handle.
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        thread::sleep(Duration::from_millis(20));
-    };
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
+    let (status, stdout, stderr) = crate::machine::wait_with_timeout(&mut child, timeout)?;
     let tail = || {
         let lines: Vec<&str> = stderr.lines().collect();
         lines[lines.len().saturating_sub(12)..].join("\n")

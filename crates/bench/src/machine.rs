@@ -152,6 +152,54 @@ pub fn parse_perf_csv(stderr: &str) -> Option<u64> {
     })
 }
 
+/// Waits for `child` for at most `timeout`, killing it (our own child, by its handle) past that.
+/// Both pipes are drained on their own threads so a chatty child can never block on a full pipe
+/// while we wait. Returns the exit status (`None` when killed), stdout and stderr.
+pub fn wait_with_timeout(
+    child: &mut std::process::Child,
+    timeout: std::time::Duration,
+) -> Result<(Option<std::process::ExitStatus>, String, String), String> {
+    use std::io::Read;
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break Some(status);
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok((
+        status,
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default(),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{cpu_model, iso8601_utc, parse_perf_csv, parse_stat_minflt, parse_status};

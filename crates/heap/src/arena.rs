@@ -17,7 +17,7 @@
 //! disjoint, non-adjacent, and lie below `committed_megablocks`;
 //! `free_megablocks == Σ len(free_ranges)`.
 
-use crate::desc::{BlockDesc, DescPtr};
+use crate::desc::{BlockDesc, DescPtr, NIL};
 use crate::{BLOCK_BYTES, BLOCKS_PER_MEGABLOCK, HeapError, MEGABLOCK_BYTES, os};
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
@@ -161,6 +161,36 @@ impl Arena {
         #[allow(clippy::cast_ptr_alignment)]
         unsafe {
             DescPtr::new(self.base.as_ptr().add(offset).cast::<BlockDesc>())
+        }
+    }
+}
+
+impl Arena {
+    /// Pushes `block` at the front of the descriptor list starting at `*head` (free-run lists,
+    /// partial-slab lists: each is doubly linked through the descriptors' `next`/`prev`).
+    pub fn list_push<const DESC_BYTES: usize>(&self, head: &mut u32, block: u32) {
+        let old = *head;
+        self.desc::<DESC_BYTES>(block).update(|d| {
+            d.next = old;
+            d.prev = NIL;
+        });
+        if old != NIL {
+            self.desc::<DESC_BYTES>(old).update(|d| d.prev = block);
+        }
+        *head = block;
+    }
+
+    /// Unlinks the block whose descriptor is `desc` from the list starting at `*head`.
+    pub fn list_unlink<const DESC_BYTES: usize>(&self, head: &mut u32, desc: &BlockDesc) {
+        if desc.prev == NIL {
+            *head = desc.next;
+        } else {
+            self.desc::<DESC_BYTES>(desc.prev)
+                .update(|d| d.next = desc.next);
+        }
+        if desc.next != NIL {
+            self.desc::<DESC_BYTES>(desc.next)
+                .update(|d| d.prev = desc.prev);
         }
     }
 }

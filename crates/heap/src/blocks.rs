@@ -283,13 +283,10 @@ impl<const D: usize> Heap<D> {
 
     fn push_run(&mut self, head: u32, len: u32, dirty: u32) {
         debug_assert!((1..=RUN_MAX).contains(&len) && dirty <= len);
-        let old = self.runs.heads[len as usize];
         self.arena.desc::<D>(head).update(|d| {
             d.kind = kind::FREE;
             d.blocks = len;
             d.aux = dirty;
-            d.next = old;
-            d.prev = NIL;
         });
         if len > 1 {
             self.arena.desc::<D>(head + len - 1).update(|d| {
@@ -297,10 +294,8 @@ impl<const D: usize> Heap<D> {
                 d.blocks = len - 1;
             });
         }
-        if old != NIL {
-            self.arena.desc::<D>(old).update(|d| d.prev = head);
-        }
-        self.runs.heads[len as usize] = head;
+        self.arena
+            .list_push::<D>(&mut self.runs.heads[len as usize], head);
         self.runs.nonempty[len as usize / 64] |= 1 << (len % 64);
         self.runs.free_blocks += len as u64;
         self.runs.dirty_blocks += dirty as u64;
@@ -311,20 +306,10 @@ impl<const D: usize> Heap<D> {
         let desc = self.arena.desc::<D>(head).get();
         debug_assert_eq!(desc.kind, kind::FREE);
         let len = desc.blocks;
-        if desc.prev == NIL {
-            self.runs.heads[len as usize] = desc.next;
-            if desc.next == NIL {
-                self.runs.nonempty[len as usize / 64] &= !(1 << (len % 64));
-            }
-        } else {
-            self.arena
-                .desc::<D>(desc.prev)
-                .update(|d| d.next = desc.next);
-        }
-        if desc.next != NIL {
-            self.arena
-                .desc::<D>(desc.next)
-                .update(|d| d.prev = desc.prev);
+        self.arena
+            .list_unlink::<D>(&mut self.runs.heads[len as usize], &desc);
+        if self.runs.heads[len as usize] == NIL {
+            self.runs.nonempty[len as usize / 64] &= !(1 << (len % 64));
         }
         self.runs.free_blocks -= len as u64;
         self.runs.dirty_blocks -= desc.aux as u64;

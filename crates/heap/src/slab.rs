@@ -150,33 +150,15 @@ impl<const D: usize> Heap<D> {
     }
 
     fn push_partial(&mut self, class: usize, head: u32) {
-        let old = self.slabs.classes[class].partial;
-        self.arena.desc::<D>(head).update(|d| {
-            d.next = old;
-            d.prev = NIL;
-        });
-        if old != NIL {
-            self.arena.desc::<D>(old).update(|d| d.prev = head);
-        }
         let c = &mut self.slabs.classes[class];
-        c.partial = head;
+        self.arena.list_push::<D>(&mut c.partial, head);
         c.partial_count += 1;
     }
 
     fn unlink_partial(&mut self, class: usize, head: u32) {
         let desc = self.arena.desc::<D>(head).get();
-        if desc.prev == NIL {
-            self.slabs.classes[class].partial = desc.next;
-        } else {
-            self.arena
-                .desc::<D>(desc.prev)
-                .update(|d| d.next = desc.next);
-        }
-        if desc.next != NIL {
-            self.arena
-                .desc::<D>(desc.next)
-                .update(|d| d.prev = desc.prev);
-        }
-        self.slabs.classes[class].partial_count -= 1;
+        let c = &mut self.slabs.classes[class];
+        self.arena.list_unlink::<D>(&mut c.partial, &desc);
+        c.partial_count -= 1;
     }
 }
