@@ -10,8 +10,8 @@
 //! ```
 //!
 //! # Threading model
-//! `io-threads` threads (default: half the machine's cores, 1 to 8) each accept connections on their
-//! own `SO_REUSEPORT` socket and run them to completion in one mio event loop: no hand-off between
+//! `io-threads` threads (default: half the machine's cores, 1 to 8) each accept connections from the
+//! shared listening socket and run them to completion in one mio event loop: no hand-off between
 //! threads on the request path. The keyspace is cut into `shards` (default 8) by a per-process
 //! seeded hash of the key; each shard is one `Mutex<store::Shard>` owning its own heap, so the heap's
 //! single-owner contract holds (whoever holds the lock owns the heap). A command locks the shards of

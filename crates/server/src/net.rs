@@ -1,9 +1,10 @@
-//! The network loop: `io-threads` threads, each with its own listening socket on the shared port
-//! (`SO_REUSEPORT`, so the kernel spreads connections) and its own mio event loop owning its
-//! connections from accept to close.
+//! The network loop: `io-threads` threads, each polling a clone of the listening socket (they share
+//! its accept queue; whichever thread accepts owns the connection) in its own mio event loop, from
+//! accept to close. The port is bound without `SO_REUSEPORT`, as Redis binds it, so a second
+//! server on the same port fails to start instead of silently sharing it.
 //!
 //! ```text
-//!  readable ─▶ read ≤ 64 KiB ─▶ parse every complete request ─▶ dispatch (lock shards, run,
+//!  readable ─▶ read ≤ 16 KiB ─▶ parse every complete request ─▶ dispatch (lock shards, run,
 //!      ▲                                                            reply into the output buffer)
 //!      └──── until the socket would block, or the output holds ≥ OUTPUT_PAUSE_BYTES ──┐
 //!  writable ─▶ write the output buffer ─▶ resume reading if it was paused ◀──────────────┘
@@ -92,28 +93,23 @@ pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::Tcp
                 ));
             }
         };
-        let mut bound = Vec::new();
-        for _ in 0..threads {
-            match listen(SocketAddr::new(ip, port), config.tcp_backlog) {
-                Ok(l) => {
-                    port = l.local_addr()?.port();
-                    bound.push(l);
-                }
-                Err(_) if optional => {
-                    bound.clear();
-                    break;
-                }
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("Could not create server TCP listening socket {host}:{port}: {e}"),
-                    ));
-                }
+        let listener = match listen(SocketAddr::new(ip, port), config.tcp_backlog) {
+            Ok(l) => l,
+            Err(_) if optional => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {host}:{port}: {e}"),
+                ));
             }
+        };
+        port = listener.local_addr()?.port();
+        // Every thread polls a clone of the one socket: they share its accept queue, and no other
+        // process can bind the port beside us (SO_REUSEPORT would let one, silently).
+        for list in per_thread.iter_mut().skip(1) {
+            list.push(listener.try_clone()?);
         }
-        for (t, l) in bound.into_iter().enumerate() {
-            per_thread[t].push(l);
-        }
+        per_thread[0].push(listener);
     }
     if per_thread[0].is_empty() {
         return Err(io::Error::new(
@@ -133,7 +129,6 @@ fn listen(addr: SocketAddr, backlog: u32) -> io::Result<std::net::TcpListener> {
     };
     let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
-    socket.set_reuse_port(true)?;
     if addr.is_ipv6() {
         socket.set_only_v6(true)?;
     }

@@ -572,3 +572,22 @@ fn quit_replies_then_closes() {
         assert_closes_with(server, b"PING\r\nQUIT\r\nPING\r\n", b"+PONG\r\n+OK\r\n");
     }
 }
+
+/// A second server on a port densekv holds fails to start, as redis-server does, instead of
+/// silently sharing the port and taking some of its connections.
+#[test]
+fn second_server_on_the_same_port_fails_to_start() {
+    let first = Server::densekv(&[]);
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_densekv"))
+        .args(["--port", &first.port.to_string(), "--bind", "127.0.0.1"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("run a second densekv");
+    assert!(
+        !status.success(),
+        "the second server must exit with an error"
+    );
+    // The first one still answers.
+    assert_eq!(first.connect().cmd(&["PING"]), b"+PONG\r\n");
+}

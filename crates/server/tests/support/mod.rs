@@ -139,8 +139,13 @@ impl Server {
                 return Err(format!("exited with {status}: {stderr}"));
             }
             if let Ok(mut client) = Client::try_connect(self.port) {
-                // A server started with requirepass answers NOAUTH: that is ready too.
-                let reply = client.command(&[b"INFO", b"server"]);
+                // A server started with requirepass answers NOAUTH: that is ready too. A probe
+                // that fails (a server still starting or stopping on the port) is not ready yet.
+                let sent = client.stream.write_all(&encode(&[b"INFO", b"server"]));
+                let Some(reply) = sent.ok().and_then(|()| client.try_read_reply().ok()) else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
                 if reply.starts_with(b"-NOAUTH") {
                     return Ok(());
                 }
