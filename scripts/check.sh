@@ -28,5 +28,7 @@ if [ -d tests/python ]; then
   echo "== client tests (redis-py, pytest)"
   python3 -m pip install -q --disable-pip-version-check redis pytest >/dev/null
   cargo build --release -p server
-  DENSEKV_BIN="$PWD/target/release/densekv" python3 -m pytest tests/python -q
+  target_dir=$(cargo metadata --format-version 1 --no-deps \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+  DENSEKV_BIN="$target_dir/release/densekv" python3 -m pytest tests/python -q
 fi
