@@ -524,6 +524,9 @@ fn cron(
     let budget = Duration::from_micros(250_000 / u64::from(hz));
     let started = Instant::now();
     let now = unix_ms();
+    if index == 0 {
+        server.sample_ops(now);
+    }
     for shard_index in (index..server.shard_count()).step_by(threads) {
         let mut shard = server.lock_shard(shard_index);
         for db in 0..shard.databases() {

@@ -122,10 +122,17 @@ pub struct Server {
     pub shutdown: AtomicBool,
     pub started: Instant,
     pub started_unix_ms: u64,
+    /// Highest `used_memory` seen (INFO, MEMORY STATS and the cron update it).
+    pub used_memory_peak: AtomicU64,
+    /// Samples of (ms, total commands) for `instantaneous_ops_per_sec`.
+    pub ops_samples: Mutex<std::collections::VecDeque<(u64, u64)>>,
     pub run_id: String,
     pub wakers: RwLock<Vec<Arc<mio::Waker>>>,
     pub port: AtomicUsize,
 }
+
+/// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
+const OPS_SAMPLES: usize = 16;
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> u64 {
@@ -172,6 +179,8 @@ impl Server {
             shutdown: AtomicBool::new(false),
             started: Instant::now(),
             started_unix_ms: unix_ms(),
+            used_memory_peak: AtomicU64::new(0),
+            ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,
             wakers: RwLock::new(Vec::new()),
         })
@@ -256,6 +265,32 @@ impl Server {
                 c.watch_dirty.store(true, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Records the command counter for the ops/sec estimate (called from thread 0's cron).
+    pub fn sample_ops(&self, now_ms: u64) {
+        let total = self.stats.commands_processed.load(Ordering::Relaxed);
+        let mut samples = self.ops_samples.lock();
+        if samples.len() == OPS_SAMPLES {
+            samples.pop_front();
+        }
+        samples.push_back((now_ms, total));
+    }
+
+    /// Commands per second over the sampled window, as Redis's `getInstantaneousMetric`.
+    pub fn instantaneous_ops_per_sec(&self) -> u64 {
+        let samples = self.ops_samples.lock();
+        match (samples.front(), samples.back()) {
+            (Some(&(t0, c0)), Some(&(t1, c1))) if t1 > t0 => (c1 - c0) * 1000 / (t1 - t0),
+            _ => 0,
+        }
+    }
+
+    /// Raises the recorded peak to `used` and returns the peak.
+    pub fn note_used_memory(&self, used: u64) -> u64 {
+        self.used_memory_peak
+            .fetch_max(used, Ordering::Relaxed)
+            .max(used)
     }
 
     /// Counts an error reply by its code (INFO errorstats).

@@ -175,6 +175,11 @@ impl Shard {
         &self.heap
     }
 
+    /// Gives the shard heap's freed-but-resident memory back to the OS now (MEMORY PURGE).
+    pub fn purge(&mut self) {
+        self.heap.purge();
+    }
+
     pub fn databases(&self) -> usize {
         self.dbs.len()
     }

@@ -111,8 +111,23 @@ pub fn encode_string(value: &[u8], out: &mut Vec<u8>) -> u8 {
 
 /// Appends the payload of an integer.
 pub fn encode_int(i: i64, out: &mut Vec<u8>) -> u8 {
-    put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
+    let mut fixed = [0u8; 10];
+    let len = encode_int_into(i, &mut fixed);
+    out.extend_from_slice(&fixed[..len]);
     tag::STR_INT
+}
+
+/// Writes the payload of an integer into `out` (10 bytes hold any i64); returns its length.
+pub fn encode_int_into(i: i64, out: &mut [u8; 10]) -> usize {
+    let mut v = ((i << 1) ^ (i >> 63)) as u64;
+    let mut n = 0;
+    while v >= 0x80 {
+        out[n] = v as u8 | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    out[n] = v as u8;
+    n + 1
 }
 
 /// The integer of a `STR_INT` payload.
@@ -196,6 +211,14 @@ mod tests {
         assert_eq!(out.len(), 5);
         out.clear();
         assert_eq!(encode_string(&[b'x'; 45], &mut out), tag::STR_RAW);
+        for i in [0, -1, 1 << 40, i64::MIN, i64::MAX] {
+            let mut fixed = [0u8; 10];
+            let len = encode_int_into(i, &mut fixed);
+            assert_eq!(decode_int(&fixed[..len]), i);
+            let mut grown = Vec::new();
+            encode_int(i, &mut grown);
+            assert_eq!(grown, &fixed[..len]);
+        }
         assert_eq!(
             encoding_name(encode_string(&[b'x'; 44], &mut Vec::new())),
             "embstr"

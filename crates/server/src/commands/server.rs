@@ -176,13 +176,14 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mem = memory_totals(ctx);
     let rss = rss_bytes();
     let used = mem.allocated;
+    let peak = server.note_used_memory(used);
     section("memory", true, &mut |t| {
         let _ = write!(
             t,
-            "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{used}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
+            "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
             human(used),
             human(rss),
-            human(used),
+            human(peak),
             mem.allocated,
             mem.resident,
             mem.resident,
@@ -231,9 +232,10 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     section("stats", true, &mut |t| {
         let _ = write!(
             t,
-            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:0\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
             st.connections_received.load(Ordering::Relaxed),
             st.commands_processed.load(Ordering::Relaxed),
+            server.instantaneous_ops_per_sec(),
             st.net_input_bytes.load(Ordering::Relaxed),
             st.net_output_bytes.load(Ordering::Relaxed),
             st.rejected_connections.load(Ordering::Relaxed),
@@ -784,9 +786,10 @@ pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             ctx.locks.iter_mut().map(|s| s.len(db)).sum()
         };
         let rss = rss_bytes();
+        let peak = ctx.server.note_used_memory(mem.allocated);
         ctx.out.map_len(8);
         for (name, value) in [
-            ("peak.allocated", mem.allocated),
+            ("peak.allocated", peak),
             ("total.allocated", mem.allocated),
             ("dataset.bytes", mem.allocated),
             ("keys.count", keys as u64),
@@ -820,6 +823,9 @@ pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         );
         ctx.out.verbatim(text.as_bytes(), *b"txt");
     } else if is(sub, "purge") {
+        for shard in ctx.locks.iter_mut() {
+            shard.purge();
+        }
         ctx.ok();
     } else if is(sub, "help") && args.len() == 2 {
         help(

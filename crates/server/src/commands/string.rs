@@ -438,18 +438,20 @@ pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
     let (db, now) = (ctx.db(), ctx.now_ms);
+    // The read also yields the TTL, so the write keeps it without reading the key again.
     let current = ctx.shard(key).with_entry(db, key, now, |e| {
         if !is_string(e.tag) {
             return Err(true);
         }
+        let ttl = e.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
         match Str::of(e.tag, e.payload) {
-            Str::Int(i) => Ok(i),
-            Str::Bytes(b) => value::parse_i64(b).ok_or(false),
+            Str::Int(i) => Ok((i, ttl)),
+            Str::Bytes(b) => value::parse_i64(b).map(|i| (i, ttl)).ok_or(false),
         }
     });
-    let current = match current {
-        None => 0,
-        Some(Ok(i)) => i,
+    let (current, ttl) = match current {
+        None => (0, Ttl::Clear),
+        Some(Ok(pair)) => pair,
         Some(Err(true)) => return ctx.wrong_type(),
         Some(Err(false)) => return ctx.not_integer(),
     };
@@ -457,11 +459,11 @@ fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
         ctx.error("ERR increment or decrement would overflow");
         return;
     };
-    let mut payload = Vec::with_capacity(10);
-    let tag = value::encode_int(next, &mut payload);
+    let mut payload = [0u8; 10];
+    let len = value::encode_int_into(next, &mut payload);
     if ctx
         .shard(key)
-        .put(db, key, tag, &payload, Ttl::Keep, now)
+        .put(db, key, value::tag::STR_INT, &payload[..len], ttl, now)
         .is_err()
     {
         ctx.oom();
