@@ -152,6 +152,15 @@ fn memory(args: &[String]) -> Result<u64, String> {
     parse_memory(one(args)?).ok_or_else(|| "argument must be a memory value".to_string())
 }
 
+/// A memory size of at least 1 MiB (`proto-max-bulk-len`, `client-query-buffer-limit`).
+fn memory_at_least_1mb(args: &[String]) -> Result<u64, String> {
+    let v = memory(args)?;
+    if v < 1024 * 1024 {
+        return Err("argument must be between 1048576 and 9223372036854775807 inclusive".into());
+    }
+    Ok(v)
+}
+
 /// The parameter table: CONFIG GET lists these names in this order.
 pub static PARAMS: &[Param] = &[
     Param {
@@ -308,13 +317,7 @@ pub static PARAMS: &[Param] = &[
         name: "proto-max-bulk-len",
         mutable: true,
         set: |c, a| {
-            let v = memory(a)?;
-            if v < 1024 * 1024 {
-                return Err(
-                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
-                );
-            }
-            c.proto_max_bulk_len = v;
+            c.proto_max_bulk_len = memory_at_least_1mb(a)?;
             Ok(())
         },
         get: |c| c.proto_max_bulk_len.to_string(),
@@ -323,13 +326,7 @@ pub static PARAMS: &[Param] = &[
         name: "client-query-buffer-limit",
         mutable: true,
         set: |c, a| {
-            let v = memory(a)?;
-            if v < 1024 * 1024 {
-                return Err(
-                    "argument must be between 1048576 and 9223372036854775807 inclusive".into(),
-                );
-            }
-            c.client_query_buffer_limit = v;
+            c.client_query_buffer_limit = memory_at_least_1mb(a)?;
             Ok(())
         },
         get: |c| c.client_query_buffer_limit.to_string(),
