@@ -62,7 +62,11 @@ impl ClientState {
 /// The input side of a connection.
 #[derive(Debug)]
 pub struct Input {
+    /// The read buffer. Its length is how much of it has ever been initialized; the received
+    /// bytes are `query[..filled]`, so a read never zeroes memory the buffer already had.
     pub query: Vec<u8>,
+    /// End of the received bytes.
+    pub filled: usize,
     /// Start of the request being parsed; everything before it is consumed.
     pub pos: usize,
     pub parser: Parser,

@@ -304,7 +304,8 @@ fn accept_all(
             Conn {
                 stream,
                 input: Input {
-                    query: Vec::with_capacity(16 << 10),
+                    query: Vec::new(),
+                    filled: 0,
                     pos: 0,
                     parser: Parser::new(limits),
                 },
@@ -362,7 +363,7 @@ fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
     }
     if !more
         && !conn.read_paused
-        && conn.input.query.len() > conn.input.pos
+        && conn.input.filled > conn.input.pos
         && !conn.state.close_after_reply
     {
         more = process(server, conn);
@@ -380,18 +381,21 @@ fn read_chunk(server: &Server, conn: &mut Conn) -> io::Result<usize> {
         Some(missing) if missing >= resp::BIG_ARG_BYTES => missing,
         _ => READ_CHUNK_BYTES,
     };
-    let len = input.query.len();
-    input.query.resize(len + want, 0);
-    let result = conn.stream.read(&mut input.query[len..]);
+    let end = input.filled + want;
+    if input.query.len() < end {
+        // Zeroed once, when the buffer grows; later reads reuse it as it is.
+        input.query.resize(end, 0);
+    }
+    let result = conn.stream.read(&mut input.query[input.filled..end]);
     let n = *result.as_ref().unwrap_or(&0);
-    input.query.truncate(len + n);
+    input.filled += n;
     if n > 0 {
         server
             .stats
             .net_input_bytes
             .fetch_add(n as u64, Ordering::Relaxed);
         let limit = server.config.read().client_query_buffer_limit as usize;
-        if input.query.len() - input.pos > limit {
+        if input.filled - input.pos > limit {
             crate::log::warning("Closing client that reached max query buffer length");
             return Err(io::Error::other("query buffer limit"));
         }
@@ -410,14 +414,14 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     // One clock read per batch, as Redis caches its time per event-loop turn: TTLs are in ms and
     // a batch runs in microseconds.
     let now_ms = unix_ms();
-    while input.pos < input.query.len() && !state.close_after_reply && !state.close_now {
+    while input.pos < input.filled && !state.close_after_reply && !state.close_now {
         if count == COMMANDS_PER_TURN || out.len() >= OUTPUT_PAUSE_BYTES {
             stopped_early = true;
             break;
         }
         let auth_required = !state.authenticated && server.config.read().requirepass.is_some();
         input.parser.set_auth_required(auth_required);
-        let request = match input.parser.parse(&input.query[input.pos..]) {
+        let request = match input.parser.parse(&input.query[input.pos..input.filled]) {
             Ok(Some(request)) => request,
             Ok(None) => break,
             Err(e) => {
@@ -449,11 +453,15 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
             }
         }
     }
-    if input.pos > 0 && (input.pos == input.query.len() || input.pos > input.query.len() / 2) {
-        input.query.drain(..input.pos);
+    if input.pos > 0 && (input.pos == input.filled || input.pos > input.filled / 2) {
+        // Move only the unconsumed bytes to the front; the parser's offsets are relative to
+        // `pos`, so they stay valid.
+        input.query.copy_within(input.pos..input.filled, 0);
+        input.filled -= input.pos;
         input.pos = 0;
-        if input.query.capacity() > (4 << 20) && input.query.len() < (1 << 20) {
-            input.query.shrink_to(64 << 10);
+        if input.query.len() > (4 << 20) && input.filled < (1 << 20) {
+            input.query.truncate((64 << 10).max(input.filled));
+            input.query.shrink_to_fit();
         }
     }
     stopped_early
