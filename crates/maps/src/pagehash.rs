@@ -259,7 +259,7 @@ impl PageHash {
     /// Inserts or overwrites; a new entry gets meta 0, an overwritten one keeps its meta.
     /// Returns whether the key existed.
     pub fn insert(&mut self, heap: &mut Heap, key: &[u8], value: &[u8]) -> Result<bool, MapError> {
-        self.upsert(heap, key, value, None).map(|old| old.is_some())
+        self.upsert(heap, key, value, None, |_| {}).map(|old| old.is_some())
     }
 
     /// Inserts or overwrites, setting the meta byte. Returns whether the key existed.
@@ -270,7 +270,7 @@ impl PageHash {
         value: &[u8],
         meta: Meta,
     ) -> Result<bool, MapError> {
-        self.upsert(heap, key, value, Some(meta))
+        self.upsert(heap, key, value, Some(meta), |_| {})
             .map(|old| old.is_some())
     }
 
@@ -283,7 +283,20 @@ impl PageHash {
         value: &[u8],
         meta: Meta,
     ) -> Result<Option<Meta>, MapError> {
-        self.upsert(heap, key, value, Some(meta))
+        self.upsert(heap, key, value, Some(meta), |_| {})
+    }
+
+    /// `replace_with_meta` that first shows the value it overwrites to `on_old` (the keyspace
+    /// frees the object an overwritten handle points to).
+    pub fn replace_with_meta_then(
+        &mut self,
+        heap: &mut Heap,
+        key: &[u8],
+        value: &[u8],
+        meta: Meta,
+        on_old: impl FnOnce(ValueRef<'_>),
+    ) -> Result<Option<Meta>, MapError> {
+        self.upsert(heap, key, value, Some(meta), on_old)
     }
 
     fn upsert(
@@ -292,6 +305,7 @@ impl PageHash {
         key: &[u8],
         value: &[u8],
         meta: Option<Meta>,
+        on_old: impl FnOnce(ValueRef<'_>),
     ) -> Result<Option<Meta>, MapError> {
         let (h, loc) = self.find(heap, key);
         let mut buf = [0u8; PIECE_BYTES];
@@ -317,6 +331,7 @@ impl PageHash {
             return Ok(None);
         };
         let old = self.table.entry(&loc);
+        on_old(Self::value_ref(heap, old));
         let (k, v) = parse(old);
         let key_handle = k.out_of_line.then(|| raw::get_handle(&old[k.at..]));
         let old_meta = Meta(old[0]);
