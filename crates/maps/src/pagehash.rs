@@ -259,7 +259,8 @@ impl PageHash {
     /// Inserts or overwrites; a new entry gets meta 0, an overwritten one keeps its meta.
     /// Returns whether the key existed.
     pub fn insert(&mut self, heap: &mut Heap, key: &[u8], value: &[u8]) -> Result<bool, MapError> {
-        self.upsert(heap, key, value, None, |_| {}).map(|old| old.is_some())
+        self.upsert(heap, key, value, None, |_| {})
+            .map(|old| old.is_some())
     }
 
     /// Inserts or overwrites, setting the meta byte. Returns whether the key existed.

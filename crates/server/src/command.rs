@@ -207,6 +207,11 @@ impl<'c> Ctx<'_, 'c> {
         self.server.touch(db, key);
     }
 
+    /// `key` received elements: clients blocked on it (BLPOP, BZPOPMIN…) may be served.
+    pub fn signal_ready(&self, db: usize, key: &[u8]) {
+        self.server.signal_ready(db, key);
+    }
+
     /// Writes a string value as a bulk reply.
     pub fn bulk_str(&mut self, value: store::Str<'_>) {
         match value {
@@ -232,7 +237,7 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
     }
     let lower = &lower[..name.len()];
     let index = INDEX.with(|index| index.get(lower).copied())?;
-    Some((index, &COMMANDS[index]))
+    Some((index, COMMANDS[index]))
 }
 
 thread_local! {
@@ -292,7 +297,7 @@ pub fn run<'s>(
     args: &[&[u8]],
     now_ms: u64,
 ) {
-    let spec = &COMMANDS[index];
+    let spec = COMMANDS[index];
     let started = std::time::Instant::now();
     let mut ctx = Ctx {
         server,
@@ -362,33 +367,73 @@ macro_rules! cmd {
 
 use crate::commands::{connection as conn, keys, server as admin, string, transaction as txn};
 use Keys::{All, None as NoKeys};
-use flag::{
+pub use flag::{
     ADMIN, DENYOOM, FAST, LOADING, NO_AUTH, NO_MULTI, NOSCRIPT, READONLY, STALE, TXN_CONTROL, WRITE,
 };
 
-const K1: Keys = Keys::Range {
+pub const K1: Keys = Keys::Range {
     first: 1,
     last: 1,
     step: 1,
 };
-const K12: Keys = Keys::Range {
+pub const K12: Keys = Keys::Range {
     first: 1,
     last: 2,
     step: 1,
 };
-const KALL: Keys = Keys::Range {
+pub const KALL: Keys = Keys::Range {
     first: 1,
     last: -1,
     step: 1,
 };
-const KPAIRS: Keys = Keys::Range {
+pub const KPAIRS: Keys = Keys::Range {
     first: 1,
     last: -1,
     step: 2,
 };
 
-/// Every command densekv knows, in the order COMMAND LIST reports them.
-pub static COMMANDS: &[Spec] = &[
+/// Every command densekv knows: the core table, then one table per collection type, in the
+/// order COMMAND LIST reports them. An index into this list identifies a command (commandstats).
+pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLock::new(|| {
+    [
+        CORE,
+        crate::commands::hash::COMMANDS,
+        crate::commands::list::COMMANDS,
+        crate::commands::set::COMMANDS,
+        crate::commands::zset::COMMANDS,
+        crate::commands::sort::COMMANDS,
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+});
+
+/// A table entry (for the per-type tables in `commands/*.rs`).
+#[allow(clippy::too_many_arguments)]
+pub const fn spec(
+    name: &'static str,
+    arity: i32,
+    flags: u32,
+    keys: Keys,
+    group: &'static str,
+    since: &'static str,
+    summary: &'static str,
+    handler: Handler,
+) -> Spec {
+    Spec {
+        name,
+        arity,
+        flags,
+        keys,
+        group,
+        since,
+        summary,
+        handler,
+    }
+}
+
+/// The connection, server, key, string and transaction commands.
+static CORE: &[Spec] = &[
     // connection
     cmd!(
         "ping",

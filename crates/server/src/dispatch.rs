@@ -109,7 +109,7 @@ pub fn run_queued<'s>(
     ReplyWriter::new(out, state.protocol).array_len(queue.len());
     for queued in queue {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
-        let spec = &COMMANDS[queued.index];
+        let spec = COMMANDS[queued.index];
         if spec.flags & flag::NO_AUTH == 0
             && !state.authenticated
             && server.config.read().requirepass.is_some()

@@ -22,6 +22,7 @@
 //! more cores, loops run commands on different shards in parallel. A later step can pin one shard
 //! per core and route requests to it.
 
+pub mod alloc;
 pub mod client;
 pub mod command;
 pub mod commands;

@@ -1,5 +1,8 @@
 //! `densekv [config-file] [--option value …]`: the server binary.
 
+#[global_allocator]
+static ALLOCATOR: server::alloc::Counting = server::alloc::Counting;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if matches!(args.first().map(String::as_str), Some("-v" | "--version")) {

@@ -129,6 +129,10 @@ pub struct Server {
     pub run_id: String,
     pub wakers: RwLock<Vec<Arc<mio::Waker>>>,
     pub port: AtomicUsize,
+    /// Clients blocked in BLPOP & co. (0: pushes skip the ready list).
+    pub blocked_clients: AtomicUsize,
+    /// Keys that received elements while clients were blocked (served after the command).
+    pub ready_keys: Mutex<Vec<(usize, Vec<u8>)>>,
 }
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
@@ -162,6 +166,8 @@ impl Server {
         };
         Ok(Server {
             port: AtomicUsize::new(config.port as usize),
+            blocked_clients: AtomicUsize::new(0),
+            ready_keys: Mutex::new(Vec::new()),
             config: RwLock::new(config),
             shards,
             hasher: foldhash::fast::RandomState::default(),
@@ -228,6 +234,16 @@ impl Server {
                 }
             }
         }
+    }
+
+    /// `key` received elements (LPUSH, ZADD, LMOVE's destination…): clients blocked on it may
+    /// be served. Free when nobody is blocked.
+    #[inline]
+    pub fn signal_ready(&self, db: usize, key: &[u8]) {
+        if self.blocked_clients.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.ready_keys.lock().push((db, key.to_vec()));
     }
 
     /// A key was modified: clients watching it will fail their EXEC.

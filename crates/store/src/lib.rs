@@ -11,8 +11,13 @@
 //! per-entry encoding of values and TTLs, `glob.rs` the KEYS/SCAN pattern matcher.
 
 pub mod glob;
+pub mod object;
 pub mod shard;
+pub mod types;
 pub mod value;
 
-pub use shard::{Entry, ExpireRound, OwnedEntry, Shard, ShardConfig, StoreError, Ttl};
+pub use object::{Object, Portable};
+pub use shard::{
+    Entry, ExpireRound, Exported, OwnedEntry, Shard, ShardConfig, Slot, StoreError, Ttl,
+};
 pub use value::{Kind, Str};

@@ -17,6 +17,7 @@
 //!
 //! Invariant: `expires[db] == number of entries in dbs[db] whose meta has the TTL bit`.
 
+use crate::object::{self, HANDLE_BYTES, Object, Portable};
 use crate::value::{Kind, tag};
 use heap::{Heap, HeapConfig};
 use maps::{MapError, Meta, PageHash, ValueRef};
@@ -57,6 +58,46 @@ pub enum Ttl {
     Keep,
     /// Expire at this Unix time in milliseconds.
     At(u64),
+}
+
+impl Ttl {
+    /// The TTL an entry read with `expire_at_ms` keeps when it is rewritten.
+    pub fn of(expire_at_ms: Option<u64>) -> Ttl {
+        expire_at_ms.map_or(Ttl::Clear, Ttl::At)
+    }
+}
+
+/// A key's value as a collection command sees it (`Shard::with_slot`).
+#[derive(Debug)]
+pub enum Slot<'a> {
+    /// No such key (or its TTL passed).
+    Missing,
+    /// A string or an inline collection encoding: the payload bytes, to be rewritten whole with
+    /// `Shard::put` (pass `Ttl::of(expire_at_ms)` to keep the TTL).
+    Inline {
+        tag: u8,
+        expire_at_ms: Option<u64>,
+        bytes: &'a [u8],
+        shapes: &'a mut ShapeTree,
+    },
+    /// A boxed collection, changed in place. A change of encoding that changes the tag is
+    /// recorded with `Shard::set_tag`; an emptied collection is deleted with `Shard::remove`.
+    Boxed {
+        tag: u8,
+        expire_at_ms: Option<u64>,
+        object: &'a mut Object,
+        heap: &'a mut Heap,
+        shapes: &'a mut ShapeTree,
+    },
+}
+
+/// A value lifted out of a shard (RENAME and COPY across shards, SORT, persistence).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exported {
+    /// A string: its tag and payload, valid in any shard.
+    String { tag: u8, payload: Vec<u8> },
+    /// A collection in its shard-independent form.
+    Coll(Portable),
 }
 
 fn split(value: ValueRef<'_>) -> Entry<'_> {
@@ -248,10 +289,15 @@ impl Shard {
     fn delete_expired(&mut self, db: usize, key: &[u8]) {
         let d = &mut self.dbs[db];
         if let Some(keys) = d.keys.as_mut()
-            && keys.remove(&mut self.heap, key)
+            && let Some((bytes, meta)) = keys.take(&mut self.heap, key)
         {
             d.expires -= 1;
             self.expired_keys += 1;
+            let entry = split(ValueRef {
+                meta,
+                bytes: &bytes,
+            });
+            release_payload(&mut self.heap, &mut self.shapes, entry.tag, entry.payload);
         }
     }
 
@@ -286,13 +332,217 @@ impl Shard {
         self.value_buf.extend_from_slice(payload);
         let meta = Meta::new(tag, expire_at.is_some(), 0);
         let keys = d.keys.as_mut().expect("created above");
-        let old = keys.replace_with_meta(&mut self.heap, key, &self.value_buf, meta)?;
+        // What the overwritten entry owned: a boxed object, or a record's hold on its shape.
+        let mut old_owned: Option<(u8, [u8; HANDLE_BYTES])> = None;
+        let old =
+            keys.replace_with_meta_then(&mut self.heap, key, &self.value_buf, meta, |old| {
+                let old_tag = old.meta.tag();
+                if object::is_boxed(old_tag) {
+                    let handle = split(old).payload[..HANDLE_BYTES]
+                        .try_into()
+                        .expect("handle");
+                    old_owned = Some((old_tag, handle));
+                } else if old_tag == object::tag::HASH_RECORD {
+                    // The shape id: the first 4 bytes of a record.
+                    let mut id = [0u8; HANDLE_BYTES];
+                    id[..4].copy_from_slice(&split(old).payload[..4]);
+                    old_owned = Some((old_tag, id));
+                }
+            })?;
         match (old.is_some_and(Meta::has_ttl), expire_at.is_some()) {
             (false, true) => d.expires += 1,
             (true, false) => d.expires -= 1,
             _ => {}
         }
+        if let Some((old_tag, owned)) = old_owned {
+            if object::is_boxed(old_tag) {
+                // A collection changed in place and stored back keeps its object.
+                let same = object::is_boxed(tag) && payload.get(..HANDLE_BYTES) == Some(&owned[..]);
+                if !same {
+                    // SAFETY: the overwritten entry owned this handle and no longer exists.
+                    unsafe { object::from_handle(&owned) }.destroy(&mut self.heap);
+                }
+            } else if tag != object::tag::HASH_RECORD {
+                // A record rewritten as a record moved its hold itself (shape::record::set).
+                shape::record::release(&mut self.shapes, &owned);
+            }
+        }
         Ok(())
+    }
+
+    /// Stores a boxed collection under `key` (replacing whatever was there); the keyspace owns
+    /// it from here on.
+    pub fn put_object(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        tag: u8,
+        object: Object,
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        debug_assert!(object::is_boxed(tag));
+        let handle = object::into_handle(object);
+        let result = self.put(db, key, tag, &handle, ttl, now_ms);
+        if result.is_err() {
+            // SAFETY: the put failed, so no entry holds the handle; it is reclaimed once.
+            unsafe { object::from_handle(&handle) }.destroy(&mut self.heap);
+        }
+        result
+    }
+
+    /// Records a new tag for `key` whose boxed object changed encoding in place.
+    pub fn set_tag(&mut self, db: usize, key: &[u8], tag: u8) {
+        let heap = &self.heap;
+        if let Some(keys) = self.dbs[db].keys.as_mut()
+            && let Some(meta) = keys.meta(heap, key)
+        {
+            debug_assert_eq!(object::is_boxed(meta.tag()), object::is_boxed(tag));
+            keys.set_meta(heap, key, meta.with_tag(tag));
+        }
+    }
+
+    /// Calls `f` with the value of `key` as a collection command needs it (see `Slot`),
+    /// deleting the key first if its TTL has passed.
+    pub fn with_slot<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Slot<'_>) -> R,
+    ) -> R {
+        let Some(keys) = self.dbs[db].keys.as_ref() else {
+            return f(Slot::Missing);
+        };
+        let found = match keys.get(&self.heap, key) {
+            None => return f(Slot::Missing),
+            Some(value) => {
+                let entry = split(value);
+                if entry.expired(now_ms) {
+                    None
+                } else if object::is_boxed(entry.tag) {
+                    let handle: [u8; HANDLE_BYTES] =
+                        entry.payload[..HANDLE_BYTES].try_into().expect("handle");
+                    Some((entry.tag, entry.expire_at_ms, handle))
+                } else {
+                    return f(Slot::Inline {
+                        tag: entry.tag,
+                        expire_at_ms: entry.expire_at_ms,
+                        bytes: entry.payload,
+                        shapes: &mut self.shapes,
+                    });
+                }
+            }
+        };
+        let Some((tag, expire_at_ms, handle)) = found else {
+            self.delete_expired(db, key);
+            return f(Slot::Missing);
+        };
+        // SAFETY: the handle is the payload of a live entry with a boxed tag, and `&mut self`
+        // excludes every other reference to its object for the duration of `f`.
+        let object = unsafe { object::object_of(&handle) };
+        f(Slot::Boxed {
+            tag,
+            expire_at_ms,
+            object,
+            heap: &mut self.heap,
+            shapes: &mut self.shapes,
+        })
+    }
+
+    /// The value of `key` lifted out in a shard-independent form (the key stays).
+    pub fn export(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+    ) -> Option<(Exported, Option<u64>)> {
+        self.with_slot(db, key, now_ms, |slot| match slot {
+            Slot::Missing => None,
+            Slot::Inline {
+                tag,
+                expire_at_ms,
+                bytes,
+                shapes,
+            } => {
+                let value = if crate::shard::is_string(tag) {
+                    Exported::String {
+                        tag,
+                        payload: bytes.to_vec(),
+                    }
+                } else {
+                    Exported::Coll(crate::types::export_inline(shapes, tag, bytes))
+                };
+                Some((value, expire_at_ms))
+            }
+            Slot::Boxed {
+                expire_at_ms,
+                object,
+                heap,
+                ..
+            } => Some((
+                Exported::Coll(crate::types::export_object(heap, object)),
+                expire_at_ms,
+            )),
+        })
+    }
+
+    /// Stores an exported value under `key`, choosing the encoding this shard would.
+    pub fn import(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: Exported,
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        match value {
+            Exported::String { tag, payload } => self.put(db, key, tag, &payload, ttl, now_ms),
+            Exported::Coll(portable) => crate::types::import(self, db, key, portable, ttl, now_ms),
+        }
+    }
+
+    /// OBJECT ENCODING of `key`'s value.
+    pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&'static str> {
+        self.with_slot(db, key, now_ms, |slot| match slot {
+            Slot::Missing => None,
+            Slot::Inline { tag, .. } if is_string(tag) => Some(crate::value::encoding_name(tag)),
+            Slot::Inline { tag, .. } => Some(object::encoding_name(tag)),
+            Slot::Boxed { object, .. } => Some(object.encoding_name()),
+        })
+    }
+
+    /// MEMORY USAGE of `key`: its entry in the page, out-of-line copies, and its object.
+    pub fn memory_usage(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<usize> {
+        self.with_slot(db, key, now_ms, |slot| {
+            let (payload, ttl, object) = match slot {
+                Slot::Missing => return None,
+                Slot::Inline {
+                    bytes,
+                    expire_at_ms,
+                    ..
+                } => (bytes.len(), expire_at_ms.is_some(), 0),
+                Slot::Boxed {
+                    object,
+                    expire_at_ms,
+                    ..
+                } => (HANDLE_BYTES, expire_at_ms.is_some(), object.memory_bytes()),
+            };
+            // Entry in its page: hint, meta, two length varints, key, TTL, payload; plus the
+            // out-of-line copies when the pair does not fit a piece.
+            let inline = 4 + key.len() + payload + if ttl { 8 } else { 0 };
+            let entry = if inline > 60 {
+                16 + Heap::<32>::usable_size(key.len() + 8) + Heap::<32>::usable_size(payload)
+            } else {
+                inline
+            };
+            Some(entry + object)
+        })
+    }
+
+    /// Frees what the payload of an entry taken out with `take` owns (a boxed collection).
+    pub fn release(&mut self, entry: OwnedEntry) {
+        release_payload(&mut self.heap, &mut self.shapes, entry.tag, &entry.payload);
     }
 
     /// Stores a string value, choosing its encoding (integer, embstr or raw).
@@ -314,7 +564,13 @@ impl Shard {
 
     /// Deletes `key`; true if it existed and had not expired.
     pub fn remove(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
-        self.take(db, key, now_ms).is_some()
+        match self.take(db, key, now_ms) {
+            Some(entry) => {
+                self.release(entry);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Deletes `key` and returns its entry, if it existed and had not expired.
@@ -335,6 +591,7 @@ impl Shard {
         }
         if owned.expire_at_ms.is_some_and(|at| at <= now_ms) {
             self.expired_keys += 1;
+            self.release(owned);
             return None;
         }
         Some(owned)
@@ -360,6 +617,7 @@ impl Shard {
     pub fn flush(&mut self, db: usize) {
         let d = &mut self.dbs[db];
         if let Some(keys) = d.keys.take() {
+            destroy_objects(&keys, &mut self.heap, &mut self.shapes);
             keys.destroy(&mut self.heap);
         }
         d.expires = 0;
@@ -524,6 +782,46 @@ impl Shard {
             }
         }
         Ok(())
+    }
+}
+
+/// Frees what the payload of a removed entry owns: a boxed object, or a record's shape hold.
+fn release_payload(heap: &mut Heap, shapes: &mut ShapeTree, tag: u8, payload: &[u8]) {
+    if object::is_boxed(tag) {
+        // SAFETY: callers pass the payload of an entry that was removed from its map (or taken
+        // out and handed back), so the handle's ownership returns here exactly once.
+        unsafe { object::from_handle(payload) }.destroy(heap);
+    } else if tag == object::tag::HASH_RECORD {
+        shape::record::release(shapes, payload);
+    }
+}
+
+/// Releases what every entry of `keys` owns (the map itself is freed by the caller).
+fn destroy_objects(keys: &PageHash, heap: &mut Heap, shapes: &mut ShapeTree) {
+    let owned: Vec<(u8, Vec<u8>)> = keys
+        .iter(heap)
+        .filter(|(_, v)| object::is_boxed(v.meta.tag()) || v.meta.tag() == object::tag::HASH_RECORD)
+        .map(|(_, v)| {
+            let e = split(v);
+            (
+                e.tag,
+                e.payload[..HANDLE_BYTES.min(e.payload.len())].to_vec(),
+            )
+        })
+        .collect();
+    for (tag, payload) in owned {
+        release_payload(heap, shapes, tag, &payload);
+    }
+}
+
+impl Drop for Shard {
+    fn drop(&mut self) {
+        for d in &mut self.dbs {
+            if let Some(keys) = d.keys.take() {
+                destroy_objects(&keys, &mut self.heap, &mut self.shapes);
+                keys.destroy(&mut self.heap);
+            }
+        }
     }
 }
 

@@ -62,14 +62,21 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
         ctx.out.integer(0);
         return;
     }
-    let entry = ctx.shard(src).take(db, src, now).expect("checked above");
     ctx.shard(dst).remove(db, dst, now);
-    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
-    if ctx
-        .shard(dst)
-        .put(db, dst, entry.tag, &entry.payload, ttl, now)
-        .is_err()
-    {
+    let moved = if ctx.server.shard_of(src) == ctx.server.shard_of(dst) {
+        // Same shard: the entry moves as it is, a boxed collection by its handle.
+        let entry = ctx.shard(src).take(db, src, now).expect("checked above");
+        let ttl = Ttl::of(entry.expire_at_ms);
+        ctx.shard(dst)
+            .put(db, dst, entry.tag, &entry.payload, ttl, now)
+    } else {
+        // Across shards a collection is rebuilt in the destination's heap.
+        let (value, expire_at) = ctx.shard(src).export(db, src, now).expect("checked above");
+        ctx.shard(src).remove(db, src, now);
+        ctx.shard(dst)
+            .import(db, dst, value, Ttl::of(expire_at), now)
+    };
+    if moved.is_err() {
         ctx.oom();
         return;
     }
@@ -133,7 +140,7 @@ pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.error("ERR source and destination objects are the same");
         return;
     }
-    let Some(entry) = ctx.shard(src).get_owned(db, src, now) else {
+    let Some((value, expire_at)) = ctx.shard(src).export(db, src, now) else {
         ctx.out.integer(0);
         return;
     };
@@ -144,10 +151,9 @@ pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
         ctx.shard(dst).remove(target, dst, now);
     }
-    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
     if ctx
         .shard(dst)
-        .put(target, dst, entry.tag, &entry.payload, ttl, now)
+        .import(target, dst, value, Ttl::of(expire_at), now)
         .is_err()
     {
         ctx.oom();
@@ -532,15 +538,16 @@ pub fn object(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[2];
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shared_int = |tag: u8, payload: &[u8]| matches!(store::Str::of(tag, payload), store::Str::Int(i) if (0..10_000).contains(&i));
-    let Some((tag, int)) = ctx
+    let Some(int) = ctx
         .shard(key)
-        .with_entry(db, key, now, |e| (e.tag, shared_int(e.tag, e.payload)))
+        .with_entry(db, key, now, |e| shared_int(e.tag, e.payload))
     else {
         ctx.out.null();
         return;
     };
     if is(sub, "encoding") {
-        ctx.out.bulk(store::value::encoding_name(tag).as_bytes());
+        let name = ctx.shard(key).encoding(db, key, now).unwrap_or("unknown");
+        ctx.out.bulk(name.as_bytes());
     } else if is(sub, "refcount") {
         // Redis shares the integers 0..9999 (refcount INT_MAX); every other value has one owner.
         ctx.out.integer(if int { i64::from(i32::MAX) } else { 1 });

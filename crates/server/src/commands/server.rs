@@ -92,7 +92,10 @@ struct Memory {
 }
 
 fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
-    let mut m = Memory::default();
+    let mut m = Memory {
+        allocated: crate::alloc::allocated_bytes() as u64,
+        ..Memory::default()
+    };
     for shard in ctx.locks.iter_mut() {
         let s = shard.heap().stats();
         m.allocated += s.allocated_bytes;
@@ -591,7 +594,7 @@ fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
 pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if args.len() == 1 {
         ctx.out.array_len(COMMANDS.len());
-        for spec in COMMANDS {
+        for spec in COMMANDS.iter() {
             command_info(ctx, spec);
         }
         return;
@@ -604,7 +607,7 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.out.integer(COMMANDS.len() as i64);
     } else if is(sub, "info") {
         let specs: Vec<Option<&Spec>> = if args.len() == 2 {
-            COMMANDS.iter().map(Some).collect()
+            COMMANDS.iter().map(|s| Some(*s)).collect()
         } else {
             args[2..]
                 .iter()
@@ -620,7 +623,7 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     } else if is(sub, "docs") {
         let specs: Vec<&Spec> = if args.len() == 2 {
-            COMMANDS.iter().collect()
+            COMMANDS.iter().copied().collect()
         } else {
             args[2..]
                 .iter()
@@ -763,18 +766,7 @@ pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
         let key = args[2];
         let (db, now) = (ctx.db(), ctx.now_ms);
-        let usage = ctx.shard(key).with_entry(db, key, now, |e| {
-            // Entry in its page: hint, meta, two length varints, key, TTL, payload; plus the
-            // out-of-line copy when the pair does not fit a piece.
-            let inline =
-                4 + key.len() + e.payload.len() + if e.expire_at_ms.is_some() { 8 } else { 0 };
-            if inline > 60 {
-                16 + heap::Heap::<32>::usable_size(key.len() + 8)
-                    + heap::Heap::<32>::usable_size(e.payload.len())
-            } else {
-                inline
-            }
-        });
+        let usage = ctx.shard(key).memory_usage(db, key, now);
         match usage {
             Some(n) => ctx.out.integer(n as i64),
             None => ctx.out.null(),

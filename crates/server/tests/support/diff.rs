@@ -26,6 +26,12 @@ pub enum Check {
     Drift(i64),
     /// RANDOMKEY: both null or both a key.
     Presence,
+    /// An array of (field, value) pairs whose order is undefined (HGETALL of a large hash):
+    /// compared as a sorted multiset of pairs.
+    SortedPairs,
+    /// A random pick (SRANDMEMBER, SPOP, HRANDFIELD…): same reply kind, and arrays of the same
+    /// length. The values themselves are checked by the state comparison that follows.
+    Shape,
 }
 
 /// One command of the stream.
@@ -218,7 +224,29 @@ fn same(check: Check, ours: &[u8], theirs: &[u8]) -> bool {
             (decode(ours), decode(theirs)),
             (Value::Bulk(_), Value::Bulk(_)) | (Value::Null, Value::Null)
         ),
+        Check::SortedPairs => sorted_pairs(&decode(ours)) == sorted_pairs(&decode(theirs)),
+        Check::Shape => match (decode(ours), decode(theirs)) {
+            (Value::Array(a), Value::Array(b)) => a.len() == b.len(),
+            (a, b) => std::mem::discriminant(&a) == std::mem::discriminant(&b),
+        },
     }
+}
+
+fn sorted_pairs(value: &Value) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let flat = match value {
+        Value::Array(items) => items,
+        _ => return None,
+    };
+    let text = |v: &Value| match v {
+        Value::Bulk(b) => b.clone(),
+        other => format!("{other:?}").into_bytes(),
+    };
+    let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = flat
+        .chunks(2)
+        .map(|c| (text(&c[0]), c.get(1).map(text).unwrap_or_default()))
+        .collect();
+    pairs.sort();
+    Some(pairs)
 }
 
 fn sorted(value: &Value) -> Option<Vec<Vec<u8>>> {

@@ -1,0 +1,5 @@
+//! sort commands (scaffold: the table fills in with the type).
+
+use crate::command::Spec;
+
+pub static COMMANDS: &[Spec] = &[];

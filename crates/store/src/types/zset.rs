@@ -1,0 +1,43 @@
+//! ZSet values (scaffold: the encodings land with the zset type).
+
+use crate::shard::{Shard, StoreError, Ttl};
+use heap::Heap;
+#[allow(unused_imports)]
+use shape::ShapeTree;
+
+/// The boxed encodings of a zset.
+#[derive(Debug)]
+pub enum ZSetObj {}
+
+impl ZSetObj {
+    pub fn destroy(self, _heap: &mut Heap) {
+        match self {}
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        match *self {}
+    }
+
+    pub fn encoding_name(&self) -> &'static str {
+        match *self {}
+    }
+
+    pub fn export(&self, _heap: &Heap) -> Vec<(Vec<u8>, f64)> {
+        match *self {}
+    }
+}
+
+pub fn import(
+    _shard: &mut Shard,
+    _db: usize,
+    _key: &[u8],
+    _value: Vec<(Vec<u8>, f64)>,
+    _ttl: Ttl,
+    _now_ms: u64,
+) -> Result<(), StoreError> {
+    Ok(())
+}
+
+pub fn export_inline(_tag: u8, _bytes: &[u8]) -> Vec<(Vec<u8>, f64)> {
+    Vec::new()
+}
