@@ -216,6 +216,11 @@ impl Shard {
         &self.heap
     }
 
+    /// The shard's heap, to build a boxed collection in (`put_object` then stores it).
+    pub fn heap_mut(&mut self) -> &mut Heap {
+        &mut self.heap
+    }
+
     /// Gives the shard heap's freed-but-resident memory back to the OS now (MEMORY PURGE).
     pub fn purge(&mut self) {
         self.heap.purge();
