@@ -39,6 +39,11 @@ pub struct ClientState {
     pub close_after_reply: bool,
     /// Close without writing anything more (CLIENT KILL of self is after the reply).
     pub close_now: bool,
+    /// Blocked in BLPOP & co. until this Unix ms (`u64::MAX`: no timeout): no further command
+    /// of this client runs until it is served or times out.
+    pub blocked: Option<u64>,
+    /// Running the commands of an EXEC: blocking commands must not block.
+    pub in_exec: bool,
 }
 
 impl ClientState {
@@ -55,6 +60,8 @@ impl ClientState {
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             close_now: false,
+            blocked: None,
+            in_exec: false,
         }
     }
 }

@@ -57,6 +57,10 @@ pub enum Keys {
         last: isize,
         step: usize,
     },
+    /// A `numkeys` argument at `at`, then that many keys (ZUNIONSTORE dst 2 a b, BLMPOP 0 2 a b):
+    /// `also` is a key before it (ZUNIONSTORE's destination), if any. A bad `numkeys` yields no
+    /// keys; the handler reports the error.
+    NumKeys { at: usize, also: Option<usize> },
 }
 
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
@@ -250,6 +254,18 @@ thread_local! {
 pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
     match spec.keys {
         Keys::None | Keys::All => smallvec::SmallVec::new(),
+        Keys::NumKeys { at, also } => {
+            let count = args
+                .get(at)
+                .and_then(|a| parse_i64(a))
+                .filter(|&n| n > 0 && (n as usize) < args.len() - at);
+            let Some(count) = count else {
+                return smallvec::SmallVec::new();
+            };
+            let mut positions: smallvec::SmallVec<[usize; 4]> = also.into_iter().collect();
+            positions.extend(at + 1..=at + count as usize);
+            positions
+        }
         Keys::Range { first, last, step } => {
             let end = if last < 0 {
                 args.len() as isize + last
@@ -277,7 +293,7 @@ pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'
             last: 1,
             step: 1,
         } if args.len() > 1 => Locks::of_keys(server, &args[1..2]),
-        Keys::Range { .. } => Locks::of(
+        Keys::Range { .. } | Keys::NumKeys { .. } => Locks::of(
             server,
             key_positions(spec, args)
                 .into_iter()
@@ -402,6 +418,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
         crate::commands::set::COMMANDS,
         crate::commands::zset::COMMANDS,
         crate::commands::sort::COMMANDS,
+        crate::commands::blocking::COMMANDS,
     ]
     .into_iter()
     .flatten()

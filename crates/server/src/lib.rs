@@ -23,6 +23,7 @@
 //! per core and route requests to it.
 
 pub mod alloc;
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod commands;

@@ -166,9 +166,13 @@ pub fn run_thread(
         }
         let period = Duration::from_millis(1000 / u64::from(server.config.read().hz.max(1)));
         let timeout = if ready.is_empty() {
-            next_cron
+            let mut wait = next_cron
                 .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100))
+                .min(Duration::from_millis(100));
+            if let Some(deadline) = next_block_deadline(server, &conns) {
+                wait = wait.min(Duration::from_millis(deadline.saturating_sub(unix_ms())));
+            }
+            wait
         } else {
             Duration::ZERO
         };
@@ -198,6 +202,7 @@ pub fn run_thread(
                 Token(t) => touched.push(t),
             }
         }
+        unblock(server, index, &mut conns, &mut touched);
         touched.sort_unstable();
         touched.dedup();
         for token in touched {
@@ -319,8 +324,57 @@ fn accept_all(
     }
 }
 
+/// The earliest deadline of this thread's blocked clients, if any is blocked anywhere.
+fn next_block_deadline(server: &Server, conns: &HashMap<usize, Conn>) -> Option<u64> {
+    if server.blocked_clients.load(Ordering::Relaxed) == 0 {
+        return None;
+    }
+    conns.values().filter_map(|c| c.state.blocked).min()
+}
+
+/// Resumes blocked clients of this thread: those another command served (their replies wait in
+/// the thread's inbox) and those whose timeout passed (null reply).
+fn unblock(
+    server: &Server,
+    thread: usize,
+    conns: &mut HashMap<usize, Conn>,
+    touched: &mut Vec<usize>,
+) {
+    let mail = {
+        let mut inbox = server.inboxes[thread].lock();
+        if inbox.is_empty() {
+            Vec::new()
+        } else {
+            std::mem::take(&mut *inbox)
+        }
+    };
+    for (id, reply) in mail {
+        if let Some((&token, conn)) = conns.iter_mut().find(|(_, c)| c.state.shared.id == id) {
+            conn.out.extend_from_slice(&reply);
+            conn.state.blocked = None;
+            touched.push(token);
+        }
+    }
+    if server.blocked_clients.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let now = unix_ms();
+    for (&token, conn) in conns.iter_mut() {
+        if conn.state.blocked.is_some_and(|deadline| deadline <= now)
+            && crate::blocking::time_out(server, conn.state.shared.id)
+        {
+            crate::blocking::timeout_reply(&mut conn.out, conn.state.protocol);
+            conn.state.blocked = None;
+            touched.push(token);
+        }
+    }
+}
+
 fn close(server: &Server, poll: &mut Poll, conns: &mut HashMap<usize, Conn>, token: usize) {
     if let Some(mut conn) = conns.remove(&token) {
+        if conn.state.blocked.is_some() {
+            crate::blocking::forget(server, conn.state.shared.id);
+        }
         let _ = poll.registry().deregister(&mut conn.stream);
         let watched = std::mem::take(&mut conn.state.watched);
         server.unwatch(&conn.state.shared, &watched);
@@ -414,7 +468,11 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     // One clock read per batch, as Redis caches its time per event-loop turn: TTLs are in ms and
     // a batch runs in microseconds.
     let now_ms = unix_ms();
-    while input.pos < input.filled && !state.close_after_reply && !state.close_now {
+    while input.pos < input.filled
+        && !state.close_after_reply
+        && !state.close_now
+        && state.blocked.is_none()
+    {
         if count == COMMANDS_PER_TURN || out.len() >= OUTPUT_PAUSE_BYTES {
             stopped_early = true;
             break;
@@ -450,6 +508,9 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
                 dispatch::dispatch(server, state, out, &args, now_ms);
                 input.pos += consumed;
                 count += 1;
+                if server.ready_pending.load(Ordering::Relaxed) {
+                    crate::blocking::serve_ready(server, now_ms);
+                }
             }
         }
     }

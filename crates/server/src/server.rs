@@ -133,6 +133,12 @@ pub struct Server {
     pub blocked_clients: AtomicUsize,
     /// Keys that received elements while clients were blocked (served after the command).
     pub ready_keys: Mutex<Vec<(usize, Vec<u8>)>>,
+    /// `ready_keys` is not empty (checked after every command without taking the lock).
+    pub ready_pending: AtomicBool,
+    /// Blocked clients and the keys they wait on (`blocking.rs`).
+    pub blocking: Mutex<crate::blocking::Blocking>,
+    /// Per I/O thread: replies of its blocked clients that another thread served.
+    pub inboxes: Box<[Mutex<Vec<(u64, Vec<u8>)>>]>,
 }
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
@@ -168,6 +174,11 @@ impl Server {
             port: AtomicUsize::new(config.port as usize),
             blocked_clients: AtomicUsize::new(0),
             ready_keys: Mutex::new(Vec::new()),
+            ready_pending: AtomicBool::new(false),
+            blocking: Mutex::new(crate::blocking::Blocking::default()),
+            inboxes: (0..config.io_threads.max(1))
+                .map(|_| Mutex::new(Vec::new()))
+                .collect(),
             config: RwLock::new(config),
             shards,
             hasher: foldhash::fast::RandomState::default(),
@@ -243,7 +254,11 @@ impl Server {
         if self.blocked_clients.load(Ordering::Relaxed) == 0 {
             return;
         }
-        self.ready_keys.lock().push((db, key.to_vec()));
+        let mut ready = self.ready_keys.lock();
+        if !ready.iter().any(|(d, k)| *d == db && k == key) {
+            ready.push((db, key.to_vec()));
+        }
+        self.ready_pending.store(true, Ordering::Relaxed);
     }
 
     /// A key was modified: clients watching it will fail their EXEC.

@@ -82,6 +82,7 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
     }
     ctx.touch(db, src);
     ctx.touch(db, dst);
+    ctx.signal_ready(db, dst);
     if nx { ctx.out.integer(1) } else { ctx.ok() }
 }
 
@@ -160,6 +161,7 @@ pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     ctx.touch(target, dst);
+    ctx.signal_ready(target, dst);
     ctx.out.integer(1);
 }
 
@@ -189,6 +191,7 @@ pub fn move_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     ctx.touch(db, key);
     ctx.touch(target, key);
+    ctx.signal_ready(target, key);
     ctx.out.integer(1);
 }
 

@@ -1,5 +1,6 @@
 //! Command implementations, one family per file (as Redis keeps one `t_<type>.c` per type).
 
+pub mod blocking;
 pub mod connection;
 pub mod hash;
 pub mod keys;

@@ -171,9 +171,11 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     section("clients", true, &mut |t| {
         let _ = write!(
             t,
-            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:0\r\ntracking_clients:0\r\nclients_in_timeout_table:0\r\n",
+            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
             server.connected.load(Ordering::Relaxed),
-            config.maxclients
+            config.maxclients,
+            server.blocked_clients.load(Ordering::Relaxed),
+            server.blocked_clients.load(Ordering::Relaxed)
         );
     });
     let mem = memory_totals(ctx);

@@ -1,5 +1,319 @@
-//! sort commands (scaffold: the table fills in with the type).
+//! SORT and SORT_RO: sort the elements of a list, set or sorted set numerically or as strings,
+//! optionally by weights read from other keys (`BY weight_*`, `BY hash_*->field`), projecting
+//! other keys (`GET #`, `GET obj_*`), with LIMIT, DESC and STORE — Redis 7.0's `sort.c`, option by
+//! option, including its error order and its tie-breaking (equal numeric weights compare the
+//! elements as binary strings, so the order is deterministic).
+//!
+//! BY and GET patterns can name any key, so SORT locks every shard (`Keys::All`); the sorted key
+//! is read once, through `Shard::export`.
 
-use crate::command::Spec;
+use crate::command::{Ctx, Keys, READONLY, Spec, WRITE, spec};
+use crate::commands::is;
+use store::{Exported, Portable, Str, Ttl};
 
-pub static COMMANDS: &[Spec] = &[];
+const DENYOOM: u32 = crate::command::flag::DENYOOM;
+
+pub static COMMANDS: &[Spec] = &[
+    spec(
+        "sort",
+        -2,
+        WRITE | DENYOOM,
+        Keys::All,
+        "generic",
+        "1.0.0",
+        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
+        sort,
+    ),
+    spec(
+        "sort_ro",
+        -2,
+        READONLY,
+        Keys::All,
+        "generic",
+        "7.0.0",
+        "Returns the sorted elements of a list, a set, or a sorted set.",
+        sort_ro,
+    ),
+];
+
+pub fn sort(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    sort_generic(ctx, args, false);
+}
+
+pub fn sort_ro(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    sort_generic(ctx, args, true);
+}
+
+/// What the SORT options say.
+struct Options<'a> {
+    desc: bool,
+    alpha: bool,
+    limit: Option<(i64, i64)>,
+    store: Option<&'a [u8]>,
+    by: Option<&'a [u8]>,
+    dont_sort: bool,
+    gets: Vec<&'a [u8]>,
+}
+
+/// Parses the options; replies and returns `None` on error.
+fn parse<'a>(ctx: &mut Ctx<'_, '_>, args: &[&'a [u8]], readonly: bool) -> Option<Options<'a>> {
+    let mut o = Options {
+        desc: false,
+        alpha: false,
+        limit: None,
+        store: None,
+        by: None,
+        dont_sort: false,
+        gets: Vec::new(),
+    };
+    let mut j = 2;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let arg = args[j];
+        if is(arg, "asc") {
+            o.desc = false;
+        } else if is(arg, "desc") {
+            o.desc = true;
+        } else if is(arg, "alpha") {
+            o.alpha = true;
+        } else if is(arg, "limit") && left >= 2 {
+            let (Some(start), Some(count)) = (
+                crate::command::parse_i64(args[j + 1]),
+                crate::command::parse_i64(args[j + 2]),
+            ) else {
+                ctx.not_integer();
+                return None;
+            };
+            o.limit = Some((start, count));
+            j += 2;
+        } else if !readonly && is(arg, "store") && left >= 1 {
+            o.store = Some(args[j + 1]);
+            j += 1;
+        } else if is(arg, "by") && left >= 1 {
+            o.by = Some(args[j + 1]);
+            o.dont_sort = !args[j + 1].contains(&b'*');
+            j += 1;
+        } else if is(arg, "get") && left >= 1 {
+            o.gets.push(args[j + 1]);
+            j += 1;
+        } else {
+            ctx.syntax_error();
+            return None;
+        }
+        j += 1;
+    }
+    Some(o)
+}
+
+/// A looked-up value: a string, or nothing (missing key, wrong type, missing field).
+fn lookup_by_pattern(ctx: &mut Ctx<'_, '_>, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
+    if pattern == b"#" {
+        return Some(element.to_vec());
+    }
+    let star = pattern.iter().position(|&b| b == b'*')?;
+    // A hash dereference: `->` after the `*`, followed by at least one byte.
+    let arrow = pattern[star + 1..]
+        .windows(2)
+        .position(|w| w == b"->")
+        .map(|p| star + 1 + p)
+        .filter(|&p| p + 2 < pattern.len());
+    let (key_pattern, field) = match arrow {
+        Some(p) => (&pattern[..p], Some(&pattern[p + 2..])),
+        None => (pattern, None),
+    };
+    let mut key = Vec::with_capacity(key_pattern.len() + element.len());
+    key.extend_from_slice(&key_pattern[..star]);
+    key.extend_from_slice(element);
+    key.extend_from_slice(&key_pattern[star + 1..]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (value, _) = ctx.shard(&key).export(db, &key, now)?;
+    match (value, field) {
+        (Exported::String { tag, payload }, None) => Some(Str::of(tag, &payload).to_vec()),
+        (Exported::Coll(Portable::Hash(pairs)), Some(field)) => pairs
+            .into_iter()
+            .find(|(f, _)| f.as_slice() == field)
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+/// `strtod` as SORT uses it: the whole string must parse (an empty string is 0), no overflow or
+/// underflow, not NaN.
+fn parse_weight(bytes: &[u8]) -> Option<f64> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let text = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    if text.is_empty() {
+        return (bytes.is_empty() || bytes.iter().all(u8::is_ascii_whitespace)).then_some(0.0);
+    }
+    let value: f64 = text.parse().ok()?;
+    let lower = text.to_ascii_lowercase();
+    let literal_inf = lower.trim_start_matches(['+', '-']).starts_with("inf");
+    if value.is_nan() || (value.is_infinite() && !literal_inf) {
+        return None;
+    }
+    let has_nonzero_digit = text
+        .split(['e', 'E'])
+        .next()
+        .is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
+    if value == 0.0 && has_nonzero_digit {
+        return None;
+    }
+    Some(value)
+}
+
+struct Item {
+    element: Vec<u8>,
+    score: f64,
+    by: Option<Vec<u8>>,
+}
+
+fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
+    let Some(mut o) = parse(ctx, args, readonly) else {
+        return;
+    };
+    let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (elements, is_set, ordered) = match ctx.shard(key).export(db, key, now) {
+        None => (Vec::new(), false, true),
+        Some((Exported::Coll(Portable::List(items)), _)) => (items, false, true),
+        Some((Exported::Coll(Portable::Set(members)), _)) => (members, true, false),
+        Some((Exported::Coll(Portable::ZSet(entries)), _)) => {
+            (entries.into_iter().map(|(m, _)| m).collect(), false, true)
+        }
+        Some(_) => return ctx.wrong_type(),
+    };
+    // A set in no particular order would make STORE's result arbitrary: sort it as strings.
+    if o.dont_sort && is_set && o.store.is_some() {
+        o.dont_sort = false;
+        o.alpha = true;
+        o.by = None;
+    }
+    let len = elements.len() as i64;
+    let (limit_start, limit_count) = o.limit.unwrap_or((0, -1));
+    let mut start = limit_start.max(0).min(len);
+    let limit_count = limit_count.max(-1).min(len);
+    let mut end = if limit_count < 0 {
+        len - 1
+    } else {
+        start + limit_count - 1
+    };
+    if start >= len {
+        start = len - 1;
+        end = len - 2;
+    }
+    if end >= len {
+        end = len - 1;
+    }
+    let mut items: Vec<Item> = elements
+        .into_iter()
+        .map(|element| Item {
+            element,
+            score: 0.0,
+            by: None,
+        })
+        .collect();
+    if o.dont_sort && ordered && o.desc {
+        items.reverse();
+    }
+    let mut conversion_error = false;
+    if !o.dont_sort {
+        for item in &mut items {
+            let by_value = match o.by {
+                Some(pattern) => match lookup_by_pattern(ctx, pattern, &item.element) {
+                    Some(v) => v,
+                    None => continue,
+                },
+                None => item.element.clone(),
+            };
+            if o.alpha {
+                if o.by.is_some() {
+                    item.by = Some(by_value);
+                }
+            } else {
+                match parse_weight(&by_value) {
+                    Some(score) => item.score = score,
+                    None => conversion_error = true,
+                }
+            }
+        }
+        let (alpha, by, desc) = (o.alpha, o.by.is_some(), o.desc);
+        items.sort_by(|a, b| {
+            let cmp = if !alpha {
+                a.score
+                    .partial_cmp(&b.score)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| a.element.cmp(&b.element))
+            } else if by {
+                match (&a.by, &b.by) {
+                    (None, None) => std::cmp::Ordering::Equal,
+                    (None, Some(_)) => std::cmp::Ordering::Less,
+                    (Some(_), None) => std::cmp::Ordering::Greater,
+                    (Some(x), Some(y)) => x.cmp(y),
+                }
+            } else {
+                a.element.cmp(&b.element)
+            };
+            if desc { cmp.reverse() } else { cmp }
+        });
+    }
+    if conversion_error {
+        return ctx.error("ERR One or more scores can't be converted into double");
+    }
+    let range: Vec<Item> = if end >= start {
+        items
+            .into_iter()
+            .skip(start as usize)
+            .take((end - start + 1) as usize)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let gets = std::mem::take(&mut o.gets);
+    match o.store {
+        None => {
+            let per = gets.len().max(1);
+            ctx.out.array_len(range.len() * per);
+            for item in &range {
+                if gets.is_empty() {
+                    ctx.out.bulk(&item.element);
+                }
+                for pattern in &gets {
+                    match lookup_by_pattern(ctx, pattern, &item.element) {
+                        Some(v) => ctx.out.bulk(&v),
+                        None => ctx.out.null(),
+                    }
+                }
+            }
+        }
+        Some(dst) => {
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            for item in range {
+                if gets.is_empty() {
+                    out.push(item.element);
+                    continue;
+                }
+                for pattern in &gets {
+                    out.push(lookup_by_pattern(ctx, pattern, &item.element).unwrap_or_default());
+                }
+            }
+            let count = out.len();
+            if count > 0 {
+                let stored = ctx.shard(dst).import(
+                    db,
+                    dst,
+                    Exported::Coll(Portable::List(out)),
+                    Ttl::Clear,
+                    now,
+                );
+                if stored.is_err() {
+                    return ctx.oom();
+                }
+                ctx.touch(db, dst);
+                ctx.signal_ready(db, dst);
+            } else if ctx.shard(dst).remove(db, dst, now) {
+                ctx.touch(db, dst);
+            }
+            ctx.out.integer(count as i64);
+        }
+    }
+}

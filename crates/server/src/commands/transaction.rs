@@ -73,7 +73,9 @@ pub fn exec(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         ..
     } = ctx;
     let now = *now_ms;
+    client.in_exec = true;
     crate::dispatch::run_queued(server, client, out.out_mut(), &mut locks, queue, now);
+    client.in_exec = false;
     drop(locks);
     end_multi(ctx);
 }

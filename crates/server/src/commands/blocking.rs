@@ -1,0 +1,407 @@
+//! The blocking list and sorted-set commands: BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP,
+//! BZPOPMIN, BZPOPMAX, BZMPOP.
+//!
+//! Each parses its timeout first (Redis's order of errors), then behaves as its non-blocking
+//! twin on the first key that holds data; if none does, it blocks the client on all its keys
+//! (`crate::blocking`), or replies a null array inside MULTI/EXEC, where nothing may block. When
+//! a key receives data, `serve` runs the same pop for the first client blocked on it.
+
+use crate::blocking::{self, BlockOp};
+use crate::command::{Ctx, Keys, READONLY, Spec, WRITE, spec};
+use crate::commands::{is, list, zset};
+use store::Kind;
+
+const NOSCRIPT: u32 = crate::command::flag::NOSCRIPT;
+const DENYOOM: u32 = crate::command::flag::DENYOOM;
+const KEYS_BUT_LAST: Keys = Keys::Range {
+    first: 1,
+    last: -2,
+    step: 1,
+};
+const KEYS_12: Keys = Keys::Range {
+    first: 1,
+    last: 2,
+    step: 1,
+};
+const KEYS_COUNTED: Keys = Keys::NumKeys { at: 2, also: None };
+
+pub static COMMANDS: &[Spec] = &[
+    spec(
+        "blpop",
+        -3,
+        WRITE | NOSCRIPT,
+        KEYS_BUT_LAST,
+        "list",
+        "2.0.0",
+        "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        blpop,
+    ),
+    spec(
+        "brpop",
+        -3,
+        WRITE | NOSCRIPT,
+        KEYS_BUT_LAST,
+        "list",
+        "2.0.0",
+        "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        brpop,
+    ),
+    spec(
+        "brpoplpush",
+        4,
+        WRITE | DENYOOM | NOSCRIPT,
+        KEYS_12,
+        "list",
+        "2.2.0",
+        "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
+        brpoplpush,
+    ),
+    spec(
+        "blmove",
+        6,
+        WRITE | DENYOOM | NOSCRIPT,
+        KEYS_12,
+        "list",
+        "6.2.0",
+        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
+        blmove,
+    ),
+    spec(
+        "blmpop",
+        -5,
+        WRITE,
+        KEYS_COUNTED,
+        "list",
+        "7.0.0",
+        "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
+        blmpop,
+    ),
+    spec(
+        "bzpopmin",
+        -3,
+        WRITE | NOSCRIPT | crate::command::FAST,
+        KEYS_BUT_LAST,
+        "sorted_set",
+        "5.0.0",
+        "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        bzpopmin,
+    ),
+    spec(
+        "bzpopmax",
+        -3,
+        WRITE | NOSCRIPT | crate::command::FAST,
+        KEYS_BUT_LAST,
+        "sorted_set",
+        "5.0.0",
+        "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        bzpopmax,
+    ),
+    spec(
+        "bzmpop",
+        -5,
+        WRITE,
+        KEYS_COUNTED,
+        "sorted_set",
+        "7.0.0",
+        "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
+        bzmpop,
+    ),
+];
+
+/// Silences the unused-import lint for flags only some builds use.
+const _: u32 = READONLY;
+
+/// The type of `key`'s value, if it exists.
+fn kind_of(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Option<Kind> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    ctx.shard(key).with_entry(db, key, now, |e| e.kind())
+}
+
+/// Finds the first key holding a `want` value; `Err` after replying WRONGTYPE.
+fn first_ready(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], want: Kind) -> Result<Option<usize>, ()> {
+    for (i, &key) in keys.iter().enumerate() {
+        match kind_of(ctx, key) {
+            None => {}
+            Some(k) if k == want => return Ok(Some(i)),
+            Some(_) => {
+                ctx.wrong_type();
+                return Err(());
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Blocks on `keys`, or replies null when the client may not block (inside EXEC).
+fn block_or_null(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline: Option<u64>) {
+    if ctx.client.in_exec {
+        ctx.out.null_array();
+        return;
+    }
+    blocking::block(ctx, keys, op, deadline);
+}
+
+fn pop_reply_list(ctx: &mut Ctx<'_, '_>, key: &[u8], values: &[Vec<u8>], counted: bool) {
+    if counted {
+        ctx.out.array_len(2);
+        ctx.out.bulk(key);
+        ctx.out.array_len(values.len());
+        for v in values {
+            ctx.out.bulk(v);
+        }
+    } else {
+        ctx.out.array_len(2);
+        ctx.out.bulk(key);
+        ctx.out.bulk(&values[0]);
+    }
+}
+
+fn pop_reply_zset(ctx: &mut Ctx<'_, '_>, key: &[u8], values: &[(Vec<u8>, f64)], counted: bool) {
+    if counted {
+        ctx.out.array_len(2);
+        ctx.out.bulk(key);
+        ctx.out.array_len(values.len());
+        for (member, score) in values {
+            ctx.out.array_len(2);
+            ctx.out.bulk(member);
+            ctx.out.double(*score);
+        }
+    } else {
+        let (member, score) = &values[0];
+        ctx.out.array_len(3);
+        ctx.out.bulk(key);
+        ctx.out.bulk(member);
+        ctx.out.double(*score);
+    }
+}
+
+/// Runs `op` for a client blocked on `key`, which just received data; false if `key` holds no
+/// data of the right kind (the client stays blocked). The shards of `key` (and of a move's
+/// destination) are locked by the caller.
+pub fn serve(ctx: &mut Ctx<'_, '_>, key: &[u8], op: &BlockOp) -> bool {
+    match op {
+        BlockOp::ListPop { left, count } => {
+            if kind_of(ctx, key) != Some(Kind::List) {
+                return false;
+            }
+            let Some(values) = list::pop_for_blocked(ctx, key, *left, count.unwrap_or(1)) else {
+                return false;
+            };
+            pop_reply_list(ctx, key, &values, count.is_some());
+            true
+        }
+        BlockOp::ListMove {
+            dst,
+            from_left,
+            to_left,
+        } => {
+            if kind_of(ctx, key) != Some(Kind::List) {
+                return false;
+            }
+            if kind_of(ctx, dst).is_some_and(|k| k != Kind::List) {
+                // Redis leaves the client blocked when the destination has the wrong type.
+                return false;
+            }
+            match list::move_for_blocked(ctx, key, dst, *from_left, *to_left) {
+                Ok(Some(value)) => {
+                    ctx.out.bulk(&value);
+                    true
+                }
+                _ => false,
+            }
+        }
+        BlockOp::ZPop { max, count } => {
+            if kind_of(ctx, key) != Some(Kind::ZSet) {
+                return false;
+            }
+            let Some(values) = zset::pop_for_blocked(ctx, key, *max, count.unwrap_or(1)) else {
+                return false;
+            };
+            pop_reply_zset(ctx, key, &values, count.is_some());
+            true
+        }
+    }
+}
+
+fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
+    let Some(deadline) = blocking::parse_timeout(ctx, args[args.len() - 1]) else {
+        return;
+    };
+    let keys = &args[1..args.len() - 1];
+    let Ok(found) = first_ready(ctx, keys, Kind::List) else {
+        return;
+    };
+    if let Some(i) = found
+        && let Some(values) = list::pop_for_blocked(ctx, keys[i], left, 1)
+    {
+        pop_reply_list(ctx, keys[i], &values, false);
+        return;
+    }
+    block_or_null(ctx, keys, BlockOp::ListPop { left, count: None }, deadline);
+}
+
+pub fn blpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    blocking_pop(ctx, args, true);
+}
+
+pub fn brpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    blocking_pop(ctx, args, false);
+}
+
+fn blocking_move(ctx: &mut Ctx<'_, '_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, timeout: &[u8]) {
+    let Some(deadline) = blocking::parse_timeout(ctx, timeout) else {
+        return;
+    };
+    let Ok(found) = first_ready(ctx, &[src], Kind::List) else {
+        return;
+    };
+    if found.is_some() {
+        match list::move_for_blocked(ctx, src, dst, from_left, to_left) {
+            Ok(Some(value)) => ctx.out.bulk(&value),
+            Ok(None) => ctx.out.null(),
+            Err(()) => ctx.wrong_type(),
+        }
+        return;
+    }
+    let op = BlockOp::ListMove {
+        dst: dst.to_vec(),
+        from_left,
+        to_left,
+    };
+    block_or_null(ctx, &[src], op, deadline);
+}
+
+pub fn brpoplpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    blocking_move(ctx, args[1], args[2], false, true, args[3]);
+}
+
+/// LEFT / RIGHT.
+fn side(arg: &[u8]) -> Option<bool> {
+    if is(arg, "left") {
+        Some(true)
+    } else if is(arg, "right") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+pub fn blmove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (Some(from_left), Some(to_left)) = (side(args[3]), side(args[4])) else {
+        return ctx.syntax_error();
+    };
+    blocking_move(ctx, args[1], args[2], from_left, to_left, args[5]);
+}
+
+/// Parses `numkeys key… <where> [COUNT n]` from `args[2..]` (BLMPOP/BZMPOP): the keys, the
+/// direction word and the count. Replies and returns `None` on error, as Redis's
+/// `mpopGenericCommand` does.
+fn parse_mpop<'a>(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[&'a [u8]],
+    words: (&str, &str),
+) -> Option<(Vec<&'a [u8]>, bool, Option<usize>)> {
+    let numkeys = crate::command::parse_i64(args[2]);
+    let Some(numkeys) = numkeys.filter(|&n| n > 0) else {
+        ctx.error("ERR numkeys should be greater than 0");
+        return None;
+    };
+    let numkeys = numkeys as usize;
+    let where_at = 3 + numkeys;
+    if numkeys > args.len() - 3 || where_at >= args.len() {
+        ctx.syntax_error();
+        return None;
+    }
+    let keys = args[3..where_at].to_vec();
+    let first = if is(args[where_at], words.0) {
+        true
+    } else if is(args[where_at], words.1) {
+        false
+    } else {
+        ctx.syntax_error();
+        return None;
+    };
+    let mut count = None;
+    let mut i = where_at + 1;
+    while i < args.len() {
+        if is(args[i], "count") && i + 1 < args.len() && count.is_none() {
+            match crate::command::parse_i64(args[i + 1]) {
+                Some(n) if n > 0 => count = Some(n as usize),
+                _ => {
+                    ctx.error("ERR count should be greater than 0");
+                    return None;
+                }
+            }
+            i += 2;
+        } else {
+            ctx.syntax_error();
+            return None;
+        }
+    }
+    Some((keys, first, Some(count.unwrap_or(1))))
+}
+
+pub fn blmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    // Redis checks numkeys, the direction and COUNT before the timeout.
+    let Some((keys, left, count)) = parse_mpop(ctx, args, ("left", "right")) else {
+        return;
+    };
+    let Some(deadline) = blocking::parse_timeout(ctx, args[1]) else {
+        return;
+    };
+    let Ok(found) = first_ready(ctx, &keys, Kind::List) else {
+        return;
+    };
+    if let Some(i) = found
+        && let Some(values) = list::pop_for_blocked(ctx, keys[i], left, count.unwrap_or(1))
+    {
+        pop_reply_list(ctx, keys[i], &values, true);
+        return;
+    }
+    block_or_null(ctx, &keys, BlockOp::ListPop { left, count }, deadline);
+}
+
+fn blocking_zpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], max: bool) {
+    let Some(deadline) = blocking::parse_timeout(ctx, args[args.len() - 1]) else {
+        return;
+    };
+    let keys = &args[1..args.len() - 1];
+    let Ok(found) = first_ready(ctx, keys, Kind::ZSet) else {
+        return;
+    };
+    if let Some(i) = found
+        && let Some(values) = zset::pop_for_blocked(ctx, keys[i], max, 1)
+    {
+        pop_reply_zset(ctx, keys[i], &values, false);
+        return;
+    }
+    block_or_null(ctx, keys, BlockOp::ZPop { max, count: None }, deadline);
+}
+
+pub fn bzpopmin(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    blocking_zpop(ctx, args, false);
+}
+
+pub fn bzpopmax(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    blocking_zpop(ctx, args, true);
+}
+
+pub fn bzmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some((keys, min, count)) = parse_mpop(ctx, args, ("min", "max")) else {
+        return;
+    };
+    let Some(deadline) = blocking::parse_timeout(ctx, args[1]) else {
+        return;
+    };
+    let max = !min;
+    let Ok(found) = first_ready(ctx, &keys, Kind::ZSet) else {
+        return;
+    };
+    if let Some(i) = found
+        && let Some(values) = zset::pop_for_blocked(ctx, keys[i], max, count.unwrap_or(1))
+    {
+        pop_reply_zset(ctx, keys[i], &values, true);
+        return;
+    }
+    block_or_null(ctx, &keys, BlockOp::ZPop { max, count }, deadline);
+}
