@@ -152,6 +152,27 @@ pub enum Portable {
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
+/// The name of a value tag in INFO's encoding statistics (`densekv_keys_<name>`).
+pub fn tag_name(t: u8) -> Option<&'static str> {
+    Some(match t {
+        0 => "string_embstr",
+        1 => "string_raw",
+        2 => "string_int",
+        tag::HASH_RECORD => "hash_record",
+        tag::HASH_SMALL => "hash_small",
+        tag::HASH_PAGES => "hash_pages",
+        tag::HASH_INTS => "hash_ints",
+        tag::LIST => "list",
+        tag::SET_INTSET => "set_intset",
+        tag::SET_SMALL => "set_small",
+        tag::SET_PAGES => "set_pages",
+        tag::SET_INTS => "set_ints",
+        tag::ZSET_PACKED => "zset_packed",
+        tag::ZSET_INDEX => "zset_index",
+        _ => return None,
+    })
+}
+
 /// The OBJECT ENCODING name of an inline collection tag (boxed ones ask their object).
 pub fn encoding_name(t: u8) -> &'static str {
     match t {

@@ -124,6 +124,8 @@ struct Db {
     expire_cursor: u64,
     /// Running estimate of the average remaining TTL, in ms (INFO keyspace `avg_ttl`).
     avg_ttl_ms: u64,
+    /// Keys per value tag (INFO's encoding statistics).
+    tags: [u64; 16],
 }
 
 /// Shard construction parameters.
@@ -249,6 +251,17 @@ impl Shard {
         self.dbs[db].avg_ttl_ms
     }
 
+    /// Keys per value tag over every database (INFO's encoding statistics).
+    pub fn tag_counts(&self) -> [u64; 16] {
+        let mut total = [0u64; 16];
+        for d in &self.dbs {
+            for (t, n) in total.iter_mut().zip(d.tags) {
+                *t += n;
+            }
+        }
+        total
+    }
+
     /// Keys deleted because their TTL passed, lazily or actively.
     pub fn expired_keys(&self) -> u64 {
         self.expired_keys
@@ -297,6 +310,7 @@ impl Shard {
             && let Some((bytes, meta)) = keys.take(&mut self.heap, key)
         {
             d.expires -= 1;
+            d.tags[usize::from(meta.tag())] -= 1;
             self.expired_keys += 1;
             let entry = split(ValueRef {
                 meta,
@@ -359,6 +373,10 @@ impl Shard {
             (true, false) => d.expires -= 1,
             _ => {}
         }
+        if let Some(old) = old {
+            d.tags[usize::from(old.tag())] -= 1;
+        }
+        d.tags[usize::from(tag)] += 1;
         if let Some((old_tag, owned)) = old_owned {
             if object::is_boxed(old_tag) {
                 // A collection changed in place and stored back keeps its object.
@@ -404,6 +422,9 @@ impl Shard {
         {
             debug_assert_eq!(object::is_boxed(meta.tag()), object::is_boxed(tag));
             keys.set_meta(heap, key, meta.with_tag(tag));
+            let tags = &mut self.dbs[db].tags;
+            tags[usize::from(meta.tag())] -= 1;
+            tags[usize::from(tag)] += 1;
         }
     }
 
@@ -582,6 +603,7 @@ impl Shard {
     pub fn take(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<OwnedEntry> {
         let d = &mut self.dbs[db];
         let (bytes, meta) = d.keys.as_mut()?.take(&mut self.heap, key)?;
+        d.tags[usize::from(meta.tag())] -= 1;
         let entry = split(ValueRef {
             meta,
             bytes: &bytes,
@@ -628,6 +650,7 @@ impl Shard {
         d.expires = 0;
         d.expire_cursor = 0;
         d.avg_ttl_ms = 0;
+        d.tags = [0; 16];
     }
 
     /// Moves the whole keyspace of `a` to `b` and back (SWAPDB).
@@ -779,6 +802,13 @@ impl Shard {
                 .iter(&self.heap)
                 .filter(|(_, v)| v.meta.has_ttl())
                 .count();
+            let mut tags = [0u64; 16];
+            for (_, v) in keys.iter(&self.heap) {
+                tags[usize::from(v.meta.tag())] += 1;
+            }
+            if tags != d.tags {
+                return Err(format!("db {i}: keys per tag {tags:?}, counts say {:?}", d.tags));
+            }
             if with_ttl != d.expires {
                 return Err(format!(
                     "db {i}: {with_ttl} keys with a TTL, count says {}",

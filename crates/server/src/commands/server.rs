@@ -89,6 +89,8 @@ struct Memory {
     shape_hits: u64,
     shape_misses: u64,
     shape_fallbacks: u64,
+    /// Keys per value tag.
+    tags: [u64; 16],
 }
 
 fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
@@ -109,6 +111,9 @@ fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
         m.shape_hits += shapes.cache_hits;
         m.shape_misses += shapes.cache_misses;
         m.shape_fallbacks += shapes.too_complex;
+        for (t, n) in m.tags.iter_mut().zip(shard.tag_counts()) {
+            *t += n;
+        }
     }
     m
 }
@@ -223,6 +228,11 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             mem.shape_misses,
             mem.shape_fallbacks
         );
+        for (tag, count) in mem.tags.iter().enumerate() {
+            if let Some(name) = store::object::tag_name(tag as u8) {
+                let _ = write!(t, "densekv_keys_{name}:{count}\r\n");
+            }
+        }
     });
     section("persistence", true, &mut |t| {
         let _ = write!(
