@@ -58,8 +58,8 @@ pub enum Keys {
         step: usize,
     },
     /// A `numkeys` argument at `at`, then that many keys (ZUNIONSTORE dst 2 a b, BLMPOP 0 2 a b):
-    /// `also` is a key before it (ZUNIONSTORE's destination), if any. A bad `numkeys` yields no
-    /// keys; the handler reports the error.
+    /// `also` is a key before it (ZUNIONSTORE's destination), if any. A bad `numkeys` yields only
+    /// `also`; the handler reports the error before it touches any other key.
     NumKeys { at: usize, also: Option<usize> },
 }
 
@@ -259,11 +259,11 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
                 .get(at)
                 .and_then(|a| parse_i64(a))
                 .filter(|&n| n > 0 && (n as usize) < args.len() - at);
-            let Some(count) = count else {
-                return smallvec::SmallVec::new();
-            };
-            let mut positions: smallvec::SmallVec<[usize; 4]> = also.into_iter().collect();
-            positions.extend(at + 1..=at + count as usize);
+            let mut positions: smallvec::SmallVec<[usize; 4]> =
+                also.filter(|&i| i < args.len()).into_iter().collect();
+            if let Some(count) = count {
+                positions.extend(at + 1..=at + count as usize);
+            }
             positions
         }
         Keys::Range { first, last, step } => {
