@@ -57,6 +57,10 @@ pub enum Keys {
         last: isize,
         step: usize,
     },
+    /// Keys counted by an argument (SINTERCARD, ZUNIONSTORE…): the arguments from 1 up to `at`
+    /// (excluded) are keys, `args[at]` is the number of keys that follow it. A count that is not
+    /// a positive integer names no keys (the handler replies with the error).
+    Numkeys { at: usize },
 }
 
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
@@ -264,6 +268,16 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
                 .filter(|&i| i < args.len())
                 .collect()
         }
+        Keys::Numkeys { at } => {
+            let count = args
+                .get(at)
+                .and_then(|a| parse_i64(a))
+                .filter(|&n| n > 0)
+                .map_or(0, |n| n as usize);
+            let fixed = 1..at.min(args.len());
+            let counted = at + 1..(at + 1).saturating_add(count).min(args.len());
+            fixed.chain(counted).collect()
+        }
     }
 }
 
@@ -277,7 +291,7 @@ pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'
             last: 1,
             step: 1,
         } if args.len() > 1 => Locks::of_keys(server, &args[1..2]),
-        Keys::Range { .. } => Locks::of(
+        Keys::Range { .. } | Keys::Numkeys { .. } => Locks::of(
             server,
             key_positions(spec, args)
                 .into_iter()
