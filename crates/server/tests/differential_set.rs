@@ -267,7 +267,6 @@ fn next_commands(g: &mut Gen) -> Vec<Cmd> {
                 std::iter::once(key).chain(m).collect(),
             ))
         }
-        11 | 12 => Cmd::new(vec![g.name("SISMEMBER"), set_key(g), member(g)]),
         13 => {
             let key = set_key(g);
             let m = members(g, 4);

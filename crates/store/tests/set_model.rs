@@ -91,7 +91,7 @@ fn run(seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut shard = shard(seed);
     let mut models: Vec<BTreeSet<Vec<u8>>> = vec![BTreeSet::new(); KEYS];
-    let mut ints_ever = vec![true; KEYS];
+    let mut ints_ever = [true; KEYS];
     let mut counter = 0u64;
     let mut random = move || {
         counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -217,7 +217,7 @@ fn check(
                 (
                     v.len(),
                     v.contains(&probe),
-                    v.random(rng.r#gen()).map(|m| m.to_vec()),
+                    v.random(rng.r#gen()).map(store::types::set::Member::to_vec),
                 )
             })
             .unwrap()

@@ -382,7 +382,10 @@ fn random_members(out: &mut ReplyWriter<'_>, v: SetView<'_>, count: i64) {
         }
     } else {
         let mut picked: std::collections::HashSet<Member<'_>, foldhash::fast::RandomState> =
-            std::collections::HashSet::with_capacity_and_hasher(wanted, Default::default());
+            std::collections::HashSet::with_capacity_and_hasher(
+                wanted,
+                foldhash::fast::RandomState::default(),
+            );
         let mut order = Vec::with_capacity(wanted);
         // Terminates with probability 1: at most a third of the set is wanted, so each draw is
         // new with probability >= 2/3 (less for a lumpy page sample, still bounded away from 0).
@@ -408,7 +411,7 @@ pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if args.len() == 2 {
         let (shard, out) = ctx.shard_and_out(key);
         match set::pop(shard, db, key, now, 1, &mut random, |m| {
-            reply_member(out, m)
+            reply_member(out, m);
         }) {
             Ok(0) => ctx.out.null(),
             Ok(_) => ctx.touch(db, key),
@@ -431,7 +434,7 @@ pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.set_len(count.min(len));
     let (shard, out) = ctx.shard_and_out(key);
     match set::pop(shard, db, key, now, count, &mut random, |m| {
-        reply_member(out, m)
+        reply_member(out, m);
     }) {
         Ok(_) => ctx.touch(db, key),
         Err(e) => fail(ctx, e),

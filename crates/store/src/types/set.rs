@@ -93,7 +93,7 @@ impl SetObj {
         if let SetObj::Ints(s) = self {
             match parse_i64(m) {
                 Some(v) => return Ok(s.insert(heap, v as u64)?),
-                None => self.to_pages(heap)?,
+                None => self.convert_to_pages(heap)?,
             }
         }
         let SetObj::Pages(p) = self else {
@@ -111,9 +111,9 @@ impl SetObj {
     }
 
     /// Rewrites an INTS set as PAGES (a non-integer arrived).
-    fn to_pages(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
+    fn convert_to_pages(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
         let SetObj::Ints(s) = self else { return Ok(()) };
-        let mut pages = PageHash::new(heap)?;
+        let mut pages = new_pages(heap)?;
         let mut digits = itoa_buf();
         for v in s.iter() {
             let text = format_i64(&mut digits, v as i64);
@@ -138,7 +138,7 @@ impl SetObj {
         let mut set = if all_ints {
             SetObj::Ints(IntSet::new(heap)?)
         } else {
-            SetObj::Pages(PageHash::new(heap)?)
+            SetObj::Pages(new_pages(heap)?)
         };
         let mut digits = itoa_buf();
         for m in members {
@@ -158,6 +158,22 @@ impl SetObj {
         }
         Ok(set)
     }
+}
+
+/// Probes per insert for a set's PageHash (the maps default is 16). Set entries are short (4
+/// bytes of framing next to the member), so letting an insert look further before its page sheds
+/// a bucket fills pages fuller: one set of 1M `m:<i>` members measured 8.3 B of overhead per
+/// member at 16 probes, 8.0 at 32, 7.2 at 64. Lookups probe only up to their home piece's spill.
+const PAGES_PROBE_COUNT_MAX: u8 = 64;
+
+fn new_pages(heap: &mut Heap) -> Result<PageHash, maps::MapError> {
+    PageHash::with_config(
+        heap,
+        &maps::Config {
+            probe_count_max: PAGES_PROBE_COUNT_MAX,
+            ..maps::Config::default()
+        },
+    )
 }
 
 /// Decimal formatting without allocation.
@@ -772,6 +788,10 @@ pub fn store(
 }
 
 /// Stores an imported set (RENAME/COPY across shards).
+#[allow(
+    clippy::needless_pass_by_value,
+    reason = "the signature is the one every type's import shares (types/mod.rs)"
+)]
 pub fn import(
     shard: &mut Shard,
     db: usize,

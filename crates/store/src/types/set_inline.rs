@@ -114,7 +114,7 @@ pub mod intset {
         out.reserve(1 + (len(b) + 1) * w);
         out.push(w as u8);
         if w == width(b) {
-            out.extend_from_slice(&b[1..1 + at * w]);
+            out.extend_from_slice(&b[1..=at * w]);
             push(out, w, v);
             out.extend_from_slice(&b[1 + at * w..]);
         } else {
@@ -132,7 +132,7 @@ pub mod intset {
     pub fn remove(b: &[u8], at: usize, out: &mut Vec<u8>) {
         let w = width(b);
         out.clear();
-        out.extend_from_slice(&b[..1 + at * w]);
+        out.extend_from_slice(&b[..=at * w]);
         out.extend_from_slice(&b[1 + (at + 1) * w..]);
     }
 
@@ -143,7 +143,7 @@ pub mod intset {
     /// Checks the layout invariants (tests).
     pub fn validate(b: &[u8]) -> Result<(), String> {
         let w = *b.first().ok_or("empty payload")? as usize;
-        if ![2, 4, 8].contains(&w) || (b.len() - 1) % w != 0 {
+        if ![2, 4, 8].contains(&w) || !(b.len() - 1).is_multiple_of(w) {
             return Err(format!("bad width {w} for {} bytes", b.len()));
         }
         let values: Vec<i64> = iter(b).collect();
