@@ -221,7 +221,7 @@ pub fn keys(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 /// Reads a SCAN cursor as Redis's `parseScanCursorOrReply` does with `strtoul`: optional sign
 /// (a negative cursor wraps, "-1" is 2^64 - 1), decimal digits, nothing after them, no leading
 /// space; the empty string is cursor 0 and a value above 2^64 - 1 is invalid.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let (negative, digits) = match arg.first() {
         Some(b'-') => (true, &arg[1..]),
         Some(b'+') => (false, &arg[1..]),

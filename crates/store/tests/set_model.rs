@@ -1,0 +1,294 @@
+//! Model-based randomized test of the set encodings and their conversions: the same adds,
+//! removes, pops and stores go to a shard's sets and to `BTreeSet` models. Operation kinds are
+//! switched on and off per round at random, and member pools are chosen so each round lives
+//! in a different encoding (integers only: intset then ints; short strings: small then pages;
+//! long strings: pages from the start; mixes crossing from intset to small to pages). After each
+//! step the set's answers (len, membership of present and absent members, all members, random
+//! picks) must match the model, the tag must be the one the content rules imply, and
+//! `set::validate` checks the layout invariants.
+
+use heap::HeapConfig;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeSet;
+use store::object::tag;
+use store::types::set::{self, SetError};
+use store::{Shard, ShardConfig, Ttl};
+
+const KEYS: usize = 4;
+
+fn shard(seed: u64) -> Shard {
+    Shard::new(&ShardConfig {
+        databases: 1,
+        heap: HeapConfig {
+            reserve_bytes: 1 << 30,
+            ..HeapConfig::default()
+        },
+        map: maps::Config {
+            seed: Some(seed),
+            ..maps::Config::default()
+        },
+    })
+    .unwrap()
+}
+
+/// Which members a round draws from.
+#[derive(Clone, Copy, Debug)]
+enum Pool {
+    Ints,
+    WideInts,
+    Short,
+    Long,
+    Mixed,
+}
+
+fn member(rng: &mut SmallRng, pool: Pool) -> Vec<u8> {
+    match pool {
+        Pool::Ints => rng.gen_range(-700i64..700).to_string().into_bytes(),
+        Pool::WideInts => match rng.gen_range(0..4) {
+            0 => rng.r#gen::<i64>().to_string().into_bytes(),
+            1 => rng.gen_range(-70_000i64..70_000).to_string().into_bytes(),
+            2 => i64::MIN.to_string().into_bytes(),
+            _ => rng.gen_range(-10i64..10).to_string().into_bytes(),
+        },
+        Pool::Short => format!("s{}", rng.gen_range(0..200)).into_bytes(),
+        Pool::Long => vec![b'a' + rng.gen_range(0..20u8); rng.gen_range(60..80)],
+        Pool::Mixed => match rng.gen_range(0..6) {
+            0 => b"007".to_vec(),
+            1 => b"-0".to_vec(),
+            2 => format!("s{}", rng.gen_range(0..50)).into_bytes(),
+            3 => Vec::new(),
+            _ => rng.gen_range(-300i64..300).to_string().into_bytes(),
+        },
+    }
+}
+
+/// The tag the content rules imply for a set that started empty and grew to `model` (sets never
+/// convert back down, so only the upper bounds are checked against `seen_max`).
+fn check_tag(t: u8, model: &BTreeSet<Vec<u8>>, all_ints_ever: bool) {
+    let ints = model.iter().all(|m| store::value::parse_i64(m).is_some());
+    match t {
+        tag::SET_INTSET => assert!(ints && model.len() <= 512, "intset with {model:?}"),
+        tag::SET_SMALL => assert!(
+            model.len() <= 128 && model.iter().all(|m| m.len() <= 64),
+            "small set past its bounds"
+        ),
+        tag::SET_INTS => assert!(ints && all_ints_ever, "ints set holding a string"),
+        tag::SET_PAGES => {}
+        other => panic!("tag {other} is not a set"),
+    }
+}
+
+fn members_of(shard: &mut Shard, key: &[u8]) -> Option<BTreeSet<Vec<u8>>> {
+    set::read(shard, 0, key, 0, |v| v.to_vec().into_iter().collect()).expect("a set or nothing")
+}
+
+fn tag_of(shard: &mut Shard, key: &[u8]) -> Option<u8> {
+    shard.with_entry(0, key, 0, |e| e.tag)
+}
+
+fn run(seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut shard = shard(seed);
+    let mut models: Vec<BTreeSet<Vec<u8>>> = vec![BTreeSet::new(); KEYS];
+    let mut ints_ever = [true; KEYS];
+    let mut counter = 0u64;
+    let mut random = move || {
+        counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = counter;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z ^ (z >> 31)
+    };
+    for _round in 0..30 {
+        let pool = [
+            Pool::Ints,
+            Pool::WideInts,
+            Pool::Short,
+            Pool::Long,
+            Pool::Mixed,
+        ][rng.gen_range(0..5)];
+        let enabled: [bool; 5] = std::array::from_fn(|_| rng.gen_bool(0.7));
+        let bulk = rng.gen_range(1..40);
+        for _step in 0..300 {
+            let k = rng.gen_range(0..KEYS);
+            let key = format!("set{k}").into_bytes();
+            let model = &mut models[k];
+            match rng.gen_range(0..5) {
+                0 if enabled[0] => {
+                    let add: Vec<Vec<u8>> = (0..rng.gen_range(1..=bulk))
+                        .map(|_| member(&mut rng, pool))
+                        .collect();
+                    let refs: Vec<&[u8]> = add.iter().map(Vec::as_slice).collect();
+                    let before = model.len();
+                    for m in &add {
+                        model.insert(m.clone());
+                    }
+                    if before == 0 {
+                        ints_ever[k] = true;
+                    }
+                    if add.iter().any(|m| store::value::parse_i64(m).is_none()) {
+                        ints_ever[k] = false;
+                    }
+                    let added = set::add(&mut shard, 0, &key, 0, &refs).unwrap();
+                    assert_eq!(added, model.len() - before);
+                }
+                1 if enabled[1] => {
+                    let rem: Vec<Vec<u8>> = (0..rng.gen_range(1..5))
+                        .map(|_| member(&mut rng, pool))
+                        .collect();
+                    let refs: Vec<&[u8]> = rem.iter().map(Vec::as_slice).collect();
+                    let expected = rem
+                        .iter()
+                        .collect::<BTreeSet<_>>()
+                        .into_iter()
+                        .filter(|m| model.remove(*m))
+                        .count();
+                    assert_eq!(
+                        set::remove(&mut shard, 0, &key, 0, &refs).unwrap(),
+                        expected
+                    );
+                }
+                2 if enabled[2] => {
+                    let count = rng.gen_range(0..model.len() + 3);
+                    let mut popped = Vec::new();
+                    let n = set::pop(&mut shard, 0, &key, 0, count, &mut random, |m| {
+                        popped.push(m.to_vec());
+                    })
+                    .unwrap();
+                    assert_eq!(n, count.min(model.len()));
+                    assert_eq!(popped.len(), n);
+                    for m in &popped {
+                        assert!(model.remove(m), "popped a non-member or a member twice");
+                    }
+                }
+                3 if enabled[3] => {
+                    // Store a copy of another key's members (SUNIONSTORE's path).
+                    let src = rng.gen_range(0..KEYS);
+                    let copy: Vec<Vec<u8>> = models[src].iter().cloned().collect();
+                    set::store(&mut shard, 0, &key, &copy, Ttl::Clear, 0).unwrap();
+                    ints_ever[k] = copy.iter().all(|m| store::value::parse_i64(m).is_some());
+                    models[k] = copy.into_iter().collect();
+                }
+                4 if enabled[4] => {
+                    shard
+                        .put_string(0, &key, b"a string", Ttl::Clear, 0)
+                        .unwrap();
+                    assert_eq!(
+                        set::add(&mut shard, 0, &key, 0, &[b"x"]),
+                        Err(SetError::WrongType)
+                    );
+                    shard.remove(0, &key, 0);
+                    model.clear();
+                }
+                _ => {}
+            }
+            check(&mut shard, &key, &models[k], ints_ever[k], &mut rng, pool);
+        }
+    }
+    for k in 0..KEYS {
+        let key = format!("set{k}").into_bytes();
+        let exported = shard.export(0, &key, 0);
+        if let Some((store::shard::Exported::Coll(store::Portable::Set(m)), _)) = exported {
+            let got: BTreeSet<Vec<u8>> = m.into_iter().collect();
+            assert_eq!(got, models[k], "export");
+        } else {
+            assert!(models[k].is_empty());
+        }
+    }
+}
+
+fn check(
+    shard: &mut Shard,
+    key: &[u8],
+    model: &BTreeSet<Vec<u8>>,
+    ints_ever: bool,
+    rng: &mut SmallRng,
+    pool: Pool,
+) {
+    set::validate(shard, 0, key, 0).unwrap();
+    match members_of(shard, key) {
+        None => assert!(model.is_empty(), "key gone but model holds {}", model.len()),
+        Some(got) => {
+            assert!(!got.is_empty(), "an empty set was kept");
+            assert_eq!(&got, model);
+            check_tag(tag_of(shard, key).unwrap(), model, ints_ever);
+            let probe = member(rng, pool);
+            let answer = set::read(shard, 0, key, 0, |v| {
+                (
+                    v.len(),
+                    v.contains(&probe),
+                    v.random(rng.r#gen()).map(store::types::set::Member::to_vec),
+                )
+            })
+            .unwrap()
+            .unwrap();
+            assert_eq!(answer.0, model.len());
+            assert_eq!(answer.1, model.contains(&probe));
+            assert!(
+                model.contains(&answer.2.unwrap()),
+                "random pick not a member"
+            );
+        }
+    }
+}
+
+#[test]
+fn sets_match_the_model() {
+    let seed = std::env::var("DENSEKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5E7_0002);
+    for i in 0..4 {
+        run(seed + i);
+    }
+}
+
+/// The thresholds, one step at a time: 512 integers stay an intset, the 513th makes an ints set;
+/// a string into a 127-integer intset makes a small set, into a 128-integer one a pages set; 128
+/// short strings stay small, the 129th or a 65-byte one makes pages; a string into an ints set
+/// makes pages.
+#[test]
+fn conversions_happen_exactly_at_the_thresholds() {
+    let mut shard = shard(7);
+    let add = |shard: &mut Shard, key: &[u8], m: &[u8]| {
+        set::add(shard, 0, key, 0, &[m]).unwrap();
+        tag_of(shard, key).unwrap()
+    };
+    for i in 0..512 {
+        assert_eq!(
+            add(&mut shard, b"i", i.to_string().as_bytes()),
+            tag::SET_INTSET
+        );
+    }
+    assert_eq!(add(&mut shard, b"i", b"512"), tag::SET_INTS);
+    assert_eq!(add(&mut shard, b"i", b"x"), tag::SET_PAGES);
+    for (n, expect) in [(127, tag::SET_SMALL), (128, tag::SET_PAGES)] {
+        let key = format!("n{n}").into_bytes();
+        for i in 0..n {
+            add(&mut shard, &key, i.to_string().as_bytes());
+        }
+        assert_eq!(
+            add(&mut shard, &key, b"str"),
+            expect,
+            "string into {n} integers"
+        );
+    }
+    for i in 0..128 {
+        assert_eq!(
+            add(&mut shard, b"s", format!("m{i}").as_bytes()),
+            tag::SET_SMALL
+        );
+    }
+    assert_eq!(add(&mut shard, b"s", b"m128"), tag::SET_PAGES);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 64]), tag::SET_SMALL);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 65]), tag::SET_PAGES);
+    assert_eq!(add(&mut shard, b"w", b"1"), tag::SET_INTSET);
+    assert_eq!(
+        add(&mut shard, b"w", i64::MIN.to_string().as_bytes()),
+        tag::SET_INTSET
+    );
+    assert_eq!(members_of(&mut shard, b"w").unwrap().len(), 2);
+    for key in [&b"i"[..], b"n127", b"n128", b"s", b"l", b"w"] {
+        set::validate(&mut shard, 0, key, 0).unwrap();
+    }
+}
