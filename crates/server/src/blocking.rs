@@ -23,6 +23,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+/// Replies of served clients waiting for their thread: (client id, reply bytes).
+pub type Inbox = Vec<(u64, Vec<u8>)>;
+
 /// What a blocked client does once one of its keys has data.
 #[derive(Clone, Debug)]
 pub enum BlockOp {
@@ -179,7 +182,9 @@ fn serve_key(server: &Server, db: usize, key: &[u8], now_ms: u64) {
 
 /// Hands a served client's reply to its thread and wakes that thread.
 fn deliver(server: &Server, client: &ClientShared, reply: Vec<u8>) {
-    server.inboxes[client.thread].lock().push((client.id, reply));
+    server.inboxes[client.thread]
+        .lock()
+        .push((client.id, reply));
     if let Some(waker) = server.wakers.read().get(client.thread) {
         let _ = waker.wake();
     }
@@ -229,5 +234,8 @@ pub fn parse_timeout(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<Option<u64>> {
     if ms == 0.0 {
         return Some(None);
     }
-    Some(Some(ctx.now_ms.saturating_add(ms.min(u64::MAX as f64 / 2.0) as u64)))
+    Some(Some(
+        ctx.now_ms
+            .saturating_add(ms.min(u64::MAX as f64 / 2.0) as u64),
+    ))
 }

@@ -138,7 +138,7 @@ pub struct Server {
     /// Blocked clients and the keys they wait on (`blocking.rs`).
     pub blocking: Mutex<crate::blocking::Blocking>,
     /// Per I/O thread: replies of its blocked clients that another thread served.
-    pub inboxes: Box<[Mutex<Vec<(u64, Vec<u8>)>>]>,
+    pub inboxes: Box<[Mutex<crate::blocking::Inbox>]>,
 }
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).

@@ -155,16 +155,22 @@ fn scenarios(port: u16) -> Vec<(&'static str, Transcript)> {
         let mut b = Client::connect(port);
         send(&mut a, &["BZPOPMIN", "z1", "z2", "0"]);
         wait_blocked(admin, 1);
-        send(&mut b, &["BZMPOP", "0", "2", "z2", "z1", "MAX", "COUNT", "2"]);
+        send(
+            &mut b,
+            &["BZMPOP", "0", "2", "z2", "z1", "MAX", "COUNT", "2"],
+        );
         wait_blocked(admin, 2);
-        let mut t = vec![show(&admin.cmd(&[
-            "ZADD", "z2", "1.5", "a", "2", "b", "3", "c", "-inf", "d",
-        ]))];
+        let mut t =
+            vec![show(&admin.cmd(&[
+                "ZADD", "z2", "1.5", "a", "2", "b", "3", "c", "-inf", "d",
+            ]))];
         t.push(show(&a.read_reply()));
         t.push(show(&b.read_reply()));
         t.push(show(&admin.cmd(&["ZRANGE", "z2", "0", "-1", "WITHSCORES"])));
         admin.cmd(&["RPUSH", "l1", "a", "b", "c"]);
-        t.push(show(&a.cmd(&["BLMPOP", "0", "2", "l0", "l1", "RIGHT", "COUNT", "5"])));
+        t.push(show(
+            &a.cmd(&["BLMPOP", "0", "2", "l0", "l1", "RIGHT", "COUNT", "5"]),
+        ));
         t.push(show(&a.cmd(&["BZMPOP", "0", "1", "z2", "MIN"])));
         t
     });
@@ -182,7 +188,10 @@ fn blocking_commands_match_redis() {
         let densekv = Server::densekv(&["--io-threads", threads]);
         let got = scenarios(densekv.port);
         for ((name, ours), (_, theirs)) in got.iter().zip(&expected) {
-            assert_eq!(ours, theirs, "scenario {name:?} with {threads} I/O thread(s)");
+            assert_eq!(
+                ours, theirs,
+                "scenario {name:?} with {threads} I/O thread(s)"
+            );
         }
     }
 }

@@ -567,6 +567,7 @@ impl Shard {
     }
 
     /// Frees what the payload of an entry taken out with `take` owns (a boxed collection).
+    #[allow(clippy::needless_pass_by_value)] // by value: the caller gives the handle up
     pub fn release(&mut self, entry: OwnedEntry) {
         release_payload(&mut self.heap, &mut self.shapes, entry.tag, &entry.payload);
     }
@@ -807,7 +808,10 @@ impl Shard {
                 tags[usize::from(v.meta.tag())] += 1;
             }
             if tags != d.tags {
-                return Err(format!("db {i}: keys per tag {tags:?}, counts say {:?}", d.tags));
+                return Err(format!(
+                    "db {i}: keys per tag {tags:?}, counts say {:?}",
+                    d.tags
+                ));
             }
             if with_ttl != d.expires {
                 return Err(format!(

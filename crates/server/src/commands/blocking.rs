@@ -248,7 +248,14 @@ pub fn brpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     blocking_pop(ctx, args, false);
 }
 
-fn blocking_move(ctx: &mut Ctx<'_, '_>, src: &[u8], dst: &[u8], from_left: bool, to_left: bool, timeout: &[u8]) {
+fn blocking_move(
+    ctx: &mut Ctx<'_, '_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+    timeout: &[u8],
+) {
     let Some(deadline) = blocking::parse_timeout(ctx, timeout) else {
         return;
     };
@@ -293,6 +300,9 @@ pub fn blmove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     blocking_move(ctx, args[1], args[2], from_left, to_left, args[5]);
 }
 
+/// BLMPOP/BZMPOP's parsed arguments: keys, first side (LEFT/MIN), count.
+type MPop<'a> = (Vec<&'a [u8]>, bool, Option<usize>);
+
 /// Parses `numkeys key… <where> [COUNT n]` from `args[2..]` (BLMPOP/BZMPOP): the keys, the
 /// direction word and the count. Replies and returns `None` on error, as Redis's
 /// `mpopGenericCommand` does.
@@ -300,7 +310,7 @@ fn parse_mpop<'a>(
     ctx: &mut Ctx<'_, '_>,
     args: &[&'a [u8]],
     words: (&str, &str),
-) -> Option<(Vec<&'a [u8]>, bool, Option<usize>)> {
+) -> Option<MPop<'a>> {
     let numkeys = crate::command::parse_i64(args[2]);
     let Some(numkeys) = numkeys.filter(|&n| n > 0) else {
         ctx.error("ERR numkeys should be greater than 0");
