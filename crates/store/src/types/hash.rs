@@ -283,12 +283,9 @@ impl HashRef<'_> {
             HashRef::Obj {
                 obj: HashObj::Ints(t),
                 ..
-            } => t.sample(r).map(|(k, v)| {
-                (
-                    k.to_string().into_bytes(),
-                    v.to_string().into_bytes(),
-                )
-            }),
+            } => t
+                .sample(r)
+                .map(|(k, v)| (k.to_string().into_bytes(), v.to_string().into_bytes())),
             _ => {
                 let pick = (r % len as u64) as usize;
                 let mut out = None;
@@ -441,15 +438,12 @@ impl HashMut<'_> {
         }
         // The pair does not fit the encoding: rebuild with it included.
         let mut pairs = HashRef::Obj { obj, heap }.pairs();
-        let new = match pairs.iter_mut().find(|(f, _)| f == field) {
-            Some(pair) => {
-                pair.1 = value.to_vec();
-                false
-            }
-            None => {
-                pairs.push((field.to_vec(), value.to_vec()));
-                true
-            }
+        let new = if let Some(pair) = pairs.iter_mut().find(|(f, _)| f == field) {
+            pair.1 = value.to_vec();
+            false
+        } else {
+            pairs.push((field.to_vec(), value.to_vec()));
+            true
         };
         let rebuilt = build(heap, &pairs)?;
         std::mem::replace(obj, rebuilt).destroy(heap);
@@ -484,7 +478,7 @@ impl HashMut<'_> {
         if let HashObj::Pages(p) = obj
             && found
             && p.len() <= SHRINK_PAIRS
-            && p.len() > 0
+            && !p.is_empty()
         {
             let pairs = HashRef::Obj { obj, heap }.pairs();
             if pairs.iter().all(|(f, v)| fits_small(f, v)) {
@@ -650,11 +644,11 @@ fn commit_unboxed<R>(
             }
         }
         Work::Record(r) => {
-            if changed || pin.is_none() {
-                if let Err(e) = shard.put(db, key, tag::HASH_RECORD, &r, ttl, now_ms) {
-                    record::release(&mut shard.shapes, &r);
-                    return Err(e.into());
-                }
+            if (changed || pin.is_none())
+                && let Err(e) = shard.put(db, key, tag::HASH_RECORD, &r, ttl, now_ms)
+            {
+                record::release(&mut shard.shapes, &r);
+                return Err(e.into());
             }
             if let Some(s) = pin {
                 shard.shapes.release(s);
@@ -677,6 +671,8 @@ fn commit_unboxed<R>(
 
 /// Stores `pairs` (distinct fields) under `key`, replacing what was there, in the encoding a
 /// hash built by HSET of the same pairs would have.
+// The signature is the frame's (`types::import` hands every type its owned value).
+#[allow(clippy::needless_pass_by_value)]
 pub fn import(
     shard: &mut Shard,
     db: usize,
