@@ -407,7 +407,9 @@ fn hash_edge_cases_match_redis() {
         &["HSET", "small", "a", "1", "b", "2"],
         &["HGETALL", "small"],
         &["HRANDFIELD", "small", "2", "WITHVALUES"],
-        &["HRANDFIELD", "small", "-1", "WITHVALUES"],
+        // One field: the random picks are all the same pair, so the nesting is compared exactly.
+        &["HSET", "one", "a", "1"],
+        &["HRANDFIELD", "one", "-3", "WITHVALUES"],
         &["HGETALL", "missing"],
         &["HRANDFIELD", "missing"],
         &["HGET", "missing", "f"],
