@@ -223,6 +223,12 @@ impl Shard {
         &mut self.heap
     }
 
+    /// The heap and the shape tree at once (a hash record converting to a boxed encoding reads
+    /// the tree while it builds in the heap).
+    pub fn heap_and_shapes(&mut self) -> (&mut Heap, &mut ShapeTree) {
+        (&mut self.heap, &mut self.shapes)
+    }
+
     /// Gives the shard heap's freed-but-resident memory back to the OS now (MEMORY PURGE).
     pub fn purge(&mut self) {
         self.heap.purge();

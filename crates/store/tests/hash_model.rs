@@ -1,0 +1,271 @@
+//! Model-based randomized tests of the hash encodings (`store::types::hash`) against std maps.
+//!
+//! One seeded stream of HSET / HDEL / HGET / whole-hash reads per key family runs on a `Shard`
+//! and on a `BTreeMap<field, value>` per key. Families steer each encoding and every conversion:
+//! record-like names (record ↔ small/pages), integers (small → ints → pages), binary fields
+//! (small ↔ pages with the shrink), and big integer / string hashes. After every step the
+//! touched key is compared whole, its tag checked against the rules the module doc states, and at
+//! the end every key is deleted and the shape tree must be back to its root: a hold leaked or
+//! released twice by a conversion would show there. `IntHash` has its own model test with its
+//! invariant validator. Set `DENSEKV_SEED` to change the seed.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashMap};
+use store::object::tag;
+use store::types::hash::{self, ints::IntHash};
+use store::{Shard, ShardConfig, Slot};
+
+fn seed() -> u64 {
+    std::env::var("DENSEKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x4A54_0002)
+}
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn field(rng: &mut SmallRng, family: u8) -> Vec<u8> {
+    match family {
+        b'u' if rng.gen_bool(0.97) => {
+            let names = ["name", "email", "age", "city", "created", "zip", "phone"];
+            names[rng.gen_range(0..names.len())].as_bytes().to_vec()
+        }
+        b'u' | b'n' => rng.gen_range(-3..20).to_string().into_bytes(),
+        b'b' => rng.gen_range(0..300).to_string().into_bytes(),
+        _ => match rng.gen_range(0..8) {
+            0 => vec![b'F'; 70],
+            1 => Vec::new(),
+            _ => format!("f{}", rng.gen_range(0..14)).into_bytes(),
+        },
+    }
+}
+
+fn value(rng: &mut SmallRng, family: u8) -> Vec<u8> {
+    match rng.gen_range(0..30) {
+        0 => vec![b'v'; 65],
+        1 => b"007".to_vec(),
+        2 => b"x".to_vec(),
+        3 => i64::MIN.to_string().into_bytes(),
+        _ if family == b'n' || family == b'b' => rng
+            .gen_range(-10..2_000_000_000i64)
+            .to_string()
+            .into_bytes(),
+        _ => format!("val{}", rng.gen_range(0..100)).into_bytes(),
+    }
+}
+
+/// (tag, pairs in the encoding's order) of `key`, or `None` when missing.
+fn read(shard: &mut Shard, key: &[u8]) -> Option<(u8, Pairs)> {
+    shard.with_slot(0, key, 0, |slot| {
+        let t = match &slot {
+            Slot::Missing => return None,
+            Slot::Inline { tag, .. } | Slot::Boxed { tag, .. } => *tag,
+        };
+        let h = hash::view(slot).expect("a hash").expect("present");
+        Some((t, h.pairs()))
+    })
+}
+
+fn check(shard: &mut Shard, key: &[u8], model: &Model, step: usize) {
+    let Some((t, pairs)) = read(shard, key) else {
+        assert!(model.is_empty(), "step {step}: {key:?} missing");
+        return;
+    };
+    let mut sorted = pairs.clone();
+    sorted.sort();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(f, v)| (f.clone(), v.clone())).collect();
+    assert_eq!(sorted, want, "step {step}: contents of {key:?}");
+    let ints = model
+        .iter()
+        .all(|(f, v)| hash::ints::int_pair(f, v).is_some());
+    let fits_small = model
+        .iter()
+        .all(|(f, v)| f.len() <= hash::VALUE_BYTES_MAX && v.len() <= hash::VALUE_BYTES_MAX);
+    match t {
+        tag::HASH_RECORD => assert!(fits_small, "step {step}: record with a long value"),
+        tag::HASH_SMALL => assert!(model.len() <= hash::SMALL_PAIRS_MAX && fits_small),
+        tag::HASH_INTS => assert!(ints, "step {step}: ints hash holds a non-integer"),
+        // Pages hold anything: they do not convert back to ints once a non-integer left, and a
+        // long value overwritten by a short one leaves a few short pairs there until a delete.
+        tag::HASH_PAGES => {}
+        other => panic!("step {step}: tag {other}"),
+    }
+}
+
+#[test]
+fn hash_encodings_match_a_btreemap() {
+    let seed = seed();
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut shard = Shard::new(&ShardConfig::default()).expect("shard");
+    let keys: Vec<Vec<u8>> = ["u0", "u1", "u2", "n0", "n1", "r0", "r1", "b0"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    let mut models: HashMap<Vec<u8>, Model> = HashMap::new();
+    // Operation kinds switched on and off per phase, so hashes both grow large and drain.
+    let mut weights = [4u32, 3, 2, 1];
+    for step in 0..60_000 {
+        if step % 5_000 == 0 {
+            for w in &mut weights {
+                *w = rng.gen_range(0..5);
+            }
+            weights[0] = weights[0].max(1);
+        }
+        let key = keys[rng.gen_range(0..keys.len())].clone();
+        let family = key[0];
+        let model = models.entry(key.clone()).or_default();
+        let total: u32 = weights.iter().sum();
+        let mut pick = rng.gen_range(0..total);
+        let op = weights
+            .iter()
+            .position(|&w| {
+                if pick < w {
+                    true
+                } else {
+                    pick -= w;
+                    false
+                }
+            })
+            .unwrap();
+        match op {
+            0 => {
+                let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..4))
+                    .map(|_| (field(&mut rng, family), value(&mut rng, family)))
+                    .collect();
+                let created = hash::update(&mut shard, 0, &key, 0, true, |h| {
+                    let mut n = 0;
+                    for (f, v) in &pairs {
+                        n += usize::from(h.set(f, v)?);
+                    }
+                    Ok(n)
+                })
+                .unwrap()
+                .unwrap();
+                let mut want = 0;
+                for (f, v) in pairs {
+                    want += usize::from(model.insert(f, v).is_none());
+                }
+                assert_eq!(created, want, "step {step}: new fields");
+            }
+            1 | 3 => {
+                let fields: Vec<Vec<u8>> = (0..rng.gen_range(1..4))
+                    .map(|_| field(&mut rng, family))
+                    .collect();
+                let removed = hash::update(&mut shard, 0, &key, 0, false, |h| {
+                    let mut n = 0;
+                    for f in &fields {
+                        n += usize::from(h.remove(f)?);
+                    }
+                    Ok(n)
+                })
+                .unwrap()
+                .unwrap_or(0);
+                let want = fields.iter().filter(|f| model.remove(*f).is_some()).count();
+                assert_eq!(removed, want, "step {step}: removed fields");
+            }
+            _ => {
+                let f = field(&mut rng, family);
+                let got = shard.with_slot(0, &key, 0, |slot| {
+                    hash::view(slot)
+                        .unwrap()
+                        .and_then(|mut h| h.get(&f).map(|v| v.to_vec()))
+                });
+                assert_eq!(got.as_ref(), model.get(&f), "step {step}: get");
+            }
+        }
+        check(&mut shard, &key, model, step);
+    }
+    for key in &keys {
+        shard.remove(0, key, 0);
+    }
+    assert!(
+        shard.shapes.is_empty(),
+        "shape holds leaked or double-released: {} shapes live",
+        shard.shapes.len()
+    );
+}
+
+#[test]
+fn records_keep_insertion_order_and_release_their_shapes() {
+    let mut shard = Shard::new(&ShardConfig::default()).expect("shard");
+    for i in 0..100 {
+        let key = format!("user:{i}");
+        hash::update(&mut shard, 0, key.as_bytes(), 0, true, |h| {
+            for (f, v) in [
+                ("name", "ann"),
+                ("email", "a@x"),
+                ("age", "42"),
+                ("city", "Oslo"),
+            ] {
+                h.set(f.as_bytes(), v.as_bytes())?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    let (t, pairs) = read(&mut shard, b"user:7").unwrap();
+    assert_eq!(t, tag::HASH_RECORD);
+    let names: Vec<&[u8]> = pairs.iter().map(|(f, _)| f.as_slice()).collect();
+    assert_eq!(names, [&b"name"[..], b"email", b"age", b"city"]);
+    assert_eq!(
+        shard.shapes.len(),
+        5,
+        "one chain of four shapes plus the root"
+    );
+    // Conversions in both directions on one key.
+    hash::update(&mut shard, 0, b"user:7", 0, false, |h| h.set(b"12", b"x")).unwrap();
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_SMALL);
+    for i in 0..100 {
+        shard.remove(0, format!("user:{i}").as_bytes(), 0);
+    }
+    assert!(shard.shapes.is_empty());
+}
+
+#[test]
+fn int_hash_matches_a_hashmap() {
+    let mut rng = SmallRng::seed_from_u64(seed() ^ 1);
+    let mut t = IntHash::new();
+    let mut model: HashMap<i64, i64> = HashMap::new();
+    for step in 0..200_000 {
+        // Phases that grow (wide keys and values now and then) and drain the table.
+        let grow = (step / 20_000) % 2 == 0;
+        let k = if rng.gen_bool(0.01) {
+            rng.r#gen::<i64>().max(i64::MIN + 1)
+        } else {
+            rng.gen_range(-50..3000)
+        };
+        match rng.gen_range(0..10) {
+            0..=4 if grow => {
+                let v = if rng.gen_bool(0.01) {
+                    rng.r#gen()
+                } else {
+                    rng.gen_range(0..1000)
+                };
+                assert_eq!(t.insert(k, v), model.insert(k, v).is_none(), "step {step}");
+            }
+            0..=5 => assert_eq!(t.remove(k), model.remove(&k).is_some(), "step {step}"),
+            _ => assert_eq!(t.get(k), model.get(&k).copied(), "step {step}"),
+        }
+        assert_eq!(t.len(), model.len());
+        if step % 997 == 0 {
+            t.validate().unwrap_or_else(|e| panic!("step {step}: {e}"));
+            let mut all: Vec<(i64, i64)> = t.iter().collect();
+            all.sort_unstable();
+            let mut want: Vec<(i64, i64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+            want.sort_unstable();
+            assert_eq!(all, want, "step {step}");
+            let mut scanned = Vec::new();
+            let mut cursor = 0;
+            loop {
+                cursor = t.scan(cursor, 7, |k, v| scanned.push((k, v)));
+                if cursor == 0 {
+                    break;
+                }
+            }
+            scanned.sort_unstable();
+            assert_eq!(scanned, want, "step {step}: a scan returns each entry once");
+        }
+    }
+}
