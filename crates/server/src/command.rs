@@ -57,6 +57,10 @@ pub enum Keys {
         last: isize,
         step: usize,
     },
+    /// Keys at 1..`count_at` (a destination before the count, if any), then as many keys after
+    /// the argument at `count_at` as it says (ZUNIONSTORE, ZINTER, ZMPOP…). A count that is not
+    /// a number, or too large, locks only the keys present; the handler then replies the error.
+    NumKeys { count_at: usize },
 }
 
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
@@ -264,6 +268,17 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
                 .filter(|&i| i < args.len())
                 .collect()
         }
+        Keys::NumKeys { count_at } => {
+            let mut positions: smallvec::SmallVec<[usize; 4]> =
+                (1..count_at.min(args.len())).collect();
+            let available = args.len().saturating_sub(count_at + 1);
+            let count = args
+                .get(count_at)
+                .and_then(|a| parse_i64(a))
+                .map_or(0, |n| usize::try_from(n).unwrap_or(0).min(available));
+            positions.extend(count_at + 1..count_at + 1 + count);
+            positions
+        }
     }
 }
 
@@ -277,7 +292,7 @@ pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'
             last: 1,
             step: 1,
         } if args.len() > 1 => Locks::of_keys(server, &args[1..2]),
-        Keys::Range { .. } => Locks::of(
+        Keys::Range { .. } | Keys::NumKeys { .. } => Locks::of(
             server,
             key_positions(spec, args)
                 .into_iter()

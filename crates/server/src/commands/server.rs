@@ -571,6 +571,8 @@ fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
         crate::command::Keys::Range { first, last, step } => {
             (first as i64, last as i64, step as i64)
         }
+        // Redis's legacy triple covers only the keys before the count (the destination).
+        crate::command::Keys::NumKeys { count_at } if count_at > 1 => (1, count_at as i64 - 1, 1),
         _ => (0, 0, 0),
     };
     ctx.out.array_len(10);
