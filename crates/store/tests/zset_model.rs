@@ -146,7 +146,7 @@ fn index_and_packed_match_model() {
                     let s = score(&mut rng);
                     for z in [ZMut::Index(&mut obj, &mut heap)]
                         .into_iter()
-                        .chain(use_packed.then_some(ZMut::Packed(&mut bytes)))
+                        .chain(use_packed.then_some(ZMut::Packed(&mut bytes, None)))
                     {
                         let mut z = z;
                         match z.score(&m) {
@@ -160,7 +160,7 @@ fn index_and_packed_match_model() {
                     let want = model.remove(&m);
                     assert_eq!(ZMut::Index(&mut obj, &mut heap).remove(&m), want);
                     if use_packed {
-                        assert_eq!(ZMut::Packed(&mut bytes).remove(&m), want);
+                        assert_eq!(ZMut::Packed(&mut bytes, None).remove(&m), want);
                     }
                 }
                 8 => {
@@ -170,7 +170,7 @@ fn index_and_packed_match_model() {
                     let got = ZMut::Index(&mut obj, &mut heap).pop(max, |s, m| (s, m.to_vec()));
                     assert_eq!(got.as_ref(), want);
                     if use_packed {
-                        let got = ZMut::Packed(&mut bytes).pop(max, |s, m| (s, m.to_vec()));
+                        let got = ZMut::Packed(&mut bytes, None).pop(max, |s, m| (s, m.to_vec()));
                         assert_eq!(got.as_ref(), want);
                     }
                     if let Some((_, m)) = got {
@@ -190,7 +190,10 @@ fn index_and_packed_match_model() {
                         gone.len()
                     );
                     if use_packed {
-                        assert_eq!(ZMut::Packed(&mut bytes).remove_ranks(a, b), gone.len());
+                        assert_eq!(
+                            ZMut::Packed(&mut bytes, None).remove_ranks(a, b),
+                            gone.len()
+                        );
                     }
                     for (_, m) in gone {
                         model.remove(&m);

@@ -9,14 +9,12 @@
 //! `pop_for_blocked` and `reply_popped`.
 
 use super::is;
-use crate::command::{
-    DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, parse_i64, spec,
-};
 use crate::command::Ctx;
+use crate::command::{DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, parse_i64, spec};
 use resp::{Protocol, ReplyWriter};
 use std::collections::HashMap;
 use store::object::tag;
-use store::types::zset::{self, ZMut, ZRef, ZSetObj, fits_packed, packed};
+use store::types::zset::{self, ZMut, ZRef, packed};
 use store::{Exported, Kind, Object, Portable, Shard, Slot, Ttl};
 
 const NAN_ERROR: &str = "ERR resulting score is not a number (NaN)";
@@ -27,14 +25,59 @@ const RANGE_NOT_LEX: &str = "ERR min or max not valid string range item";
 // ---------------------------------------------------------------------------------------------
 // Parsing
 
-/// The prefix `strtod` accepts of `s` (after no leading space), as a Rust float: decimal, `inf`,
-/// `infinity`, `nan` (case-insensitive, signed). Returns (value, bytes consumed == all).
+/// `s` read whole as `strtod` reads it (no leading space here): decimal, `inf`, `infinity`,
+/// `nan` (any case, signed) and hex floats (`0x10`, `-0x1.8p3`). `None` unless all of `s` is used.
 fn strtod_whole(s: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(s).ok()?;
-    // Rust accepts exactly strtod's decimal and inf/nan spellings, but not hex floats (rare in
-    // practice; Redis would accept "0x10" as 16) nor a trailing "e" without digits (which strtod
-    // would stop before — then the whole string is not consumed either, so both reject).
-    text.parse::<f64>().ok()
+    let (negative, body) = match s.first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x' {
+        let v = parse_hex(&body[2..])?;
+        return Some(if negative { -v } else { v });
+    }
+    // Rust's float grammar is strtod's decimal and inf/nan grammar.
+    std::str::from_utf8(s).ok()?.parse::<f64>().ok()
+}
+
+/// The digits of a hex float after `0x`: hex digits, an optional fraction, an optional binary
+/// exponent `p[+-]digits`. Exact while the mantissa fits 53 bits (what clients send).
+fn parse_hex(s: &[u8]) -> Option<f64> {
+    let mut mantissa = 0f64;
+    let mut exponent: i64 = 0;
+    let mut digits = 0;
+    let mut i = 0;
+    let mut in_fraction = false;
+    while i < s.len() {
+        let b = s[i];
+        if b == b'.' && !in_fraction {
+            in_fraction = true;
+        } else if let Some(d) = (b as char).to_digit(16) {
+            mantissa = mantissa * 16.0 + f64::from(d);
+            if in_fraction {
+                exponent -= 4;
+            }
+            digits += 1;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    if i < s.len() {
+        if s[i] | 0x20 != b'p' {
+            return None;
+        }
+        let e: i64 = std::str::from_utf8(&s[i + 1..]).ok()?.parse().ok()?;
+        if s[i + 1..].first() == Some(&b'+') && s.len() == i + 2 {
+            return None;
+        }
+        exponent = exponent.saturating_add(e);
+    }
+    Some(mantissa * 2f64.powi(exponent.clamp(-2000, 2000) as i32))
 }
 
 fn is_space(b: u8) -> bool {
@@ -42,7 +85,10 @@ fn is_space(b: u8) -> bool {
 }
 
 fn is_inf_literal(s: &[u8]) -> bool {
-    let t = s.strip_prefix(b"+").or_else(|| s.strip_prefix(b"-")).unwrap_or(s);
+    let t = s
+        .strip_prefix(b"+")
+        .or_else(|| s.strip_prefix(b"-"))
+        .unwrap_or(s);
     t.eq_ignore_ascii_case(b"inf") || t.eq_ignore_ascii_case(b"infinity")
 }
 
@@ -59,7 +105,11 @@ pub fn parse_score(s: &[u8]) -> Option<f64> {
     if v.is_infinite() && !is_inf_literal(s) {
         return None;
     }
-    if v == 0.0 && s.iter().take_while(|&&b| b != b'e' && b != b'E').any(|b| (b'1'..=b'9').contains(b)) {
+    if v == 0.0
+        && s.iter()
+            .take_while(|&&b| b != b'e' && b != b'E')
+            .any(|b| (b'1'..=b'9').contains(b))
+    {
         return None;
     }
     Some(v)
@@ -73,7 +123,10 @@ fn parse_bound(s: &[u8]) -> Option<(f64, bool)> {
         Some(b'(') => (true, &s[1..]),
         _ => (false, s),
     };
-    let start = rest.iter().position(|&b| !is_space(b)).unwrap_or(rest.len());
+    let start = rest
+        .iter()
+        .position(|&b| !is_space(b))
+        .unwrap_or(rest.len());
     let rest = &rest[start..];
     let v = if rest.is_empty() && start == 0 {
         0.0
@@ -104,11 +157,19 @@ impl ScoreRange {
     }
 
     fn gte_min(&self, s: f64) -> bool {
-        if self.minex { s > self.min } else { s >= self.min }
+        if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        }
     }
 
     fn lte_max(&self, s: f64) -> bool {
-        if self.maxex { s < self.max } else { s <= self.max }
+        if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -283,16 +344,14 @@ enum Found<R> {
 }
 
 /// Runs `f` on the zset at `key` for writing (`Ok(None)` when missing and `!create`). A missing
-/// key starts as an empty zset (stored only if `f` adds to it); an emptied one is deleted; a packed
-/// one grown past the thresholds is converted. `big` says the command may add more members than
-/// a packed set holds, so a packed set is converted before `f` instead of after.
+/// key starts as an empty packed zset (stored only if `f` adds to it); an emptied one is deleted;
+/// a packed one converts itself when an insert crosses a threshold (`ZMut::insert`).
 fn with_zset_mut<R>(
     shard: &mut Shard,
     db: usize,
     key: &[u8],
     now: u64,
     create: bool,
-    big: bool,
     f: impl FnOnce(&mut ZMut<'_>) -> R,
 ) -> Result<Option<R>, Fail> {
     let mut f = Some(f);
@@ -329,15 +388,12 @@ fn with_zset_mut<R>(
     };
     let f = f.take().expect("not called yet");
     let ttl = Ttl::of(expire_at_ms);
-    if big {
-        let heap = shard.heap_mut();
-        let mut obj = ZSetObj::from_entries(
-            heap,
-            packed::iter(&bytes).map(|(s, m, _, _)| (s, m)),
-        )
-        .map_err(|_| Fail::Oom)?;
-        let r = f(&mut ZMut::Index(&mut obj, heap));
-        if obj.is_empty() {
+    let mut buf = bytes.clone();
+    let mut z = ZMut::Packed(&mut buf, Some(shard.heap_mut()));
+    let r = f(&mut z);
+    let empty = z.is_empty();
+    if let Some(obj) = z.into_owned() {
+        if empty {
             obj.destroy(shard.heap_mut());
             if existed {
                 shard.remove(db, key, now);
@@ -349,28 +405,18 @@ fn with_zset_mut<R>(
         }
         return Ok(Some(r));
     }
-    let mut buf = bytes.clone();
-    let r = f(&mut ZMut::Packed(&mut buf));
     if buf == bytes {
         return Ok(Some(r));
     }
-    let count = packed::count(&buf);
-    if count == 0 {
+    if empty {
         if existed {
             shard.remove(db, key, now);
         }
         return Ok(Some(r));
     }
-    let longest = packed::iter(&buf).map(|(_, m, _, _)| m.len()).max().unwrap_or(0);
-    let stored = if fits_packed(count, longest) {
-        shard.put(db, key, tag::ZSET_PACKED, &buf, ttl, now)
-    } else {
-        let heap = shard.heap_mut();
-        ZSetObj::from_entries(heap, packed::iter(&buf).map(|(s, m, _, _)| (s, m))).and_then(
-            |obj| shard.put_object(db, key, tag::ZSET_INDEX, Object::ZSet(obj), ttl, now),
-        )
-    };
-    stored.map_err(|_| Fail::Oom)?;
+    shard
+        .put(db, key, tag::ZSET_PACKED, &buf, ttl, now)
+        .map_err(|_| Fail::Oom)?;
     Ok(Some(r))
 }
 
@@ -447,10 +493,9 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
         }
     }
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let big = pairs.len() / 2 > zset::PACKED_ENTRIES_MAX;
     let shard = ctx.shard(key);
     // (added, updated, processed, last score, NaN met)
-    let result = with_zset_mut(shard, db, key, now, !xx, big, |z| {
+    let result = with_zset_mut(shard, db, key, now, !xx, |z| {
         let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
         let mut last = 0.0;
         for (pair, &score) in pairs.chunks(2).zip(&scores) {
@@ -509,15 +554,18 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
             ctx.out.null();
         }
     } else {
-        ctx.out
-            .integer(if flags & ZADD_CH != 0 { added + updated } else { added });
+        ctx.out.integer(if flags & ZADD_CH != 0 {
+            added + updated
+        } else {
+            added
+        });
     }
 }
 
 pub fn zrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let result = with_zset_mut(ctx.shard(key), db, key, now, false, false, |z| {
+    let result = with_zset_mut(ctx.shard(key), db, key, now, false, |z| {
         let mut deleted = 0;
         for m in &args[2..] {
             if z.remove(m).is_some() {
@@ -721,7 +769,11 @@ fn reply_entries<'a>(
     entries: impl Iterator<Item = (f64, &'a [u8])>,
 ) {
     let resp3 = out.protocol() == Protocol::Resp3;
-    out.array_len(if withscores && !resp3 { count * 2 } else { count });
+    out.array_len(if withscores && !resp3 {
+        count * 2
+    } else {
+        count
+    });
     for (s, m) in entries.take(count) {
         if withscores && resp3 {
             out.array_len(2);
@@ -909,7 +961,7 @@ pub fn zlexcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 fn remrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], range: &Range<'_>) {
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let result = with_zset_mut(ctx.shard(key), db, key, now, false, false, |z| {
+    let result = with_zset_mut(ctx.shard(key), db, key, now, false, |z| {
         let sp = span(z.view(), range, false, 0, -1);
         if sp.count == 0 {
             return 0;
@@ -965,7 +1017,7 @@ pub fn pop_for_blocked(
     count: usize,
 ) -> Option<Vec<(Vec<u8>, f64)>> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let popped = with_zset_mut(ctx.shard(key), db, key, now, false, false, |z| {
+    let popped = with_zset_mut(ctx.shard(key), db, key, now, false, |z| {
         let mut v = Vec::new();
         for _ in 0..count {
             match z.pop(max, |s, m| (m.to_vec(), s)) {
@@ -1017,7 +1069,7 @@ fn zpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], max: bool) {
     let nested = ctx.out.protocol() == Protocol::Resp3 && count != -1;
     let (db, now) = (ctx.db(), ctx.now_ms);
     let (shard, out) = ctx.shard_and_out(key);
-    let result = with_zset_mut(shard, db, key, now, false, false, |z| {
+    let result = with_zset_mut(shard, db, key, now, false, |z| {
         if count == 0 {
             out.array_len(0);
             return 0;
@@ -1256,10 +1308,7 @@ fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
 }
 
 /// Reads an input of the set algebra: a zset's entries, or a set's members with score 1.
-fn read_input(
-    ctx: &mut Ctx<'_, '_>,
-    key: &[u8],
-) -> Result<Option<Vec<(Vec<u8>, f64)>>, Fail> {
+fn read_input(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<(Vec<u8>, f64)>>, Fail> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shard = ctx.shard(key);
     let kind = shard.with_entry(db, key, now, |e| Kind::of_tag(e.tag));
@@ -1493,7 +1542,11 @@ fn parse_cursor(arg: &[u8]) -> Option<u64> {
 /// `d2string`: how a listpack holds a score (ZSCAN of a small zset prints it so).
 fn d2string(s: f64) -> Vec<u8> {
     if s == 0.0 {
-        return if s.is_sign_negative() { b"-0".to_vec() } else { b"0".to_vec() };
+        return if s.is_sign_negative() {
+            b"-0".to_vec()
+        } else {
+            b"0".to_vec()
+        };
     }
     let limit = (i64::MAX / 2) as f64;
     if s.is_finite() && s == s.trunc() && (-limit..=limit).contains(&s) {
@@ -1508,7 +1561,9 @@ pub fn zscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     };
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let kind = ctx.shard(key).with_entry(db, key, now, |e| Kind::of_tag(e.tag));
+    let kind = ctx
+        .shard(key)
+        .with_entry(db, key, now, |e| Kind::of_tag(e.tag));
     match kind {
         None => {
             ctx.out.array_len(2);
@@ -1592,38 +1647,326 @@ const fn numkeys(count_at: usize) -> Keys {
 const G: &str = "sorted-set";
 
 pub static COMMANDS: &[Spec] = &[
-    spec("zadd", -4, WRITE | DENYOOM | FAST, K1, G, "1.2.0", "Adds one or more members to a sorted set, or updates their scores.", zadd),
-    spec("zincrby", 4, WRITE | DENYOOM | FAST, K1, G, "1.2.0", "Increments the score of a member in a sorted set.", zincrby),
-    spec("zrem", -3, WRITE | FAST, K1, G, "1.2.0", "Removes one or more members from a sorted set.", zrem),
-    spec("zcard", 2, READONLY | FAST, K1, G, "1.2.0", "Returns the number of members in a sorted set.", zcard),
-    spec("zscore", 3, READONLY | FAST, K1, G, "1.2.0", "Returns the score of a member in a sorted set.", zscore),
-    spec("zmscore", -3, READONLY | FAST, K1, G, "6.2.0", "Returns the score of one or more members in a sorted set.", zmscore),
-    spec("zrank", 3, READONLY | FAST, K1, G, "2.0.0", "Returns the index of a member in a sorted set ordered by ascending scores.", zrank),
-    spec("zrevrank", 3, READONLY | FAST, K1, G, "2.0.0", "Returns the index of a member in a sorted set ordered by descending scores.", zrevrank),
-    spec("zcount", 4, READONLY | FAST, K1, G, "2.0.0", "Returns the count of members in a sorted set that have scores within a range.", zcount),
-    spec("zlexcount", 4, READONLY | FAST, K1, G, "2.8.9", "Returns the number of members in a sorted set within a lexicographical range.", zlexcount),
-    spec("zrange", -4, READONLY, K1, G, "1.2.0", "Returns members in a sorted set within a range of indexes.", zrange),
-    spec("zrangestore", -5, WRITE | DENYOOM, K12, G, "6.2.0", "Stores a range of members from sorted set in a key.", zrangestore),
-    spec("zrevrange", -4, READONLY, K1, G, "1.2.0", "Returns members in a sorted set within a range of indexes in reverse order.", zrevrange),
-    spec("zrangebyscore", -4, READONLY, K1, G, "1.0.5", "Returns members in a sorted set within a range of scores.", zrangebyscore),
-    spec("zrevrangebyscore", -4, READONLY, K1, G, "2.2.0", "Returns members in a sorted set within a range of scores in reverse order.", zrevrangebyscore),
-    spec("zrangebylex", -4, READONLY, K1, G, "2.8.9", "Returns members in a sorted set within a lexicographical range.", zrangebylex),
-    spec("zrevrangebylex", -4, READONLY, K1, G, "2.8.9", "Returns members in a sorted set within a lexicographical range in reverse order.", zrevrangebylex),
-    spec("zremrangebyrank", 4, WRITE, K1, G, "2.0.0", "Removes members in a sorted set within a range of indexes.", zremrangebyrank),
-    spec("zremrangebyscore", 4, WRITE, K1, G, "1.2.0", "Removes members in a sorted set within a range of scores.", zremrangebyscore),
-    spec("zremrangebylex", 4, WRITE, K1, G, "2.8.9", "Removes members in a sorted set within a lexicographical range.", zremrangebylex),
-    spec("zpopmin", -2, WRITE | FAST, K1, G, "5.0.0", "Returns the lowest-scoring members from a sorted set after removing them.", zpopmin),
-    spec("zpopmax", -2, WRITE | FAST, K1, G, "5.0.0", "Returns the highest-scoring members from a sorted set after removing them.", zpopmax),
-    spec("zmpop", -4, WRITE, numkeys(1), G, "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them.", zmpop),
-    spec("zrandmember", -2, READONLY, K1, G, "6.2.0", "Returns one or more random members from a sorted set.", zrandmember),
-    spec("zunion", -3, READONLY, numkeys(1), G, "6.2.0", "Returns the union of multiple sorted sets.", zunion),
-    spec("zinter", -3, READONLY, numkeys(1), G, "6.2.0", "Returns the intersect of multiple sorted sets.", zinter),
-    spec("zdiff", -3, READONLY, numkeys(1), G, "6.2.0", "Returns the difference between multiple sorted sets.", zdiff),
-    spec("zintercard", -3, READONLY, numkeys(1), G, "7.0.0", "Returns the number of members of the intersect of multiple sorted sets.", zintercard),
-    spec("zunionstore", -4, WRITE | DENYOOM, numkeys(2), G, "2.0.0", "Stores the union of multiple sorted sets in a key.", zunionstore),
-    spec("zinterstore", -4, WRITE | DENYOOM, numkeys(2), G, "2.0.0", "Stores the intersect of multiple sorted sets in a key.", zinterstore),
-    spec("zdiffstore", -4, WRITE | DENYOOM, numkeys(2), G, "6.2.0", "Stores the difference of multiple sorted sets in a key.", zdiffstore),
-    spec("zscan", -3, READONLY, K1, G, "2.8.0", "Iterates over members and scores of a sorted set.", zscan),
+    spec(
+        "zadd",
+        -4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        G,
+        "1.2.0",
+        "Adds one or more members to a sorted set, or updates their scores.",
+        zadd,
+    ),
+    spec(
+        "zincrby",
+        4,
+        WRITE | DENYOOM | FAST,
+        K1,
+        G,
+        "1.2.0",
+        "Increments the score of a member in a sorted set.",
+        zincrby,
+    ),
+    spec(
+        "zrem",
+        -3,
+        WRITE | FAST,
+        K1,
+        G,
+        "1.2.0",
+        "Removes one or more members from a sorted set.",
+        zrem,
+    ),
+    spec(
+        "zcard",
+        2,
+        READONLY | FAST,
+        K1,
+        G,
+        "1.2.0",
+        "Returns the number of members in a sorted set.",
+        zcard,
+    ),
+    spec(
+        "zscore",
+        3,
+        READONLY | FAST,
+        K1,
+        G,
+        "1.2.0",
+        "Returns the score of a member in a sorted set.",
+        zscore,
+    ),
+    spec(
+        "zmscore",
+        -3,
+        READONLY | FAST,
+        K1,
+        G,
+        "6.2.0",
+        "Returns the score of one or more members in a sorted set.",
+        zmscore,
+    ),
+    spec(
+        "zrank",
+        3,
+        READONLY | FAST,
+        K1,
+        G,
+        "2.0.0",
+        "Returns the index of a member in a sorted set ordered by ascending scores.",
+        zrank,
+    ),
+    spec(
+        "zrevrank",
+        3,
+        READONLY | FAST,
+        K1,
+        G,
+        "2.0.0",
+        "Returns the index of a member in a sorted set ordered by descending scores.",
+        zrevrank,
+    ),
+    spec(
+        "zcount",
+        4,
+        READONLY | FAST,
+        K1,
+        G,
+        "2.0.0",
+        "Returns the count of members in a sorted set that have scores within a range.",
+        zcount,
+    ),
+    spec(
+        "zlexcount",
+        4,
+        READONLY | FAST,
+        K1,
+        G,
+        "2.8.9",
+        "Returns the number of members in a sorted set within a lexicographical range.",
+        zlexcount,
+    ),
+    spec(
+        "zrange",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "1.2.0",
+        "Returns members in a sorted set within a range of indexes.",
+        zrange,
+    ),
+    spec(
+        "zrangestore",
+        -5,
+        WRITE | DENYOOM,
+        K12,
+        G,
+        "6.2.0",
+        "Stores a range of members from sorted set in a key.",
+        zrangestore,
+    ),
+    spec(
+        "zrevrange",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "1.2.0",
+        "Returns members in a sorted set within a range of indexes in reverse order.",
+        zrevrange,
+    ),
+    spec(
+        "zrangebyscore",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "1.0.5",
+        "Returns members in a sorted set within a range of scores.",
+        zrangebyscore,
+    ),
+    spec(
+        "zrevrangebyscore",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "2.2.0",
+        "Returns members in a sorted set within a range of scores in reverse order.",
+        zrevrangebyscore,
+    ),
+    spec(
+        "zrangebylex",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "2.8.9",
+        "Returns members in a sorted set within a lexicographical range.",
+        zrangebylex,
+    ),
+    spec(
+        "zrevrangebylex",
+        -4,
+        READONLY,
+        K1,
+        G,
+        "2.8.9",
+        "Returns members in a sorted set within a lexicographical range in reverse order.",
+        zrevrangebylex,
+    ),
+    spec(
+        "zremrangebyrank",
+        4,
+        WRITE,
+        K1,
+        G,
+        "2.0.0",
+        "Removes members in a sorted set within a range of indexes.",
+        zremrangebyrank,
+    ),
+    spec(
+        "zremrangebyscore",
+        4,
+        WRITE,
+        K1,
+        G,
+        "1.2.0",
+        "Removes members in a sorted set within a range of scores.",
+        zremrangebyscore,
+    ),
+    spec(
+        "zremrangebylex",
+        4,
+        WRITE,
+        K1,
+        G,
+        "2.8.9",
+        "Removes members in a sorted set within a lexicographical range.",
+        zremrangebylex,
+    ),
+    spec(
+        "zpopmin",
+        -2,
+        WRITE | FAST,
+        K1,
+        G,
+        "5.0.0",
+        "Returns the lowest-scoring members from a sorted set after removing them.",
+        zpopmin,
+    ),
+    spec(
+        "zpopmax",
+        -2,
+        WRITE | FAST,
+        K1,
+        G,
+        "5.0.0",
+        "Returns the highest-scoring members from a sorted set after removing them.",
+        zpopmax,
+    ),
+    spec(
+        "zmpop",
+        -4,
+        WRITE,
+        numkeys(1),
+        G,
+        "7.0.0",
+        "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them.",
+        zmpop,
+    ),
+    spec(
+        "zrandmember",
+        -2,
+        READONLY,
+        K1,
+        G,
+        "6.2.0",
+        "Returns one or more random members from a sorted set.",
+        zrandmember,
+    ),
+    spec(
+        "zunion",
+        -3,
+        READONLY,
+        numkeys(1),
+        G,
+        "6.2.0",
+        "Returns the union of multiple sorted sets.",
+        zunion,
+    ),
+    spec(
+        "zinter",
+        -3,
+        READONLY,
+        numkeys(1),
+        G,
+        "6.2.0",
+        "Returns the intersect of multiple sorted sets.",
+        zinter,
+    ),
+    spec(
+        "zdiff",
+        -3,
+        READONLY,
+        numkeys(1),
+        G,
+        "6.2.0",
+        "Returns the difference between multiple sorted sets.",
+        zdiff,
+    ),
+    spec(
+        "zintercard",
+        -3,
+        READONLY,
+        numkeys(1),
+        G,
+        "7.0.0",
+        "Returns the number of members of the intersect of multiple sorted sets.",
+        zintercard,
+    ),
+    spec(
+        "zunionstore",
+        -4,
+        WRITE | DENYOOM,
+        numkeys(2),
+        G,
+        "2.0.0",
+        "Stores the union of multiple sorted sets in a key.",
+        zunionstore,
+    ),
+    spec(
+        "zinterstore",
+        -4,
+        WRITE | DENYOOM,
+        numkeys(2),
+        G,
+        "2.0.0",
+        "Stores the intersect of multiple sorted sets in a key.",
+        zinterstore,
+    ),
+    spec(
+        "zdiffstore",
+        -4,
+        WRITE | DENYOOM,
+        numkeys(2),
+        G,
+        "6.2.0",
+        "Stores the difference of multiple sorted sets in a key.",
+        zdiffstore,
+    ),
+    spec(
+        "zscan",
+        -3,
+        READONLY,
+        K1,
+        G,
+        "2.8.0",
+        "Iterates over members and scores of a sorted set.",
+        zscan,
+    ),
 ];
 
 #[cfg(test)]
@@ -1643,6 +1986,11 @@ mod tests {
         assert_eq!(parse_score(b"1e-400"), None);
         assert_eq!(parse_score(b"0e-400"), Some(0.0));
         assert!(parse_score(b"-0").is_some_and(|v| v == 0.0 && v.is_sign_negative()));
+        assert_eq!(parse_score(b"0x10"), Some(16.0));
+        assert_eq!(parse_score(b"-0x1.8p1"), Some(-3.0));
+        assert_eq!(parse_score(b"0x"), None);
+        assert_eq!(parse_score(b"INF"), Some(f64::INFINITY));
+        assert_eq!(parse_score(b"-Infinity"), Some(f64::NEG_INFINITY));
     }
 
     #[test]

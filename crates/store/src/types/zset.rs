@@ -7,7 +7,8 @@
 //!  +-----------+-------------------------------------------------------------+
 //!  entry = [form: 1 B][score][member len varint][member bytes]
 //!          form 0: score is an f64, 8 bytes LE
-//!          form 1: score is an integer |i| <= 2^53 (not -0), zigzag varint
+//!          form 1: score is an integer |i| <= 2^62 (-0 is stored as 0, as Redis's
+//!                  listpack does), zigzag varint
 //!
 //!  ZSET_INDEX (tag 13, boxed ZSetObj, "skiplist")
 //!  ZSetObj ── map:  PageHash member → score (f64 LE, 8 B) in the shard heap   (ZSCORE: O(1))
@@ -51,7 +52,8 @@ pub mod packed {
     use super::{Ordering, cmp_key};
 
     const HEADER_BYTES: usize = 2;
-    const INT_LIMIT: f64 = 9_007_199_254_740_992.0;
+    /// `double2ll`'s range: |score| <= LLONG_MAX / 2.
+    const INT_LIMIT: f64 = (i64::MAX / 2) as f64;
 
     fn varint_put(out: &mut Vec<u8>, mut v: u64) {
         while v >= 0x80 {
@@ -90,10 +92,8 @@ pub mod packed {
 
     /// Appends an entry (the caller keeps the order).
     pub fn put_entry(out: &mut Vec<u8>, score: f64, member: &[u8]) {
-        if score == score.trunc()
-            && score.abs() <= INT_LIMIT
-            && !(score == 0.0 && score.is_sign_negative())
-        {
+        // Redis's listpack stores a score that `double2ll` takes as an integer (so -0 as 0).
+        if score == score.trunc() && score.abs() <= INT_LIMIT {
             out.push(1);
             let i = score as i64;
             varint_put(out, ((i << 1) ^ (i >> 63)) as u64);
@@ -503,17 +503,23 @@ impl<'a> Iterator for ZIter<'a> {
 
 /// Write access to a zset in either encoding. A packed zset is edited as an owned copy of its
 /// payload (the command stores it back); the index is changed in place.
+///
+/// A packed set given a heap converts itself, as Redis's `zsetAdd` does, just before an insert
+/// that would cross a threshold: it becomes `Owned`, an index the caller then stores. Without a
+/// heap it stays packed whatever its size (the caller converts).
 #[derive(Debug)]
 pub enum ZMut<'a> {
-    Packed(&'a mut Vec<u8>),
+    Packed(&'a mut Vec<u8>, Option<&'a mut Heap>),
     Index(&'a mut ZSetObj, &'a mut Heap),
+    Owned(ZSetObj, &'a mut Heap),
 }
 
 impl ZMut<'_> {
     pub fn view(&self) -> ZRef<'_> {
         match self {
-            ZMut::Packed(b) => ZRef::Packed(b),
+            ZMut::Packed(b, _) => ZRef::Packed(b),
             ZMut::Index(o, h) => ZRef::Index(o, h),
+            ZMut::Owned(o, h) => ZRef::Index(o, h),
         }
     }
 
@@ -531,44 +537,63 @@ impl ZMut<'_> {
 
     /// Adds an absent member.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Result<(), StoreError> {
+        if let ZMut::Packed(b, heap) = self
+            && heap.is_some()
+            && !fits_packed(packed::count(b) + 1, member.len())
+        {
+            let heap = heap.take().expect("checked");
+            let obj = ZSetObj::from_entries(heap, packed::iter(b).map(|(s, m, _, _)| (s, m)))?;
+            *self = ZMut::Owned(obj, heap);
+        }
         match self {
-            ZMut::Packed(b) => {
+            ZMut::Packed(b, _) => {
                 packed::insert(b, score, member);
                 Ok(())
             }
             ZMut::Index(o, h) => o.insert(h, member, score),
+            ZMut::Owned(o, h) => o.insert(h, member, score),
+        }
+    }
+
+    /// The index this set converted into, if it did.
+    pub fn into_owned(self) -> Option<ZSetObj> {
+        match self {
+            ZMut::Owned(o, _) => Some(o),
+            _ => None,
         }
     }
 
     /// Moves a present member from score `old` to `new`.
     pub fn update(&mut self, member: &[u8], old: f64, new: f64) -> Result<(), StoreError> {
         match self {
-            ZMut::Packed(b) => {
+            ZMut::Packed(b, _) => {
                 let (_, a, e) = packed::find(b, member).expect("present");
                 packed::remove(b, a, e);
                 packed::insert(b, new, member);
                 Ok(())
             }
             ZMut::Index(o, h) => o.update(h, member, old, new),
+            ZMut::Owned(o, h) => o.update(h, member, old, new),
         }
     }
 
     /// Removes `member`, returning its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
         match self {
-            ZMut::Packed(b) => {
+            ZMut::Packed(b, _) => {
                 let (s, a, e) = packed::find(b, member)?;
                 packed::remove(b, a, e);
                 Some(s)
             }
             ZMut::Index(o, h) => o.remove(h, member),
+            ZMut::Owned(o, h) => o.remove(h, member),
         }
     }
 
     /// Removes the lowest (or highest, `max`) entry and hands it to `f`.
     pub fn pop<R>(&mut self, max: bool, f: impl FnOnce(f64, &[u8]) -> R) -> Option<R> {
         match self {
-            ZMut::Packed(b) => {
+            ZMut::Packed(b, _) => {
                 let (s, m, a, e) = if max {
                     packed::iter(b).last()?
                 } else {
@@ -578,15 +603,23 @@ impl ZMut<'_> {
                 packed::remove(b, a, e);
                 Some(r)
             }
-            ZMut::Index(o, h) => {
-                let (s, m) = if max { o.tree.last()? } else { o.tree.first()? };
-                let r = f(s, m);
-                // The member must outlive the borrow of the tree while it is removed.
-                let member: held::Member = held::Member::from(m);
-                o.remove_entry(h, s, member.as_slice());
-                Some(r)
-            }
+            ZMut::Index(o, h) => Self::pop_index(o, h, max, f),
+            ZMut::Owned(o, h) => Self::pop_index(o, h, max, f),
         }
+    }
+
+    fn pop_index<R>(
+        o: &mut ZSetObj,
+        h: &mut Heap,
+        max: bool,
+        f: impl FnOnce(f64, &[u8]) -> R,
+    ) -> Option<R> {
+        let (s, m) = if max { o.tree.last()? } else { o.tree.first()? };
+        let r = f(s, m);
+        // A copy of the member: the tree it points into changes while it is removed.
+        let member = held::Member::from(m);
+        o.remove_entry(h, s, member.as_slice());
+        Some(r)
     }
 
     /// Removes the entries of ranks `start..=end` (from the lowest); returns how many.
@@ -598,7 +631,7 @@ impl ZMut<'_> {
             .map(|(s, m)| (s, m.to_vec()))
             .collect();
         match self {
-            ZMut::Packed(b) => {
+            ZMut::Packed(b, _) => {
                 let mut from = packed::start();
                 for _ in 0..start {
                     from = packed::entry_at(b, from).2;
@@ -612,6 +645,11 @@ impl ZMut<'_> {
                 b[..2].copy_from_slice(&(n as u16).to_le_bytes());
             }
             ZMut::Index(o, h) => {
+                for (s, m) in &victims {
+                    o.remove_entry(h, *s, m);
+                }
+            }
+            ZMut::Owned(o, h) => {
                 for (s, m) in &victims {
                     o.remove_entry(h, *s, m);
                 }

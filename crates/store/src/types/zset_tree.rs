@@ -288,7 +288,14 @@ impl Tree {
         } else {
             self.leaves[old_next as usize].prev = right;
         }
-        self.insert_child(self.path.len(), leaf_id, right, left_count, right_count, sep);
+        self.insert_child(
+            self.path.len(),
+            leaf_id,
+            right,
+            left_count,
+            right_count,
+            sep,
+        );
     }
 
     /// After node `left` (at depth `depth`, whose parent is path[depth-1]) split off `right`,
@@ -660,14 +667,13 @@ impl Tree {
             } else {
                 Some((inner.seps[i].score, &*inner.seps[i].member))
             };
-            let chi = inner
-                .seps
-                .get(i + 1)
-                .map(|s| (s.score, &*s.member))
-                .or(hi);
+            let chi = inner.seps.get(i + 1).map(|s| (s.score, &*s.member)).or(hi);
             let c = self.validate_inner(inner.children[i], height - 1, clo, chi)?;
             if c != inner.counts[i] as usize {
-                return Err(format!("inner {node} child {i}: count {} != {c}", inner.counts[i]));
+                return Err(format!(
+                    "inner {node} child {i}: count {} != {c}",
+                    inner.counts[i]
+                ));
             }
             total += c;
         }
