@@ -869,9 +869,21 @@ fn range_generic(
                     .take(sp.count)
                     .map(|(s, m)| (m.to_vec(), s))
                     .collect();
-                if sp.rev {
-                    v.reverse();
+                // Redis builds the destination by adding the results in this order to a listpack
+                // (unless a rank range already knows it is too long), converting it when an add
+                // crosses a threshold; the scores added before that lose their -0.
+                let listpack_first = !matches!(range, Range::Rank(..)) || v.len() <= 128;
+                if listpack_first {
+                    for (i, (m, s)) in v.iter_mut().enumerate() {
+                        if i + 1 > zset::PACKED_ENTRIES_MAX || m.len() > zset::PACKED_VALUE_MAX {
+                            break;
+                        }
+                        if *s == 0.0 {
+                            *s = 0.0;
+                        }
+                    }
                 }
+                v.sort_by(zset::order);
                 v
             })
         };
