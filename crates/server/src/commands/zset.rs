@@ -8,11 +8,14 @@
 //! (`%.17g`; a RESP3 double). The blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) are built elsewhere on
 //! `pop_for_blocked` and `reply_popped`.
 
+// Scores are compared exactly, as Redis compares its doubles (-0 == 0, no epsilon).
+#![allow(clippy::float_cmp)]
+
 use super::is;
 use crate::command::Ctx;
 use crate::command::{DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, parse_i64, spec};
 use resp::{Protocol, ReplyWriter};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use store::object::tag;
 use store::types::zset::{self, ZMut, ZRef, packed};
 use store::{Exported, Kind, Object, Portable, Shard, Slot, Ttl};
@@ -324,7 +327,7 @@ fn read<R>(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
     f: impl FnOnce(ZRef<'_>, &mut ReplyWriter<'_>) -> R,
-) -> Option<Option<R>> {
+) -> Replied<R> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let (shard, out) = ctx.shard_and_out(key);
     match with_zset(shard, db, key, now, |z| f(z, out)) {
@@ -335,6 +338,12 @@ fn read<R>(
         }
     }
 }
+
+/// `None` when an error was replied, else what `f` returned (`None` for a missing key).
+type Replied<R> = Option<Option<R>>;
+
+/// A zset's entries copied out: (member, score) in rank order.
+type Entries = Vec<(Vec<u8>, f64)>;
 
 enum Found<R> {
     Missing,
@@ -466,7 +475,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
         at += 1;
     }
     let pairs = &args[at..];
-    if pairs.is_empty() || pairs.len() % 2 != 0 {
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
         return ctx.syntax_error();
     }
     let (nx, xx, gt, lt) = (
@@ -479,7 +488,7 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
     if nx && xx {
         return ctx.error("ERR XX and NX options at the same time are not compatible");
     }
-    if (gt && nx) || (lt && nx) || (gt && lt) {
+    if (nx && (gt || lt)) || (gt && lt) {
         return ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
     }
     if incr && pairs.len() > 2 {
@@ -500,34 +509,31 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
         let mut last = 0.0;
         for (pair, &score) in pairs.chunks(2).zip(&scores) {
             let member = pair[1];
-            match z.score(member) {
-                Some(cur) => {
-                    if nx {
-                        continue;
-                    }
-                    let new = if incr { cur + score } else { score };
-                    if new.is_nan() {
-                        return Ok::<_, store::StoreError>((added, updated, processed, last, true));
-                    }
-                    if (lt && new >= cur) || (gt && new <= cur) {
-                        continue;
-                    }
-                    if new != cur {
-                        z.update(member, cur, new)?;
-                        updated += 1;
-                    }
-                    processed += 1;
-                    last = new;
+            if let Some(cur) = z.score(member) {
+                if nx {
+                    continue;
                 }
-                None => {
-                    if xx {
-                        continue;
-                    }
-                    z.insert(member, score)?;
-                    added += 1;
-                    processed += 1;
-                    last = score;
+                let new = if incr { cur + score } else { score };
+                if new.is_nan() {
+                    return Ok::<_, store::StoreError>((added, updated, processed, last, true));
                 }
+                if (lt && new >= cur) || (gt && new <= cur) {
+                    continue;
+                }
+                if new != cur {
+                    z.update(member, cur, new)?;
+                    updated += 1;
+                }
+                processed += 1;
+                last = new;
+            } else {
+                if xx {
+                    continue;
+                }
+                z.insert(member, score)?;
+                added += 1;
+                processed += 1;
+                last = score;
             }
         }
         Ok((added, updated, processed, last, false))
@@ -1165,7 +1171,7 @@ pub fn zmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         let exists = with_zset(ctx.shard(key), db, key, now, |_| ());
         match exists {
             Err(fail) => return report(ctx, fail),
-            Ok(None) => continue,
+            Ok(None) => {}
             Ok(Some(())) => {
                 let popped = pop_for_blocked(ctx, key, max, count).unwrap_or_default();
                 ctx.out.array_len(2);
@@ -1320,7 +1326,7 @@ fn aggregate(target: &mut f64, val: f64, how: Aggregate) {
 }
 
 /// Reads an input of the set algebra: a zset's entries, or a set's members with score 1.
-fn read_input(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<(Vec<u8>, f64)>>, Fail> {
+fn read_input(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Entries>, Fail> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shard = ctx.shard(key);
     let kind = shard.with_entry(db, key, now, |e| Kind::of_tag(e.tag));
@@ -1359,7 +1365,7 @@ fn setop_generic(
     }
     let setnum = setnum as usize;
     let keys = &args[numkeys_at + 1..numkeys_at + 1 + setnum];
-    let mut inputs: Vec<(Vec<(Vec<u8>, f64)>, f64)> = Vec::with_capacity(setnum);
+    let mut inputs: Vec<(Entries, f64)> = Vec::with_capacity(setnum);
     for key in keys {
         match read_input(ctx, key) {
             Err(fail) => return report(ctx, fail),
@@ -1430,12 +1436,11 @@ fn setop_generic(
                 }
                 let mut all = true;
                 for (i, lookup) in lookups.iter().enumerate() {
-                    match lookup.get(m.as_slice()) {
-                        Some(v) => aggregate(&mut score, v * inputs[i + 1].1, how),
-                        None => {
-                            all = false;
-                            break;
-                        }
+                    if let Some(v) = lookup.get(m.as_slice()) {
+                        aggregate(&mut score, v * inputs[i + 1].1, how);
+                    } else {
+                        all = false;
+                        break;
                     }
                 }
                 if all {
@@ -1471,14 +1476,14 @@ fn setop_generic(
             acc.into_iter().map(|(m, s)| (m.to_vec(), s)).collect()
         }
         SetOp::Diff => {
-            let others: Vec<HashMap<&[u8], ()>> = inputs[1..]
+            let others: Vec<HashSet<&[u8]>> = inputs[1..]
                 .iter()
-                .map(|(v, _)| v.iter().map(|(m, _)| (m.as_slice(), ())).collect())
+                .map(|(v, _)| v.iter().map(|(m, _)| m.as_slice()).collect())
                 .collect();
             inputs[0]
                 .0
                 .iter()
-                .filter(|(m, _)| !others.iter().any(|o| o.contains_key(m.as_slice())))
+                .filter(|(m, _)| !others.iter().any(|o| o.contains(m.as_slice())))
                 .cloned()
                 .collect()
         }
@@ -1610,7 +1615,7 @@ pub fn zscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut next = 0;
     let keep = |m: &[u8]| pattern.as_ref().is_none_or(|g| g.matches(m));
-    let _ = ctx.shard(key).with_slot(db, key, now, |slot| match slot {
+    ctx.shard(key).with_slot(db, key, now, |slot| match slot {
         Slot::Inline { bytes, .. } => {
             for (s, m, _, _) in packed::iter(bytes) {
                 if keep(m) {

@@ -91,6 +91,7 @@ pub mod packed {
     }
 
     /// Appends an entry (the caller keeps the order).
+    #[allow(clippy::float_cmp)] // exactly integral is the point
     pub fn put_entry(out: &mut Vec<u8>, score: f64, member: &[u8]) {
         // Redis's listpack stores a score that `double2ll` takes as an integer (so -0 as 0).
         if score == score.trunc() && score.abs() <= INT_LIMIT {
@@ -189,14 +190,15 @@ pub mod packed {
 #[derive(Debug)]
 pub struct ZSetObj {
     map: PageHash,
-    tree: Tree,
+    /// Boxed so that `Object` stays as small as its other variants.
+    tree: Box<Tree>,
 }
 
 impl ZSetObj {
     pub fn new(heap: &mut Heap) -> Result<ZSetObj, StoreError> {
         Ok(ZSetObj {
             map: PageHash::new(heap)?,
-            tree: Tree::default(),
+            tree: Box::default(),
         })
     }
 
@@ -511,7 +513,7 @@ impl<'a> Iterator for ZIter<'a> {
 pub enum ZMut<'a> {
     Packed(&'a mut Vec<u8>, Option<&'a mut Heap>),
     Index(&'a mut ZSetObj, &'a mut Heap),
-    Owned(ZSetObj, &'a mut Heap),
+    Owned(Box<ZSetObj>, &'a mut Heap),
 }
 
 impl ZMut<'_> {
@@ -543,7 +545,7 @@ impl ZMut<'_> {
         {
             let heap = heap.take().expect("checked");
             let obj = ZSetObj::from_entries(heap, packed::iter(b).map(|(s, m, _, _)| (s, m)))?;
-            *self = ZMut::Owned(obj, heap);
+            *self = ZMut::Owned(Box::new(obj), heap);
         }
         match self {
             ZMut::Packed(b, _) => {
@@ -558,7 +560,7 @@ impl ZMut<'_> {
     /// The index this set converted into, if it did.
     pub fn into_owned(self) -> Option<ZSetObj> {
         match self {
-            ZMut::Owned(o, _) => Some(o),
+            ZMut::Owned(o, _) => Some(*o),
             _ => None,
         }
     }
