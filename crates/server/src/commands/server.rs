@@ -583,6 +583,8 @@ fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
         crate::command::Keys::Range { first, last, step } => {
             (first as i64, last as i64, step as i64)
         }
+        // Redis's legacy triple covers only the keys before the count (the destination).
+        crate::command::Keys::NumKeys { also: Some(k), .. } => (k as i64, k as i64, 1),
         _ => (0, 0, 0),
     };
     ctx.out.array_len(10);

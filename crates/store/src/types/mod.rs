@@ -10,6 +10,7 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod zset;
+pub mod zset_tree;
 
 use crate::object::{Object, Portable, tag};
 use crate::shard::{Shard, StoreError, Ttl};
