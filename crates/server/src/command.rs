@@ -57,6 +57,10 @@ pub enum Keys {
         last: isize,
         step: usize,
     },
+    /// A key count at `at`, then that many keys from `first` on (LMPOP, ZUNION…: the `keynum`
+    /// key spec of Redis). A count that is not a positive integer gives no keys; the handler
+    /// rejects it before touching any key.
+    Numkeys { at: usize, first: usize },
 }
 
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
@@ -264,6 +268,14 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
                 .filter(|&i| i < args.len())
                 .collect()
         }
+        Keys::Numkeys { at, first } => {
+            let count = args
+                .get(at)
+                .and_then(|a| parse_i64(a))
+                .filter(|&n| n > 0)
+                .map_or(0, |n| n as usize);
+            (first..first.saturating_add(count).min(args.len())).collect()
+        }
     }
 }
 
@@ -277,7 +289,7 @@ pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'
             last: 1,
             step: 1,
         } if args.len() > 1 => Locks::of_keys(server, &args[1..2]),
-        Keys::Range { .. } => Locks::of(
+        Keys::Range { .. } | Keys::Numkeys { .. } => Locks::of(
             server,
             key_positions(spec, args)
                 .into_iter()
