@@ -160,7 +160,7 @@ fn foreign(g: &mut Gen, collections: bool) -> Vec<Vec<u8>> {
 }
 
 fn next_command(g: &mut Gen, collections: bool) -> Cmd {
-    let args: Vec<Vec<u8>> = match g.below(46) {
+    let args: Vec<Vec<u8>> = match g.below(45) {
         0..=4 => push(g, "LPUSH"),
         5..=9 => push(g, "RPUSH"),
         10 => push(g, "LPUSHX"),
@@ -169,12 +169,11 @@ fn next_command(g: &mut Gen, collections: bool) -> Cmd {
         15..=17 => vec![g.name("RPOP"), g.key()],
         18 => vec![g.name("LPOP"), g.key(), count(g)],
         19 => vec![g.name("RPOP"), g.key(), count(g)],
-        20 => vec![g.name("LLEN"), g.key()],
-        21 | 22 => vec![g.name("LINDEX"), g.key(), index(g)],
-        23 | 24 => vec![g.name("LSET"), g.key(), index(g), element(g)],
-        25..=28 => vec![g.name("LRANGE"), g.key(), index(g), index(g)],
-        29 => vec![g.name("LTRIM"), g.key(), index(g), index(g)],
-        30 | 31 => {
+        20 | 21 => vec![g.name("LINDEX"), g.key(), index(g)],
+        22 | 23 => vec![g.name("LSET"), g.key(), index(g), element(g)],
+        24..=27 => vec![g.name("LRANGE"), g.key(), index(g), index(g)],
+        28 => vec![g.name("LTRIM"), g.key(), index(g), index(g)],
+        29 | 30 => {
             let c = if g.chance(0.8) {
                 g.rng.gen_range(-3i64..4).to_string().into_bytes()
             } else {
@@ -182,7 +181,7 @@ fn next_command(g: &mut Gen, collections: bool) -> Cmd {
             };
             vec![g.name("LREM"), g.key(), c, element(g)]
         }
-        32 | 33 => {
+        31 | 32 => {
             let place = match g.below(10) {
                 0 => b"middle".to_vec(),
                 1..=4 => g.name("BEFORE"),
@@ -190,14 +189,14 @@ fn next_command(g: &mut Gen, collections: bool) -> Cmd {
             };
             vec![g.name("LINSERT"), g.key(), place, element(g), element(g)]
         }
-        34 | 35 => lpos(g),
-        36 => vec![g.name("RPOPLPUSH"), g.key(), g.key()],
-        37 | 38 => vec![g.name("LMOVE"), g.key(), g.key(), side(g), side(g)],
-        39 | 40 => lmpop(g),
-        41 => foreign(g, collections),
-        42 if g.chance(0.3) => vec![g.name("DEL"), g.key()],
-        43 => vec![g.name("TYPE"), g.key()],
-        44 => vec![g.name("EXISTS"), g.key()],
+        33 | 34 => lpos(g),
+        35 => vec![g.name("RPOPLPUSH"), g.key(), g.key()],
+        36 | 37 => vec![g.name("LMOVE"), g.key(), g.key(), side(g), side(g)],
+        38 | 39 => lmpop(g),
+        40 => foreign(g, collections),
+        41 if g.chance(0.3) => vec![g.name("DEL"), g.key()],
+        42 => vec![g.name("TYPE"), g.key()],
+        43 => vec![g.name("EXISTS"), g.key()],
         _ => vec![g.name("LLEN"), g.key()],
     };
     g.maybe_break_arity(Cmd::new(args))
@@ -275,7 +274,15 @@ fn list_edge_cases_match_redis() {
         cmd!["RPOP", "l", "2"],
         cmd!["LPOS", "l", "b", "RANK", "0"],
         cmd!["LPOS", "l", "b", "RANK", "-9223372036854775808"],
-        cmd!["LPOS", "l", "b", "RANK", "-9223372036854775808", "COUNT", "2"],
+        cmd![
+            "LPOS",
+            "l",
+            "b",
+            "RANK",
+            "-9223372036854775808",
+            "COUNT",
+            "2"
+        ],
         cmd!["LPOS", "l", "b", "COUNT", "-1"],
         cmd!["LPOS", "l", "b", "MAXLEN", "-1"],
         cmd!["LPOS", "l", "b", "COUNT", "0", "RANK", "-1"],

@@ -224,11 +224,7 @@ pub fn llen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 /// A list index (negative counts from the tail) resolved against `len`.
 fn resolve(index: i64, len: usize) -> Option<usize> {
-    let i = if index < 0 {
-        len as i64 + index
-    } else {
-        index
-    };
+    let i = if index < 0 { len as i64 + index } else { index };
     (0..len as i64).contains(&i).then_some(i as usize)
 }
 
@@ -286,13 +282,11 @@ fn clamp_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
 
 /// Parses the two integer arguments of LRANGE/LTRIM, replying on error.
 fn two_ints(ctx: &mut Ctx<'_, '_>, a: &[u8], b: &[u8]) -> Option<(i64, i64)> {
-    match (parse_i64(a), parse_i64(b)) {
-        (Some(a), Some(b)) => Some((a, b)),
-        _ => {
-            ctx.not_integer();
-            None
-        }
+    let parsed = parse_i64(a).zip(parse_i64(b));
+    if parsed.is_none() {
+        ctx.not_integer();
     }
+    parsed
 }
 
 pub fn lrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -538,16 +532,15 @@ pub fn move_for_blocked(
     let Some(popped) = popped else {
         return Ok(None);
     };
-    let (value, empty) = match popped {
-        None => return Err(WrongType),
-        Some(p) => p,
+    let Some((value, empty)) = popped else {
+        return Err(WrongType);
     };
     drop_if_empty(ctx, src, empty);
     ctx.touch(db, src);
-    if src != dst {
-        push_values(ctx, dst, &[&value], to_left, false)?;
-    } else {
+    if src == dst {
         ctx.signal_ready(db, dst);
+    } else {
+        push_values(ctx, dst, &[&value], to_left, false)?;
     }
     Ok(Some(value))
 }
