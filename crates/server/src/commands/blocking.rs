@@ -266,7 +266,7 @@ fn blocking_move(
         match list::move_for_blocked(ctx, src, dst, from_left, to_left) {
             Ok(Some(value)) => ctx.out.bulk(&value),
             Ok(None) => ctx.out.null(),
-            Err(()) => ctx.wrong_type(),
+            Err(list::WrongType) => ctx.wrong_type(),
         }
         return;
     }

@@ -1,25 +1,805 @@
-//! list commands (scaffold: the table fills in with the type).
+//! List commands (Redis's `t_list.c`): pushes and pops at both ends, ranges, LINDEX/LSET,
+//! LINSERT, LREM, LTRIM, LPOS, the moves (RPOPLPUSH, LMOVE) and LMPOP.
+//!
+//! Lists are `store::types::list::ListObj` (a deque of packed chunks, see that module); every
+//! read replies straight from the chunk bytes through `Ctx::shard_and_out`, so LRANGE copies
+//! each element once, into the reply. An emptied list is deleted, as Redis never keeps empty
+//! collections. Argument errors are checked in the order Redis checks them (some before the key
+//! lookup, some after), since that decides which error a bad command gets.
+//!
+//! The blocking variants (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP) are registered by the
+//! blocking layer, which calls `pop_for_blocked` and `move_for_blocked` when a key it waits on
+//! becomes ready.
 
-use crate::command::Spec;
+use super::is;
+use crate::command::{
+    Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, arity_error, parse_i64, spec,
+};
+use store::object::tag;
+use store::types::list::ListObj;
+use store::{Object, Shard, Slot, Ttl};
 
-pub static COMMANDS: &[Spec] = &[];
+/// The key holds a value of another type (the caller replies WRONGTYPE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrongType;
 
-// Placeholders until the list type lands (replaced by the list module's own).
+/// Runs `f` on the list at `key`: `Ok(None)` when the key is missing.
+fn on_list<R>(
+    shard: &mut Shard,
+    db: usize,
+    key: &[u8],
+    now_ms: u64,
+    f: impl FnOnce(&mut ListObj) -> R,
+) -> Result<Option<R>, WrongType> {
+    shard.with_slot(db, key, now_ms, |slot| match slot {
+        Slot::Missing => Ok(None),
+        Slot::Boxed {
+            object: Object::List(list),
+            ..
+        } => Ok(Some(f(list))),
+        _ => Err(WrongType),
+    })
+}
+
+/// Whether `key` is missing or a list (LMOVE checks its destination before popping).
+fn list_or_missing(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<bool, WrongType> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    on_list(ctx.shard(key), db, key, now, |_| ()).map(|found| found.is_some())
+}
+
+/// Pushes `values` at one end of the list at `key`, creating it unless `only_existing`.
+/// Returns the new length (0 when `only_existing` and the key is missing).
+fn push_values(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    values: &[&[u8]],
+    left: bool,
+    only_existing: bool,
+) -> Result<usize, WrongType> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let shard = ctx.shard(key);
+    let push_all = |list: &mut ListObj| {
+        for v in values {
+            if left {
+                list.push_front(v);
+            } else {
+                list.push_back(v);
+            }
+        }
+        list.len()
+    };
+    let len = match on_list(shard, db, key, now, push_all)? {
+        Some(len) => len,
+        None if only_existing => return Ok(0),
+        None => {
+            let mut list = ListObj::new();
+            let len = push_all(&mut list);
+            // A failed put (out of memory) destroys the object; the client sees the OOM of the
+            // next DENYOOM check, as a write that cannot allocate is not something to report here.
+            let _ = shard.put_object(db, key, tag::LIST, Object::List(list), Ttl::Clear, now);
+            len
+        }
+    };
+    ctx.touch(db, key);
+    ctx.signal_ready(db, key);
+    Ok(len)
+}
+
+fn push(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool, only_existing: bool) {
+    match push_values(ctx, args[1], &args[2..], left, only_existing) {
+        Ok(len) => ctx.out.integer(len as i64),
+        Err(WrongType) => ctx.wrong_type(),
+    }
+}
+
+pub fn lpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    push(ctx, args, true, false);
+}
+
+pub fn rpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    push(ctx, args, false, false);
+}
+
+pub fn lpushx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    push(ctx, args, true, true);
+}
+
+pub fn rpushx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    push(ctx, args, false, true);
+}
+
+/// Deletes `key` if its list is now empty (the caller learnt that from the list).
+fn drop_if_empty(ctx: &mut Ctx<'_, '_>, key: &[u8], empty: bool) {
+    if empty {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        ctx.shard(key).remove(db, key, now);
+    }
+}
+
+/// Pops up to `count` elements from one end of the list at `key`, writing them as bulk strings
+/// (the caller wrote the array header, or wants a single bulk). Returns whether it emptied.
+fn pop_into(list: &mut ListObj, out: &mut resp::ReplyWriter<'_>, left: bool, count: usize) -> bool {
+    for _ in 0..count {
+        let Some(v) = list.end(left) else { break };
+        out.bulk(v);
+        list.pop_end(left);
+    }
+    list.is_empty()
+}
+
+/// Parses a count argument that must be ≥ 0 (`getPositiveLongFromObjectOrReply`).
+fn positive(ctx: &mut Ctx<'_, '_>, arg: &[u8], message: &str) -> Option<usize> {
+    match parse_i64(arg) {
+        Some(n) if n >= 0 => Some(n as usize),
+        _ => {
+            ctx.error(message);
+            None
+        }
+    }
+}
+
+fn pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
+    let name = if left { "lpop" } else { "rpop" };
+    if args.len() > 3 {
+        return ctx.error(&arity_error(name));
+    }
+    let count = match args.get(2) {
+        None => None,
+        Some(arg) => match positive(ctx, arg, "ERR value is out of range, must be positive") {
+            Some(n) => Some(n),
+            None => return,
+        },
+    };
+    let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, out) = ctx.shard_and_out(key);
+    let result = on_list(shard, db, key, now, |list| match count {
+        None => Some(pop_into(list, out, left, 1)),
+        Some(0) => {
+            out.array_len(0);
+            None
+        }
+        Some(n) => {
+            let n = n.min(list.len());
+            out.array_len(n);
+            Some(pop_into(list, out, left, n))
+        }
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) if count.is_some() => ctx.out.null_array(),
+        Ok(None) => ctx.out.null(),
+        Ok(Some(None)) => {}
+        Ok(Some(Some(empty))) => {
+            drop_if_empty(ctx, key, empty);
+            ctx.touch(db, key);
+        }
+    }
+}
+
+pub fn lpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    pop(ctx, args, true);
+}
+
+pub fn rpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    pop(ctx, args, false);
+}
+
+/// For the blocking pops: pops up to `count` elements from the `left` (else right) end of the
+/// list at `key`, deleting the key when it empties and touching it. `None` when the key is
+/// missing or not a list (the caller has checked the type).
 pub fn pop_for_blocked(
-    _ctx: &mut crate::command::Ctx<'_, '_>,
-    _key: &[u8],
-    _left: bool,
-    _count: usize,
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    left: bool,
+    count: usize,
 ) -> Option<Vec<Vec<u8>>> {
-    None
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (items, empty) = on_list(ctx.shard(key), db, key, now, |list| {
+        let mut items = Vec::with_capacity(count.min(list.len()));
+        while items.len() < count {
+            let Some(v) = list.end(left) else { break };
+            items.push(v.to_vec());
+            list.pop_end(left);
+        }
+        (items, list.is_empty())
+    })
+    .ok()
+    .flatten()?;
+    if items.is_empty() {
+        return None;
+    }
+    drop_if_empty(ctx, key, empty);
+    ctx.touch(db, key);
+    Some(items)
 }
 
-pub fn move_for_blocked(
-    _ctx: &mut crate::command::Ctx<'_, '_>,
-    _src: &[u8],
-    _dst: &[u8],
-    _from_left: bool,
-    _to_left: bool,
-) -> Result<Option<Vec<u8>>, ()> {
-    Ok(None)
+pub fn llen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match on_list(ctx.shard(args[1]), db, args[1], now, |list| list.len()) {
+        Ok(len) => ctx.out.integer(len.unwrap_or(0) as i64),
+        Err(WrongType) => ctx.wrong_type(),
+    }
 }
+
+/// A list index (negative counts from the tail) resolved against `len`.
+fn resolve(index: i64, len: usize) -> Option<usize> {
+    let i = if index < 0 { len as i64 + index } else { index };
+    (0..len as i64).contains(&i).then_some(i as usize)
+}
+
+pub fn lindex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let index = parse_i64(args[2]);
+    let (shard, out) = ctx.shard_and_out(args[1]);
+    let result = on_list(shard, db, args[1], now, |list| {
+        let index = index?;
+        match resolve(index, list.len()).and_then(|i| list.get(i)) {
+            Some(v) => out.bulk(v),
+            None => out.null(),
+        }
+        Some(())
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.out.null(),
+        Ok(Some(None)) => ctx.not_integer(),
+        Ok(Some(Some(()))) => {}
+    }
+}
+
+pub fn lset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (key, value) = (args[1], args[3]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let index = parse_i64(args[2]);
+    let result = on_list(ctx.shard(key), db, key, now, |list| {
+        let index = index?;
+        Some(resolve(index, list.len()).is_some_and(|i| list.set(i, value)))
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.error("ERR no such key"),
+        Ok(Some(None)) => ctx.not_integer(),
+        Ok(Some(Some(false))) => ctx.error("ERR index out of range"),
+        Ok(Some(Some(true))) => {
+            ctx.touch(db, key);
+            ctx.ok();
+        }
+    }
+}
+
+/// Redis's range clamping (`addListRangeReply`, LTRIM): the inclusive range `start..=end` of a
+/// list of `len`, or `None` when it is empty.
+fn clamp_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { len + start } else { start }.max(0);
+    let end = if end < 0 { len + end } else { end };
+    if start > end || start >= len {
+        return None;
+    }
+    Some((start as usize, end.min(len - 1) as usize))
+}
+
+/// Parses the two integer arguments of LRANGE/LTRIM, replying on error.
+fn two_ints(ctx: &mut Ctx<'_, '_>, a: &[u8], b: &[u8]) -> Option<(i64, i64)> {
+    let parsed = parse_i64(a).zip(parse_i64(b));
+    if parsed.is_none() {
+        ctx.not_integer();
+    }
+    parsed
+}
+
+pub fn lrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some((start, end)) = two_ints(ctx, args[2], args[3]) else {
+        return;
+    };
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, out) = ctx.shard_and_out(args[1]);
+    let result = on_list(shard, db, args[1], now, |list| {
+        match clamp_range(start, end, list.len()) {
+            None => out.array_len(0),
+            Some((from, to)) => {
+                out.array_len(to - from + 1);
+                for v in list.iter_from(from).take(to - from + 1) {
+                    out.bulk(v);
+                }
+            }
+        }
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.out.array_len(0),
+        Ok(Some(())) => {}
+    }
+}
+
+pub fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some((start, end)) = two_ints(ctx, args[2], args[3]) else {
+        return;
+    };
+    let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let result = on_list(ctx.shard(key), db, key, now, |list| {
+        list.trim(clamp_range(start, end, list.len()));
+        list.is_empty()
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.ok(),
+        Ok(Some(empty)) => {
+            drop_if_empty(ctx, key, empty);
+            ctx.touch(db, key);
+            ctx.ok();
+        }
+    }
+}
+
+pub fn lrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(count) = parse_i64(args[2]) else {
+        return ctx.not_integer();
+    };
+    let (key, value) = (args[1], args[3]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let result = on_list(ctx.shard(key), db, key, now, |list| {
+        let removed = list.remove_matching(value, count.unsigned_abs() as usize, count < 0);
+        (removed, list.is_empty())
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.out.integer(0),
+        Ok(Some((removed, empty))) => {
+            drop_if_empty(ctx, key, empty);
+            if removed > 0 {
+                ctx.touch(db, key);
+            }
+            ctx.out.integer(removed as i64);
+        }
+    }
+}
+
+pub fn linsert(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let after = if is(args[2], "after") {
+        true
+    } else if is(args[2], "before") {
+        false
+    } else {
+        return ctx.syntax_error();
+    };
+    let (key, pivot, value) = (args[1], args[3], args[4]);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let result = on_list(ctx.shard(key), db, key, now, |list| {
+        let at = list.iter_from(0).position(|e| e == pivot)?;
+        list.insert(at + usize::from(after), value);
+        Some(list.len())
+    });
+    match result {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.out.integer(0),
+        Ok(Some(None)) => ctx.out.integer(-1),
+        Ok(Some(Some(len))) => {
+            ctx.touch(db, key);
+            ctx.signal_ready(db, key);
+            ctx.out.integer(len as i64);
+        }
+    }
+}
+
+/// LPOS options.
+struct Lpos {
+    rank: i64,
+    /// `None`: no COUNT (reply a single index); `Some(0)`: all matches.
+    count: Option<usize>,
+    maxlen: usize,
+}
+
+fn lpos_options(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<Lpos> {
+    let mut o = Lpos {
+        rank: 1,
+        count: None,
+        maxlen: 0,
+    };
+    let mut j = 3;
+    while j < args.len() {
+        let more = j + 1 < args.len();
+        if is(args[j], "rank") && more {
+            j += 1;
+            let Some(rank) = parse_i64(args[j]) else {
+                ctx.not_integer();
+                return None;
+            };
+            if rank == 0 {
+                ctx.error(
+                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
+                     second ... or use negative to start from the end of the list",
+                );
+                return None;
+            }
+            o.rank = rank;
+        } else if is(args[j], "count") && more {
+            j += 1;
+            o.count = Some(positive(ctx, args[j], "ERR COUNT can't be negative")?);
+        } else if is(args[j], "maxlen") && more {
+            j += 1;
+            o.maxlen = positive(ctx, args[j], "ERR MAXLEN can't be negative")?;
+        } else {
+            ctx.syntax_error();
+            return None;
+        }
+        j += 1;
+    }
+    Some(o)
+}
+
+/// The indexes LPOS reports, as `lposCommand` finds them (its arithmetic wraps as C's does for
+/// RANK -9223372036854775808).
+fn lpos_scan(list: &ListObj, value: &[u8], o: &Lpos) -> Vec<i64> {
+    let from_tail = o.rank < 0;
+    let rank = if from_tail {
+        o.rank.wrapping_neg()
+    } else {
+        o.rank
+    };
+    let len = list.len();
+    let elements: Box<dyn Iterator<Item = &[u8]>> = if from_tail {
+        Box::new(list.rev_from(len.saturating_sub(1)))
+    } else {
+        Box::new(list.iter_from(0))
+    };
+    let mut found = Vec::new();
+    let mut matches: i64 = 0;
+    for (index, e) in elements.enumerate() {
+        if o.maxlen != 0 && index >= o.maxlen {
+            break;
+        }
+        if e != value {
+            continue;
+        }
+        matches += 1;
+        if matches < rank {
+            continue;
+        }
+        found.push(if from_tail {
+            (len - index - 1) as i64
+        } else {
+            index as i64
+        });
+        match o.count {
+            None => break,
+            Some(0) => {}
+            Some(c) => {
+                if matches.wrapping_sub(rank).wrapping_add(1) >= c as i64 {
+                    break;
+                }
+            }
+        }
+    }
+    found
+}
+
+pub fn lpos(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(o) = lpos_options(ctx, args) else {
+        return;
+    };
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let found = on_list(ctx.shard(args[1]), db, args[1], now, |list| {
+        lpos_scan(list, args[2], &o)
+    });
+    match (found, o.count) {
+        (Err(WrongType), _) => ctx.wrong_type(),
+        (Ok(None), Some(_)) => ctx.out.array_len(0),
+        (Ok(None), None) => ctx.out.null(),
+        (Ok(Some(found)), Some(_)) => {
+            ctx.out.array_len(found.len());
+            for i in found {
+                ctx.out.integer(i);
+            }
+        }
+        (Ok(Some(found)), None) => match found.first() {
+            Some(&i) => ctx.out.integer(i),
+            None => ctx.out.null(),
+        },
+    }
+}
+
+/// The LMOVE core: pops from one end of `src` and pushes at one end of `dst`, returning the
+/// element (`None` when `src` is missing). Deletes `src` when it empties; touches both keys and
+/// signals `dst` ready. Used by LMOVE, RPOPLPUSH and the blocking BLMOVE/BRPOPLPUSH.
+pub fn move_for_blocked(
+    ctx: &mut Ctx<'_, '_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) -> Result<Option<Vec<u8>>, WrongType> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    // Redis replies nil for a missing source before it looks at the destination.
+    let dst_ok = list_or_missing(ctx, dst);
+    let popped = on_list(ctx.shard(src), db, src, now, |list| {
+        if dst_ok.is_err() {
+            return None;
+        }
+        let value = list.end(from_left)?.to_vec();
+        list.pop_end(from_left);
+        if src == dst {
+            if to_left {
+                list.push_front(&value);
+            } else {
+                list.push_back(&value);
+            }
+        }
+        Some((value, list.is_empty()))
+    })?;
+    let Some(popped) = popped else {
+        return Ok(None);
+    };
+    let Some((value, empty)) = popped else {
+        return Err(WrongType);
+    };
+    drop_if_empty(ctx, src, empty);
+    ctx.touch(db, src);
+    if src == dst {
+        ctx.signal_ready(db, dst);
+    } else {
+        push_values(ctx, dst, &[&value], to_left, false)?;
+    }
+    Ok(Some(value))
+}
+
+fn lmove_reply(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], from_left: bool, to_left: bool) {
+    match move_for_blocked(ctx, args[1], args[2], from_left, to_left) {
+        Err(WrongType) => ctx.wrong_type(),
+        Ok(None) => ctx.out.null(),
+        Ok(Some(v)) => ctx.out.bulk(&v),
+    }
+}
+
+pub fn rpoplpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    lmove_reply(ctx, args, false, true);
+}
+
+/// LEFT → true, RIGHT → false (`getListPositionFromObjectOrReply`), replying on error.
+fn side(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<bool> {
+    if is(arg, "left") {
+        Some(true)
+    } else if is(arg, "right") {
+        Some(false)
+    } else {
+        ctx.syntax_error();
+        None
+    }
+}
+
+pub fn lmove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(from_left) = side(ctx, args[3]) else {
+        return;
+    };
+    let Some(to_left) = side(ctx, args[4]) else {
+        return;
+    };
+    lmove_reply(ctx, args, from_left, to_left);
+}
+
+pub fn lmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let numkeys = match parse_i64(args[1]) {
+        Some(n) if n >= 1 => n as usize,
+        _ => return ctx.error("ERR numkeys should be greater than 0"),
+    };
+    let where_at = match numkeys.checked_add(2) {
+        Some(at) if at < args.len() => at,
+        _ => return ctx.syntax_error(),
+    };
+    let Some(left) = side(ctx, args[where_at]) else {
+        return;
+    };
+    let mut count = None;
+    let mut j = where_at + 1;
+    while j < args.len() {
+        if count.is_none() && is(args[j], "count") && j + 1 < args.len() {
+            j += 1;
+            match parse_i64(args[j]) {
+                Some(n) if n >= 1 => count = Some(n as usize),
+                _ => return ctx.error("ERR count should be greater than 0"),
+            }
+        } else {
+            return ctx.syntax_error();
+        }
+        j += 1;
+    }
+    let count = count.unwrap_or(1);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    for &key in &args[2..where_at] {
+        let (shard, out) = ctx.shard_and_out(key);
+        let result = on_list(shard, db, key, now, |list| {
+            let n = count.min(list.len());
+            out.array_len(2);
+            out.bulk(key);
+            out.array_len(n);
+            pop_into(list, out, left, n)
+        });
+        match result {
+            Err(WrongType) => return ctx.wrong_type(),
+            Ok(None) => {}
+            Ok(Some(empty)) => {
+                drop_if_empty(ctx, key, empty);
+                ctx.touch(db, key);
+                return;
+            }
+        }
+    }
+    ctx.out.null_array();
+}
+
+const LMPOP_KEYS: Keys = Keys::NumKeys { at: 1, also: None };
+
+pub static COMMANDS: &[Spec] = &[
+    spec(
+        "lpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "list",
+        "1.0.0",
+        "Prepend one or multiple elements to a list",
+        lpush,
+    ),
+    spec(
+        "rpush",
+        -3,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "list",
+        "1.0.0",
+        "Append one or multiple elements to a list",
+        rpush,
+    ),
+    spec(
+        "lpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "list",
+        "2.2.0",
+        "Prepend an element to a list, only if the list exists",
+        lpushx,
+    ),
+    spec(
+        "rpushx",
+        -3,
+        WRITE | DENYOOM | FAST,
+        K1,
+        "list",
+        "2.2.0",
+        "Append an element to a list, only if the list exists",
+        rpushx,
+    ),
+    spec(
+        "lpop",
+        -2,
+        WRITE | FAST,
+        K1,
+        "list",
+        "1.0.0",
+        "Remove and get the first elements in a list",
+        lpop,
+    ),
+    spec(
+        "rpop",
+        -2,
+        WRITE | FAST,
+        K1,
+        "list",
+        "1.0.0",
+        "Remove and get the last elements in a list",
+        rpop,
+    ),
+    spec(
+        "llen",
+        2,
+        READONLY | FAST,
+        K1,
+        "list",
+        "1.0.0",
+        "Get the length of a list",
+        llen,
+    ),
+    spec(
+        "lindex",
+        3,
+        READONLY,
+        K1,
+        "list",
+        "1.0.0",
+        "Get an element from a list by its index",
+        lindex,
+    ),
+    spec(
+        "lset",
+        4,
+        WRITE | DENYOOM,
+        K1,
+        "list",
+        "1.0.0",
+        "Set the value of an element in a list by its index",
+        lset,
+    ),
+    spec(
+        "lrange",
+        4,
+        READONLY,
+        K1,
+        "list",
+        "1.0.0",
+        "Get a range of elements from a list",
+        lrange,
+    ),
+    spec(
+        "ltrim",
+        4,
+        WRITE,
+        K1,
+        "list",
+        "1.0.0",
+        "Trim a list to the specified range",
+        ltrim,
+    ),
+    spec(
+        "lrem",
+        4,
+        WRITE,
+        K1,
+        "list",
+        "1.0.0",
+        "Remove elements from a list",
+        lrem,
+    ),
+    spec(
+        "linsert",
+        5,
+        WRITE | DENYOOM,
+        K1,
+        "list",
+        "2.2.0",
+        "Insert an element before or after another element in a list",
+        linsert,
+    ),
+    spec(
+        "lpos",
+        -3,
+        READONLY,
+        K1,
+        "list",
+        "6.0.6",
+        "Return the index of matching elements on a list",
+        lpos,
+    ),
+    spec(
+        "rpoplpush",
+        3,
+        WRITE | DENYOOM,
+        K12,
+        "list",
+        "1.2.0",
+        "Remove the last element in a list, prepend it to another list and return it",
+        rpoplpush,
+    ),
+    spec(
+        "lmove",
+        5,
+        WRITE | DENYOOM,
+        K12,
+        "list",
+        "6.2.0",
+        "Pop an element from a list, push it to another list and return it",
+        lmove,
+    ),
+    spec(
+        "lmpop",
+        -4,
+        WRITE,
+        LMPOP_KEYS,
+        "list",
+        "7.0.0",
+        "Pop elements from a list",
+        lmpop,
+    ),
+];
