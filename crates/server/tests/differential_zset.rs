@@ -190,7 +190,6 @@ fn next_command(g: &mut Gen) -> Cmd {
             }
             a
         }
-        12 => vec![g.name("ZCARD"), zkey(g)],
         13 => vec![g.name("ZSCORE"), zkey(g), member(g)],
         14 => vec![g.name("ZMSCORE"), zkey(g), member(g), member(g)],
         15 => {

@@ -895,7 +895,7 @@ fn range_generic(
         };
         match got {
             Err(fail) => report(ctx, fail),
-            Ok(v) => store_result(ctx, dst, v.unwrap_or_default()),
+            Ok(v) => store_result(ctx, dst, &v.unwrap_or_default()),
         }
         return;
     }
@@ -910,7 +910,7 @@ fn range_generic(
 
 /// Stores a computed result (rank order) at `dst` and replies its size; an empty result deletes
 /// `dst`.
-fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>) {
+fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: &[(Vec<u8>, f64)]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shard = ctx.shard(dst);
     if entries.is_empty() {
@@ -920,7 +920,7 @@ fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: Vec<(Vec<u8>, f64)>)
         ctx.out.integer(0);
         return;
     }
-    if zset::store_entries(shard, db, dst, &entries, Ttl::Clear, now).is_err() {
+    if zset::store_entries(shard, db, dst, entries, Ttl::Clear, now).is_err() {
         return ctx.oom();
     }
     ctx.touch(db, dst);
@@ -1491,7 +1491,7 @@ fn setop_generic(
     let mut result = result;
     result.sort_by(zset::order);
     match dst {
-        Some(d) => store_result(ctx, d, result),
+        Some(d) => store_result(ctx, d, &result),
         None => reply_entries(
             &mut ctx.out,
             result.len(),

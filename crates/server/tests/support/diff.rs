@@ -234,9 +234,8 @@ fn same(check: Check, ours: &[u8], theirs: &[u8]) -> bool {
 }
 
 fn sorted_pairs(value: &Value) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
-    let flat = match value {
-        Value::Array(items) => items,
-        _ => return None,
+    let Value::Array(flat) = value else {
+        return None;
     };
     let text = |v: &Value| match v {
         Value::Bulk(b) => b.clone(),
