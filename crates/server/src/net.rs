@@ -394,25 +394,30 @@ fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
         conn.read_paused = false;
     }
     let mut more = false;
-    while !conn.read_paused && !conn.state.close_after_reply {
-        match read_chunk(server, conn) {
-            Ok(0) => return Err(()),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return Err(()),
-        }
-        more = process(server, conn);
-        if conn.state.close_now {
-            // POST / Host: — Redis drops even the replies already queued, and closes.
-            return Err(());
-        }
-        flush(server, conn)?;
-        if conn.out.len() - conn.out_pos >= OUTPUT_PAUSE_BYTES {
-            conn.read_paused = true;
-        }
-        if more {
-            break;
+    // One read per turn, as Redis does: a client that keeps its pipeline full must not keep the
+    // loop to itself. A read that filled its buffer may have left bytes in the socket, which no
+    // new edge will announce, so the client is served again next turn (`more`).
+    if !conn.read_paused && !conn.state.close_after_reply {
+        let full = loop {
+            match read_chunk(server, conn) {
+                Ok((0, _)) => return Err(()),
+                Ok((_, full)) => break Some(full),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break None,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(()),
+            }
+        };
+        if let Some(full) = full {
+            more = process(server, conn);
+            if conn.state.close_now {
+                // POST / Host: — Redis drops even the replies already queued, and closes.
+                return Err(());
+            }
+            flush(server, conn)?;
+            if conn.out.len() - conn.out_pos >= OUTPUT_PAUSE_BYTES {
+                conn.read_paused = true;
+            }
+            more |= full;
         }
     }
     if !more
@@ -429,7 +434,8 @@ fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
     Ok(more)
 }
 
-fn read_chunk(server: &Server, conn: &mut Conn) -> io::Result<usize> {
+/// Reads once into the query buffer: the bytes read, and whether they filled the space offered.
+fn read_chunk(server: &Server, conn: &mut Conn) -> io::Result<(usize, bool)> {
     let input = &mut conn.input;
     let want = match input.parser.bulk_bytes_missing() {
         Some(missing) if missing >= resp::BIG_ARG_BYTES => missing,
@@ -454,7 +460,7 @@ fn read_chunk(server: &Server, conn: &mut Conn) -> io::Result<usize> {
             return Err(io::Error::other("query buffer limit"));
         }
     }
-    result
+    result.map(|n| (n, n == want))
 }
 
 /// Runs every complete request in the query buffer. Returns whether it stopped early (turn limit
