@@ -270,12 +270,17 @@ fn blocking_move(
         }
         return;
     }
+    if ctx.client.in_exec {
+        // Redis's BLMOVE answers a null bulk (not a null array) when it may not block.
+        ctx.out.null();
+        return;
+    }
     let op = BlockOp::ListMove {
         dst: dst.to_vec(),
         from_left,
         to_left,
     };
-    block_or_null(ctx, &[src], op, deadline);
+    blocking::block(ctx, &[src], op, deadline);
 }
 
 pub fn brpoplpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

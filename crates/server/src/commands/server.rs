@@ -772,11 +772,22 @@ pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let sub = args[1];
     if is(sub, "usage") {
-        if args.len() != 3 && args.len() != 5 {
+        if args.len() < 3 {
             return subcommand_arity(ctx, "memory", sub);
         }
-        if args.len() == 5 && !(is(args[3], "samples") && parse_i64(args[4]).is_some()) {
-            return ctx.syntax_error();
+        // `SAMPLES n` any number of times, as Redis parses it (the last one wins; densekv
+        // measures exactly, so the count changes nothing).
+        let mut j = 3;
+        while j < args.len() {
+            if !(is(args[j], "samples") && j + 1 < args.len()) {
+                return ctx.syntax_error();
+            }
+            match parse_i64(args[j + 1]) {
+                None => return ctx.not_integer(),
+                Some(n) if n < 0 => return ctx.syntax_error(),
+                Some(_) => {}
+            }
+            j += 2;
         }
         let key = args[2];
         let (db, now) = (ctx.db(), ctx.now_ms);

@@ -8,7 +8,7 @@
 //! is read once, through `Shard::export`.
 
 use crate::command::{Ctx, Keys, READONLY, Spec, WRITE, spec};
-use crate::commands::is;
+use crate::commands::{is, zset};
 use store::{Exported, Portable, Str, Ttl};
 
 const DENYOOM: u32 = crate::command::flag::DENYOOM;
@@ -137,25 +137,46 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_, '_>, pattern: &[u8], element: &[u8]) -> O
     }
 }
 
-/// `strtod` as SORT uses it: the whole string must parse (an empty string is 0), no overflow or
-/// underflow, not NaN.
+/// `strtod` as SORT uses it on a C string: the bytes up to the first NUL, leading space skipped,
+/// and then all of them must be used (an empty string is 0; a string of only spaces is not); no
+/// overflow or underflow (glibc sets ERANGE for subnormal results too), not NaN. Hex floats and
+/// `inf` are numbers.
 fn parse_weight(bytes: &[u8]) -> Option<f64> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let text = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    if text.is_empty() {
-        return (bytes.is_empty() || bytes.iter().all(u8::is_ascii_whitespace)).then_some(0.0);
+    let c_string = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    if c_string.is_empty() {
+        return Some(0.0);
     }
-    let value: f64 = text.parse().ok()?;
-    let lower = text.to_ascii_lowercase();
-    let literal_inf = lower.trim_start_matches(['+', '-']).starts_with("inf");
-    if value.is_nan() || (value.is_infinite() && !literal_inf) {
+    let start = c_string.iter().position(|&b| !zset::is_space(b))?;
+    let text = &c_string[start..];
+    let value = zset::strtod_whole(text)?;
+    if value.is_nan() || (value.is_infinite() && !zset::is_inf_literal(text)) {
         return None;
     }
-    let has_nonzero_digit = text
-        .split(['e', 'E'])
-        .next()
-        .is_some_and(|m| m.bytes().any(|b| (b'1'..=b'9').contains(&b)));
-    if value == 0.0 && has_nonzero_digit {
+    if value != 0.0 && value.abs() < f64::MIN_POSITIVE {
+        return None;
+    }
+    let mantissa_nonzero = {
+        let body = text
+            .strip_prefix(b"+")
+            .or_else(|| text.strip_prefix(b"-"))
+            .unwrap_or(text);
+        let hex = body.len() > 2 && body[0] == b'0' && (body[1] | 0x20) == b'x';
+        let digits: &[u8] = if hex { &body[2..] } else { body };
+        let end = digits
+            .iter()
+            .position(|&b| {
+                if hex {
+                    b | 0x20 == b'p'
+                } else {
+                    b | 0x20 == b'e'
+                }
+            })
+            .unwrap_or(digits.len());
+        digits[..end]
+            .iter()
+            .any(|&b| b.is_ascii_hexdigit() && b != b'0' && (hex || b.is_ascii_digit()))
+    };
+    if value == 0.0 && mantissa_nonzero {
         return None;
     }
     Some(value)
@@ -173,6 +194,14 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
     };
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
+    // Redis converts a listpack sorted set to a skiplist before sorting it, for good; the
+    // encoding shows afterwards (a -0 score survives in a skiplist, not in a listpack).
+    if ctx.shard(key).encoding(db, key, now) == Some("listpack")
+        && ctx.shard(key).with_entry(db, key, now, |e| e.kind()) == Some(store::Kind::ZSet)
+        && zset::convert_to_index(ctx.shard(key), db, key, now).is_err()
+    {
+        return ctx.oom();
+    }
     let (elements, is_set, ordered) = match ctx.shard(key).export(db, key, now) {
         None => (Vec::new(), false, true),
         Some((Exported::Coll(Portable::List(items)), _)) => (items, false, true),
@@ -236,6 +265,17 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
                 }
             }
         }
+        // Redis compares ALPHA results with strcoll() (C strings: they end at the first NUL; a
+        // byte-order locale is assumed) unless it stores them, then as binary strings. Its qsort
+        // (glibc's merge sort) is stable, as this sort is, so ties keep the input order.
+        let c_strings = o.store.is_none();
+        let text = |b: &[u8]| -> usize {
+            if c_strings {
+                b.iter().position(|&c| c == 0).unwrap_or(b.len())
+            } else {
+                b.len()
+            }
+        };
         let (alpha, by, desc) = (o.alpha, o.by.is_some(), o.desc);
         items.sort_by(|a, b| {
             let cmp = if !alpha {
@@ -248,10 +288,10 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
                     (None, None) => std::cmp::Ordering::Equal,
                     (None, Some(_)) => std::cmp::Ordering::Less,
                     (Some(_), None) => std::cmp::Ordering::Greater,
-                    (Some(x), Some(y)) => x.cmp(y),
+                    (Some(x), Some(y)) => x[..text(x)].cmp(&y[..text(y)]),
                 }
             } else {
-                a.element.cmp(&b.element)
+                a.element[..text(&a.element)].cmp(&b.element[..text(&b.element)])
             };
             if desc { cmp.reverse() } else { cmp }
         });

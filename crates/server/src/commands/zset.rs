@@ -30,7 +30,7 @@ const RANGE_NOT_LEX: &str = "ERR min or max not valid string range item";
 
 /// `s` read whole as `strtod` reads it (no leading space here): decimal, `inf`, `infinity`,
 /// `nan` (any case, signed) and hex floats (`0x10`, `-0x1.8p3`). `None` unless all of `s` is used.
-fn strtod_whole(s: &[u8]) -> Option<f64> {
+pub fn strtod_whole(s: &[u8]) -> Option<f64> {
     let (negative, body) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -83,11 +83,11 @@ fn parse_hex(s: &[u8]) -> Option<f64> {
     Some(mantissa * 2f64.powi(exponent.clamp(-2000, 2000) as i32))
 }
 
-fn is_space(b: u8) -> bool {
+pub fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
 }
 
-fn is_inf_literal(s: &[u8]) -> bool {
+pub fn is_inf_literal(s: &[u8]) -> bool {
     let t = s
         .strip_prefix(b"+")
         .or_else(|| s.strip_prefix(b"-"))
@@ -1028,6 +1028,40 @@ pub fn zremrangebylex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 /// Pops up to `count` entries from the zset at `key` (lowest first, or highest with `max`),
 /// deleting the key when emptied and touching it; `None` if the key is missing or not a zset.
 /// For the blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP), which reply with `reply_popped`.
+/// Rewrites a packed sorted set as an index (SORT does this in Redis, and it is visible: the index
+/// keeps a -0 score that the packed form stores as 0). Anything else is left alone.
+pub fn convert_to_index(
+    shard: &mut Shard,
+    db: usize,
+    key: &[u8],
+    now: u64,
+) -> Result<(), store::StoreError> {
+    let packed_bytes = shard.with_slot(db, key, now, |slot| match slot {
+        Slot::Inline {
+            tag: t,
+            bytes,
+            expire_at_ms,
+            ..
+        } if t == tag::ZSET_PACKED => Some((bytes.to_vec(), expire_at_ms)),
+        _ => None,
+    });
+    let Some((bytes, expire_at_ms)) = packed_bytes else {
+        return Ok(());
+    };
+    let obj = zset::ZSetObj::from_entries(
+        shard.heap_mut(),
+        packed::iter(&bytes).map(|(score, member, _, _)| (score, member)),
+    )?;
+    shard.put_object(
+        db,
+        key,
+        tag::ZSET_INDEX,
+        Object::ZSet(obj),
+        Ttl::of(expire_at_ms),
+        now,
+    )
+}
+
 pub fn pop_for_blocked(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
