@@ -32,7 +32,7 @@
 //! 35.7 B/pair at 1M (just after a doubling).
 
 use crate::hash::IntHasher;
-use crate::page::{Kind, PIECE_BYTES, PIECE_COUNT, Page, Tenants};
+use crate::page::{ENTRY_BUF_BYTES, Kind, PIECE_COUNT, Page, Tenants};
 use crate::table::{Codec, Config, DepthOf, Depths, Placement, Table};
 use crate::{MapError, varint};
 use heap::Heap;
@@ -70,7 +70,13 @@ pub struct IntCodec {
 
 impl IntCodec {
     /// Writes the entry for `key -> value` placed at `at`; returns its length.
-    fn encode(key: u64, value: u64, h: u64, at: Placement, out: &mut [u8; PIECE_BYTES]) -> usize {
+    fn encode(
+        key: u64,
+        value: u64,
+        h: u64,
+        at: Placement,
+        out: &mut [u8; ENTRY_BUF_BYTES],
+    ) -> usize {
         let vlen = varint::le_len(value);
         let k = key_bytes(at.depth);
         let literal_len = varint::len(key);
@@ -134,7 +140,6 @@ impl IntCodec {
 impl Codec for IntCodec {
     const KIND: Kind = Kind::Int;
     const STORES_TENANT: bool = true;
-    const DISTANCE_DEPENDENT: bool = true;
 
     #[inline]
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize {
@@ -176,7 +181,7 @@ impl Codec for IntCodec {
         _depths: Depths,
         h: u64,
         at: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
         Self::encode(self.hasher.unmix(h), Self::value_of(bytes), h, at, out)
     }
@@ -264,7 +269,7 @@ impl IntMap {
         };
         let old = IntCodec::value_of(self.table.entry(&loc));
         if old != value {
-            let mut buf = [0u8; PIECE_BYTES];
+            let mut buf = [0u8; ENTRY_BUF_BYTES];
             let n = IntCodec::encode(key, value, h, self.table.placement_at(&loc, h), &mut buf);
             if !self.table.replace(&loc, &buf[..n]) {
                 // The value grew past the piece's room: move the entry (re-placed from home).

@@ -28,7 +28,7 @@
 //! value (16 + 3 + 16 + 1 -> 48) ~ 120..128 B.
 
 use crate::hash::BytesHasher;
-use crate::page::{ENTRY_BYTES_MAX, Kind, PIECE_BYTES, Tenants};
+use crate::page::{ENTRY_BUF_BYTES, ENTRY_BYTES_MAX, Kind, Tenants};
 use crate::raw::{self, HANDLE_BYTES};
 use crate::table::{Codec, Config, DepthOf, Depths, Loc, Placement, Table};
 use crate::{MapError, Meta, varint};
@@ -106,7 +106,6 @@ impl BytesCodec {
 impl Codec for BytesCodec {
     const KIND: Kind = Kind::Bytes;
     const STORES_TENANT: bool = false;
-    const DISTANCE_DEPENDENT: bool = false;
 
     #[inline]
     fn len_of(_depths: impl DepthOf, bytes: &[u8]) -> usize {
@@ -136,7 +135,7 @@ impl Codec for BytesCodec {
         _: Depths,
         _: u64,
         _: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
         out[..bytes.len()].copy_from_slice(bytes);
         bytes.len()
@@ -181,12 +180,6 @@ fn put_field(out: &mut [u8], len: usize, handle: Option<u64>, bytes: &[u8]) -> u
         out[n..n + len].copy_from_slice(bytes);
         n + len
     }
-}
-
-/// What an entry of `len` bytes effectively costs of its piece: 64 bytes shared by as many such
-/// entries (with their hints) as fit in a piece's 61 payload bytes.
-fn piece_share_bytes(len: usize) -> usize {
-    PIECE_BYTES / (crate::page::PIECE_CAPACITY / (len + 1)).max(1)
 }
 
 fn inline_len(len: usize) -> usize {
@@ -259,7 +252,8 @@ impl PageHash {
     /// Inserts or overwrites; a new entry gets meta 0, an overwritten one keeps its meta.
     /// Returns whether the key existed.
     pub fn insert(&mut self, heap: &mut Heap, key: &[u8], value: &[u8]) -> Result<bool, MapError> {
-        self.upsert(heap, key, value, None, |_| {}).map(|old| old.is_some())
+        self.upsert(heap, key, value, None, |_| {})
+            .map(|old| old.is_some())
     }
 
     /// Inserts or overwrites, setting the meta byte. Returns whether the key existed.
@@ -308,7 +302,7 @@ impl PageHash {
         on_old: impl FnOnce(ValueRef<'_>),
     ) -> Result<Option<Meta>, MapError> {
         let (h, loc) = self.find(heap, key);
-        let mut buf = [0u8; PIECE_BYTES];
+        let mut buf = [0u8; ENTRY_BUF_BYTES];
         let Some(loc) = loc else {
             let n = self.build_entry(
                 heap,
@@ -373,7 +367,7 @@ impl PageHash {
         key_handle: Option<u64>,
         value: &[u8],
         meta: Meta,
-        buf: &mut [u8; PIECE_BYTES],
+        buf: &mut [u8; ENTRY_BUF_BYTES],
     ) -> Result<usize, MapError> {
         buf[0] = meta.0;
         let smallest_value = inline_len(value.len()).min(handle_len(value.len()));
@@ -392,22 +386,17 @@ impl PageHash {
         Ok(n)
     }
 
-    /// Writes the value field at `at` in `buf`: inline if it fits and costs no more than a blob.
-    /// An inline 16+16-byte entry (36 B) is alone in its piece, so it really costs the whole
-    /// 64-byte piece; with the value in a 16-byte blob two entries share a piece (32 + 16 B).
+    /// Writes the value field at `at` in `buf`: inline whenever the entry stays within
+    /// `ENTRY_BYTES_MAX`. Runs pack entries byte by byte, so an inline value costs exactly its
+    /// length, always less than a blob (handle + size class).
     fn put_value(
         &mut self,
         heap: &mut Heap,
-        buf: &mut [u8; PIECE_BYTES],
+        buf: &mut [u8; ENTRY_BUF_BYTES],
         at: usize,
         value: &[u8],
     ) -> Result<usize, MapError> {
-        let inline = at + inline_len(value.len());
-        if inline <= ENTRY_BYTES_MAX
-            && piece_share_bytes(inline)
-                <= piece_share_bytes(at + handle_len(value.len()))
-                    + <Heap>::usable_size(value.len())
-        {
+        if at + inline_len(value.len()) <= ENTRY_BYTES_MAX {
             return Ok(at + put_field(&mut buf[at..], value.len(), None, value));
         }
         let handle = raw::blob_alloc(heap, &[value])?;
@@ -430,7 +419,7 @@ impl PageHash {
     pub fn remove(&mut self, heap: &mut Heap, key: &[u8]) -> bool {
         let (_, loc) = self.find(heap, key);
         let Some(loc) = loc else { return false };
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         self.release(heap, &entry[..loc.len]);
         self.table.remove(heap, &loc);
@@ -444,7 +433,7 @@ impl PageHash {
         let loc = loc?;
         let v = Self::value_ref(heap, self.table.entry(&loc));
         let out = (v.bytes.to_vec(), v.meta);
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         self.release(heap, &entry[..loc.len]);
         self.table.remove(heap, &loc);
@@ -463,7 +452,7 @@ impl PageHash {
     pub fn set_meta(&mut self, heap: &Heap, key: &[u8], meta: Meta) -> bool {
         let (_, loc) = self.find(heap, key);
         let Some(loc) = loc else { return false };
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         entry[0] = meta.0;
         let same_size = self.table.replace(&loc, &entry[..loc.len]);

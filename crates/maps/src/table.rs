@@ -62,7 +62,7 @@
 use crate::MapError;
 use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
 use crate::page::{
-    Kind, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT, Page, TENANT_SLOTS, Tenants, piece_capacity,
+    AREA_BYTES, ENTRY_BUF_BYTES, Kind, PAGE_BYTES, PIECE_COUNT, Page, TENANT_SLOTS, Tenants,
 };
 use crate::raw::PagePtr;
 use heap::Heap;
@@ -104,9 +104,6 @@ pub trait Codec {
     const KIND: Kind;
     /// Whether entries carry their tenant slot (else it is found from the hash).
     const STORES_TENANT: bool;
-    /// Whether the encoding depends on the distance from home (then the placement loop
-    /// re-encodes for every piece it tries).
-    const DISTANCE_DEPENDENT: bool;
     /// Length of the entry starting at `bytes[0]`.
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize;
     /// Tenant slot stored in the entry, if any.
@@ -121,7 +118,7 @@ pub trait Codec {
         depths: Depths,
         h: u64,
         at: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize;
     /// Frees whatever the entry owns outside its page.
     fn release(heap: &mut Heap, bytes: &[u8]);
@@ -137,24 +134,12 @@ pub struct Loc {
     pub len: usize,
 }
 
-/// Sum of the pieces' capacities: what `used_bytes` is measured against.
-pub const PAYLOAD_BYTES: usize = {
-    let mut sum = 0;
-    let mut p = 0;
-    while p < PIECE_COUNT {
-        sum += piece_capacity(p);
-        p += 1;
-    }
-    sum
-};
+/// The run area's size: what `used_bytes` is measured against.
+pub const PAYLOAD_BYTES: usize = AREA_BYTES;
 /// A page under this is underfull: its buckets move out after a removal.
 const FILL_LOW_BYTES: usize = PAYLOAD_BYTES / 4;
 /// Buddy buckets merge only in pages under this (hysteresis against the split at full).
 const COALESCE_BELOW_BYTES: usize = PAYLOAD_BYTES * 3 / 4;
-/// A bucket deeper than log2(pages) + this splits only when its page is full at 128 probes.
-const DEPTH_SLACK: u8 = 8;
-/// Pieces the displacement search looks at, for the new entry and for each entry it moves.
-const DISPLACE_WINDOW: usize = 16;
 /// Levels a lone bucket splits by at once: into 2^3 = 8.
 const SPLIT_LEVELS: u8 = 3;
 /// Bound on make-room rounds in one insert (each round sheds a bucket or splits one).
@@ -301,25 +286,20 @@ impl<C: Codec> Table<C> {
         let (ptr, tenant, depth) = self.locate(h);
         let page = pg(ptr);
         let (home, hint) = (home_of(h), hint_of(h));
-        for distance in 0..=page.spill(home) {
-            let piece = (home + distance) % PIECE_COUNT;
-            let found = page.find(
-                piece,
-                hint,
-                |b| C::len_of(page, b),
-                |b| eq(tenant, depth, distance, b),
-            );
-            if let Some((index, offset, len)) = found {
-                return Some(Loc {
-                    page: ptr,
-                    piece,
-                    index,
-                    offset,
-                    len,
-                });
-            }
-        }
-        None
+        // Every entry lives in its home run: the one run is the whole probe.
+        let (index, offset, len) = page.find(
+            home,
+            hint,
+            |b| C::len_of(page, b),
+            |b| eq(tenant, depth, 0, b),
+        )?;
+        Some(Loc {
+            page: ptr,
+            piece: home,
+            index,
+            offset,
+            len,
+        })
     }
 
     /// The bytes of a found entry.
@@ -384,27 +364,12 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Diagnostics: (mean pieces probed by a hit, mean pieces probed by a miss).
-    pub fn probe_stats(&self, heap: &Heap) -> (f64, f64) {
-        let (mut hit, mut n, mut miss, mut homes) = (0usize, 0usize, 0usize, 0usize);
-        for &ptr in &self.pages {
-            let page = pg(ptr);
-            let tenants = page.tenants();
-            for piece in 0..PIECE_COUNT {
-                miss += page.spill(piece) + 1;
-                homes += 1;
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(page, b),
-                    |_, _, hint, bytes| {
-                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        hit += (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT + 1;
-                        n += 1;
-                    },
-                );
-            }
-        }
-        (hit as f64 / n.max(1) as f64, miss as f64 / homes as f64)
+    /// Diagnostics: (mean runs probed by a hit, mean runs probed by a miss). Every entry lives
+    /// in its home run, so both are 1 whenever the map holds entries; kept for INFO and the
+    /// benchmarks, which printed the piece-bin format's probe lengths.
+    #[allow(clippy::unused_self)]
+    pub fn probe_stats(&self, _heap: &Heap) -> (f64, f64) {
+        (1.0, 1.0)
     }
 
     /// Every entry in page order: `(page, piece, hint, bytes)`.
@@ -424,14 +389,12 @@ impl<C: Codec> Table<C> {
         &mut self,
         heap: &mut Heap,
         h: u64,
-        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+        mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
     ) -> Result<(), MapError> {
         for _ in 0..INSERT_ROUNDS_MAX {
             let (ptr, tenant, depth) = self.locate(h);
             let page = pg_mut(ptr);
-            if place::<C>(page, h, tenant, depth, &mut encode).is_some()
-                || self.place_displacing(heap, page, h, tenant, depth, &mut encode)
-            {
+            if place(page, h, tenant, depth, &mut encode).is_some() {
                 self.len += 1;
                 return Ok(());
             }
@@ -440,113 +403,9 @@ impl<C: Codec> Table<C> {
         Err(MapError::Full)
     }
 
-    /// Second chance for an entry whose probe window is full: move one entry of the window to
-    /// another piece of *its own* window, if that frees enough room for the new entry
-    /// (one-step cuckoo displacement). Costs O(window entries x window) on failure only, and lets
-    /// pages fill well past where first-fit probing gives up, so pages shed later.
-    fn place_displacing(
-        &self,
-        heap: &Heap,
-        page: &mut Page,
-        h: u64,
-        tenant: usize,
-        depth: u8,
-        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
-    ) -> bool {
-        let (home, hint) = (home_of(h), hint_of(h));
-        let depths = Self::depths(page);
-        let tenants = page.tenants();
-        let mut buf = [0u8; PIECE_BYTES];
-        let window =
-            |home: usize| (page.probe_limit() + usize::from(home == 0)).min(DISPLACE_WINDOW);
-        // Near-full windows are the common case here: give up at once when no piece that an
-        // entry of the window could move to has room for an entry about this size.
-        let shortest = encode(
-            Placement {
-                tenant,
-                depth,
-                distance: 0,
-            },
-            &mut buf,
-        );
-        // Entries in the window have homes up to DISPLACE_WINDOW pieces back, and move within
-        // their own window: look from there to the end of the window's reach.
-        let first = home + PIECE_COUNT - DISPLACE_WINDOW;
-        let room = |d: usize| page.fits((first + d) % PIECE_COUNT, shortest.saturating_sub(2));
-        if !(0..window(home) + 2 * DISPLACE_WINDOW).any(room) {
-            return false;
-        }
-        for distance in 0..window(home) {
-            let q = (home + distance) % PIECE_COUNT;
-            let len = encode(
-                Placement {
-                    tenant,
-                    depth,
-                    distance,
-                },
-                &mut buf,
-            );
-            let used = page.piece_used(q);
-            let mut found = None;
-            page.for_each_in_piece(
-                q,
-                |b| C::len_of(depths, b),
-                |index, offset, e_hint, bytes| {
-                    if found.is_some() || used - bytes.len() + len > piece_capacity(q) {
-                        return;
-                    }
-                    let eh = self.codec.hash_of(heap, &tenants, q, e_hint, bytes);
-                    let e_home = home_of(eh);
-                    let e_tenant = page_tenant_of(page, eh);
-                    let e_depth = page.tenant(e_tenant).expect("live tenant").1;
-                    for e_distance in 0..window(e_home) {
-                        let r = (e_home + e_distance) % PIECE_COUNT;
-                        // Re-encoding changes a length by at most the distance byte, so a
-                        // piece without room for one byte less cannot take the entry.
-                        if r == q || !page.fits(r, bytes.len() - 1) {
-                            continue;
-                        }
-                        let mut moved = [0u8; PIECE_BYTES];
-                        let at = Placement {
-                            tenant: e_tenant,
-                            depth: e_depth,
-                            distance: e_distance,
-                        };
-                        let moved_len = self.codec.reencode(bytes, depths, eh, at, &mut moved);
-                        if page.fits(r, moved_len) {
-                            found = Some((
-                                index,
-                                offset,
-                                bytes.len(),
-                                e_hint,
-                                r,
-                                moved,
-                                moved_len,
-                                e_home,
-                                e_distance,
-                            ));
-                            return;
-                        }
-                    }
-                },
-            );
-            if let Some((index, offset, old_len, e_hint, r, moved, moved_len, e_home, e_distance)) =
-                found
-            {
-                page.remove(q, index, offset, old_len);
-                page.push(r, e_hint, &moved[..moved_len]);
-                page.raise_spill(e_home, e_distance);
-                page.push(q, hint, &buf[..len]);
-                page.raise_spill(home, distance);
-                return true;
-            }
-        }
-        false
-    }
-
     fn new_page(&mut self, heap: &mut Heap) -> Result<PagePtr, MapError> {
         let ptr = PagePtr::alloc(heap)?;
-        pg_mut(ptr).init(C::KIND, self.probe_count_max, self.pages.len() as u32);
+        pg_mut(ptr).init(C::KIND, self.pages.len() as u32);
         self.pages.push(ptr);
         Ok(ptr)
     }
@@ -593,17 +452,10 @@ impl<C: Codec> Table<C> {
         let page = pg_mut(ptr);
         if page.tenant_count() == 1 {
             let depth = page.tenant(tenant).expect("live tenant").1;
-            // A lone bucket far deeper than the table needs (2^DEPTH_SLACK slots per page) is a
-            // cluster of hashes sharing their prefix bits: splitting would only double the
-            // directory (a flood of such keys would double it without end). Such a page probes
-            // all its pieces first, and splits only once it is really full.
-            let depth_cap = self
-                .depth_max
-                .min(self.pages.len().ilog2() as u8 + DEPTH_SLACK);
-            if depth >= depth_cap && page.probe_limit() < PIECE_COUNT {
-                page.set_probe_limit(PIECE_COUNT as u8);
-                return Ok(());
-            }
+            // The page is full to its last byte (an insert may use any free byte of it), so a
+            // lone bucket splits only when it really fills a page: a flood of hashes sharing
+            // their prefix bits doubles the directory once per page of such keys, up to
+            // `depth_max`, where the map reports Full.
             if depth >= self.depth_max {
                 return Err(MapError::Full);
             }
@@ -682,14 +534,13 @@ impl<C: Codec> Table<C> {
                     continue;
                 }
                 let codec = &self.codec;
-                page.rewrite_piece(
+                page.rewrite_run(
                     piece,
                     |b| C::len_of(old_depths, b),
-                    0,
-                    |hint, bytes, out| {
+                    |_, hint, bytes, out| {
                         if C::stored_tenant(bytes) != Some(tenant) {
                             out[..bytes.len()].copy_from_slice(bytes);
-                            return bytes.len();
+                            return Some(bytes.len());
                         }
                         let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
                         let &(new_t, _, new_depth) = split
@@ -701,7 +552,7 @@ impl<C: Codec> Table<C> {
                             depth: new_depth,
                             distance: (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
                         };
-                        codec.reencode(bytes, old_depths, h, at, out)
+                        Some(codec.reencode(bytes, old_depths, h, at, out))
                     },
                 );
             }
@@ -761,14 +612,8 @@ impl<C: Codec> Table<C> {
         }
         let victim = order[0];
         let fresh = self.new_page(heap)?;
-        let mut moved = self.move_tenant(heap, ptr, victim, fresh);
-        if !moved {
-            // Greedy placement of a subset can in principle fail where the original order
-            // succeeded; let the fresh page probe every piece rather than give up.
-            pg_mut(fresh).set_probe_limit(PIECE_COUNT as u8);
-            moved = self.move_tenant(heap, ptr, victim, fresh);
-        }
-        if !moved {
+        // A bucket always fits an empty page (it came from one); the check is defensive.
+        if !self.move_tenant(heap, ptr, victim, fresh) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -788,16 +633,17 @@ impl<C: Codec> Table<C> {
             return false;
         };
         let (prefix, depth) = src.tenant(victim).expect("live tenant");
-        // Entries go straight into `to`; pushes only append to pieces, so a failed move is undone
-        // by popping what was placed, last first (spills stay raised: they are upper bounds).
+        // Entries go straight into `to`; pushes only append to runs, so a failed move is undone
+        // by popping what was placed, last first.
         let dst = pg_mut(to);
         dst.set_tenant(slot, Some((prefix, depth)));
         let depths = Self::depths(src);
         let tenants = src.tenants();
-        let mut drop_masks = [0u64; PIECE_COUNT];
+        // (piece, index) of every moved entry, in page order.
+        let mut dropped: Vec<(usize, usize)> = Vec::new();
         let mut placed: Vec<(u8, u8)> = Vec::new();
         let mut ok = true;
-        for (piece, mask) in drop_masks.iter_mut().enumerate() {
+        for piece in 0..PIECE_COUNT {
             src.for_each_in_piece(
                 piece,
                 |b| C::len_of(depths, b),
@@ -809,9 +655,9 @@ impl<C: Codec> Table<C> {
                     if page_tenant_of(src, h) != victim {
                         return;
                     }
-                    *mask |= 1 << index;
+                    dropped.push((piece, index));
                     let codec = &self.codec;
-                    match place::<C>(dst, h, slot, depth, |at, out| {
+                    match place(dst, h, slot, depth, |at, out| {
                         codec.reencode(bytes, depths, h, at, out)
                     }) {
                         Some((p, len)) => placed.push((p as u8, len as u8)),
@@ -831,18 +677,19 @@ impl<C: Codec> Table<C> {
             return false;
         }
         let src = pg_mut(from);
-        for (piece, &mask) in drop_masks.iter().enumerate() {
-            if mask != 0 {
-                src.rewrite_piece(
-                    piece,
-                    |b| C::len_of(depths, b),
-                    mask,
-                    |_, bytes, out| {
-                        out[..bytes.len()].copy_from_slice(bytes);
-                        bytes.len()
-                    },
-                );
-            }
+        for run in dropped.chunk_by(|a, b| a.0 == b.0) {
+            let mut next = run.iter().map(|&(_, index)| index).peekable();
+            src.rewrite_run(
+                run[0].0,
+                |b| C::len_of(depths, b),
+                |index, _, bytes, out| {
+                    if next.next_if_eq(&index).is_some() {
+                        return None;
+                    }
+                    out[..bytes.len()].copy_from_slice(bytes);
+                    Some(bytes.len())
+                },
+            );
         }
         src.set_tenant(victim, None);
         self.set_bucket(prefix, depth, word(to, slot, depth));
@@ -949,7 +796,7 @@ impl<C: Codec> Table<C> {
         let (prefix, depth) = page.tenant(a).expect("live tenant");
         let scratch_ptr = PagePtr::alloc(heap)?;
         let scratch = pg_mut(scratch_ptr);
-        scratch.init(C::KIND, page.probe_limit() as u8, page.page_index() as u32);
+        scratch.init(C::KIND, page.page_index() as u32);
         for t in 0..TENANT_SLOTS {
             if t != b {
                 scratch.set_tenant(t, page.tenant(t));
@@ -972,7 +819,7 @@ impl<C: Codec> Table<C> {
                     let t = page_tenant_of(page, h);
                     let t = if t == b { a } else { t };
                     let codec = &self.codec;
-                    ok = place::<C>(scratch, h, t, new_depths[t], |at, out| {
+                    ok = place(scratch, h, t, new_depths[t], |at, out| {
                         codec.reencode(bytes, depths, h, at, out)
                     })
                     .is_some();
@@ -1108,11 +955,9 @@ impl<C: Codec> Table<C> {
                                 "entry in piece {piece}: hint {hint} != {}",
                                 hint_of(h)
                             ));
-                        } else if distance > page.spill(home)
-                            || distance >= page.probe_limit() + usize::from(home == 0)
-                        {
+                        } else if distance != 0 {
                             err = Some(format!(
-                                "entry in piece {piece}: distance {distance} past spill/limit"
+                                "entry in run {piece}: homed {distance} pieces back"
                             ));
                         }
                     },
@@ -1163,21 +1008,20 @@ fn page_tenant_of(page: &Page, h: u64) -> usize {
         .expect("entry's bucket is hosted here")
 }
 
-/// Places an entry in `page` as tenant `tenant` at `depth`: the first piece from its home, up to
-/// the page's probe limit, with room. Returns (piece, length), or None if no piece has room.
+/// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
+/// bringing free bytes from wherever they are. Returns (piece, length), or None if the page has
+/// no room.
 #[inline]
-fn place<C: Codec>(
+fn place(
     page: &mut Page,
     h: u64,
     tenant: usize,
     depth: u8,
-    mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+    mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> Option<(usize, usize)> {
     let (home, hint) = (home_of(h), hint_of(h));
-    let mut buf = [0u8; PIECE_BYTES];
-    // The length at distance 0 is the shortest the entry gets: pieces without room for it are
-    // skipped without re-encoding.
-    let shortest = encode(
+    let mut buf = [0u8; ENTRY_BUF_BYTES];
+    let len = encode(
         Placement {
             tenant,
             depth,
@@ -1185,31 +1029,11 @@ fn place<C: Codec>(
         },
         &mut buf,
     );
-    let mut len = shortest;
-    // Piece 0 holds only 5 payload bytes (the header takes the rest), so entries homed there
-    // get one extra piece.
-    for distance in 0..page.probe_limit() + usize::from(home == 0) {
-        let piece = (home + distance) % PIECE_COUNT;
-        if !page.fits(piece, shortest) {
-            continue;
-        }
-        if distance > 0 && C::DISTANCE_DEPENDENT {
-            len = encode(
-                Placement {
-                    tenant,
-                    depth,
-                    distance,
-                },
-                &mut buf,
-            );
-        }
-        if page.fits(piece, len) {
-            page.push(piece, hint, &buf[..len]);
-            page.raise_spill(home, distance);
-            return Some((piece, len));
-        }
+    if !page.fits(home, len) {
+        return None;
     }
-    None
+    page.push(home, hint, &buf[..len]);
+    Some((home, len))
 }
 
 /// Iterator over a table's entries (see [`Table::entries`]).
