@@ -140,6 +140,7 @@ impl IntCodec {
 impl Codec for IntCodec {
     const KIND: Kind = Kind::Int;
     const STORES_TENANT: bool = true;
+    const REENCODE_NEEDS_HASH: bool = true;
 
     #[inline]
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize {

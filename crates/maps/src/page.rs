@@ -4,9 +4,9 @@
 //! ```text
 //!  page (8192 bytes = 128 pieces x 64, one heap block, 8 KiB-aligned)
 //!  +---------------------------------------------------------------------------------+
-//!  | header 56 B | run index 128 x 3 B | group ends 16 x 2 B | run area 7720 B        |
+//!  | header 72 B | run index 128 x 3 B | group ends 16 x 2 B | run area 7704 B        |
 //!  +---------------------------------------------------------------------------------+
-//!  0             56                    440                   472                   8192
+//!  0             72                    456                   488                   8192
 //!
 //!  page header (little-endian)
 //!   0  u16 entry_count        sum of the runs' counts
@@ -18,8 +18,9 @@
 //!   8  u32 page_index         position in the map's page list
 //!  12  u32 reserved (0)
 //!  16  8 x tenant slot        { u32 prefix, u8 depth }, depth 0xFF = empty slot
+//!  56  8 x u16 tenant bytes   hint + entry bytes of each tenant's entries (what a shed moves)
 //!
-//!  run index slot p (24 bits LE): start (bits 0..13, offset from byte 472) | count (bits 13..24)
+//!  run index slot p (24 bits LE): start (bits 0..13, offset from byte 488) | count (bits 13..24)
 //!  group end g (u16 LE): byte where the last run of group g (runs 8g..8g+8) ends
 //!
 //!  run area: runs in home order, grouped by eight; gaps (zero bytes) only after a group
@@ -63,7 +64,9 @@ pub const PIECE_BYTES: usize = 64;
 /// Pieces in a page (homes, runs).
 pub const PIECE_COUNT: usize = PAGE_BYTES / PIECE_BYTES;
 /// Bytes of the page header.
-pub const HEADER_BYTES: usize = 56;
+pub const HEADER_BYTES: usize = 72;
+/// First byte of the per-tenant byte counts.
+const TENANT_BYTES_AT: usize = 16 + TENANT_SLOTS * 5;
 /// Bytes of one run index slot.
 const SLOT_BYTES: usize = 3;
 /// Runs per group (a gap follows each group).
@@ -90,8 +93,8 @@ const MAGIC: u8 = 0xD6;
 const START_MASK: u32 = (1 << 13) - 1;
 
 const _: () = assert!(PIECE_COUNT == 128);
-const _: () = assert!(HEADER_BYTES == 16 + TENANT_SLOTS * 5);
-const _: () = assert!(AREA_START == 472 && AREA_BYTES == 7720);
+const _: () = assert!(HEADER_BYTES == TENANT_BYTES_AT + TENANT_SLOTS * 2);
+const _: () = assert!(AREA_START == 488 && AREA_BYTES == 7704);
 const _: () = assert!(AREA_BYTES <= START_MASK as usize);
 const _: () = assert!(ENTRY_BYTES_MAX < ENTRY_BUF_BYTES);
 
@@ -114,6 +117,14 @@ impl Tenants {
     pub fn get(&self, t: usize) -> Option<(u32, u8)> {
         let (prefix, depth) = self.slots[t];
         (depth != NO_TENANT).then_some((prefix, depth))
+    }
+
+    /// Slot of the tenant whose prefix `h` falls in, if any.
+    #[inline]
+    pub fn of_hash(&self, h: u64) -> Option<usize> {
+        self.slots.iter().position(|&(prefix, depth)| {
+            depth != NO_TENANT && crate::hash::prefix_of(h, depth) == prefix
+        })
     }
 }
 
@@ -240,9 +251,27 @@ impl Page {
         std::array::from_fn(|t| self.bytes[16 + t * 5 + 4])
     }
 
+    /// Hint and entry bytes of tenant `t`'s entries (kept by the table as it mutates the page).
+    #[inline]
+    pub fn tenant_bytes(&self, t: usize) -> usize {
+        self.u16_at(TENANT_BYTES_AT + 2 * t) as usize
+    }
+
+    #[inline]
+    pub fn add_tenant_bytes(&mut self, t: usize, delta: isize) {
+        let at = TENANT_BYTES_AT + 2 * t;
+        let bytes = (self.u16_at(at) as usize).wrapping_add_signed(delta);
+        self.set_u16_at(at, bytes as u16);
+    }
+
+    /// Sets or clears tenant slot `t`; a slot that becomes empty or newly occupied counts zero
+    /// bytes, one that only changes its prefix keeps its count (the caller recounts).
     pub fn set_tenant(&mut self, t: usize, tenant: Option<(u32, u8)>) {
         let at = 16 + t * 5;
         let was = self.bytes[at + 4] != NO_TENANT;
+        if tenant.is_none() || !was {
+            self.set_u16_at(TENANT_BYTES_AT + 2 * t, 0);
+        }
         if let Some((prefix, depth)) = tenant {
             assert!(depth != NO_TENANT);
             self.bytes[at..at + 4].copy_from_slice(&prefix.to_le_bytes());
@@ -262,10 +291,7 @@ impl Page {
 
     /// Slot of the tenant whose prefix `h` falls in, if this page hosts it.
     pub fn tenant_of_hash(&self, h: u64) -> Option<usize> {
-        (0..TENANT_SLOTS).find(|&t| {
-            self.tenant(t)
-                .is_some_and(|(prefix, depth)| crate::hash::prefix_of(h, depth) == prefix)
-        })
+        self.tenants().of_hash(h)
     }
 
     /// `(start, count)` of run `p`: its first byte in the page and its number of entries.
@@ -397,10 +423,13 @@ impl Page {
         let want = need - gap;
         let (right_room, right_cost) = self.scan_right(g, want);
         let (left_room, left_cost) = self.scan_left(g, want);
+        // A slide costs the bytes of the groups it moves whatever the room it brings, so it
+        // brings half of the surplus the moved groups' gaps hold too: the next inserts into this
+        // group then find room without a slide.
         if right_room >= want && (left_room < want || right_cost <= left_cost) {
-            self.take_right(g, want);
+            self.take_right(g, want + (right_room - want) / 2);
         } else if left_room >= want {
-            self.take_left(g, want);
+            self.take_left(g, want + (left_room - want) / 2);
         } else {
             self.take_right(g, right_room);
             self.take_left(g, want - right_room);
@@ -409,27 +438,29 @@ impl Page {
         true
     }
 
-    /// Room (up to `want`) the gaps right of group `g` can give it, and the bytes moved for it.
+    /// Room the gaps right of group `g` hold, up to the first group where it reaches `want`,
+    /// and the bytes of the groups that would move.
     fn scan_right(&self, g: usize, want: usize) -> (usize, usize) {
         let (mut room, mut cost) = (0, 0);
         for j in g + 1..GROUP_COUNT {
             cost += self.group_used(j);
             room += self.group_limit(j) - self.group_end(j);
             if room >= want {
-                return (want, cost);
+                break;
             }
         }
         (room, cost)
     }
 
-    /// Room (up to `want`) the gaps left of group `g` can give it, and the bytes moved for it.
+    /// Room the gaps left of group `g` hold, up to the first group where it reaches `want`, and
+    /// the bytes of the groups that would move.
     fn scan_left(&self, g: usize, want: usize) -> (usize, usize) {
         let (mut room, mut cost) = (0, 0);
         for j in (0..g).rev() {
             cost += self.group_used(j + 1);
             room += self.group_limit(j) - self.group_end(j);
             if room >= want {
-                return (want, cost);
+                break;
             }
         }
         (room, cost)
@@ -771,7 +802,11 @@ mod tests {
         for step in 0..40_000u32 {
             x = crate::hash::splitmix(x);
             // A skewed home distribution makes some groups take room from far away.
-            let p = if x % 4 == 0 { 17 } else { (x % 128) as usize };
+            let p = if x.is_multiple_of(4) {
+                17
+            } else {
+                (x % 128) as usize
+            };
             let hint = (x >> 8) as u8 % 4;
             match (x >> 16) % 3 {
                 0 => {

@@ -106,6 +106,7 @@ impl BytesCodec {
 impl Codec for BytesCodec {
     const KIND: Kind = Kind::Bytes;
     const STORES_TENANT: bool = false;
+    const REENCODE_NEEDS_HASH: bool = false;
 
     #[inline]
     fn len_of(_depths: impl DepthOf, bytes: &[u8]) -> usize {
@@ -493,6 +494,11 @@ impl PageHash {
     /// Pages, directory, page list and out-of-line blobs (usable sizes).
     pub fn memory_bytes(&self) -> usize {
         self.table.memory_bytes() + self.blob_bytes
+    }
+
+    #[doc(hidden)]
+    pub fn debug_fills(&self) -> Vec<(usize, usize)> {
+        self.table.debug_fills()
     }
 
     pub fn shape(&self) -> crate::Shape {

@@ -104,6 +104,9 @@ pub trait Codec {
     const KIND: Kind;
     /// Whether entries carry their tenant slot (else it is found from the hash).
     const STORES_TENANT: bool;
+    /// Whether `reencode` reads the hash (else moving an entry needs no hash: its home and
+    /// hint are its run and stored hint).
+    const REENCODE_NEEDS_HASH: bool;
     /// Length of the entry starting at `bytes[0]`.
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize;
     /// Tenant slot stored in the entry, if any.
@@ -128,6 +131,7 @@ pub trait Codec {
 #[derive(Clone, Copy, Debug)]
 pub struct Loc {
     pub page: PagePtr,
+    pub tenant: usize,
     pub piece: usize,
     pub index: usize,
     pub offset: usize,
@@ -295,6 +299,7 @@ impl<C: Codec> Table<C> {
         )?;
         Some(Loc {
             page: ptr,
+            tenant,
             piece: home,
             index,
             offset,
@@ -326,13 +331,17 @@ impl<C: Codec> Table<C> {
     /// Overwrites a found entry in place if its piece has room; false if not (nothing changed).
     #[allow(clippy::unused_self)] // `&mut self` is what makes writing the page exclusive
     pub fn replace(&mut self, loc: &Loc, entry: &[u8]) -> bool {
-        pg_mut(loc.page).replace(loc.piece, loc.offset, loc.len, entry)
+        let page = pg_mut(loc.page);
+        let done = page.replace(loc.piece, loc.offset, loc.len, entry);
+        if done {
+            page.add_tenant_bytes(loc.tenant, entry.len() as isize - loc.len as isize);
+        }
+        done
     }
 
     /// Removes a found entry (the caller released what it owns), then merges if underfull.
     pub fn remove(&mut self, heap: &mut Heap, loc: &Loc) {
-        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
-        self.len -= 1;
+        self.remove_unmerged(loc);
         if pg(loc.page).used_bytes() < FILL_LOW_BYTES {
             self.after_underfull(heap, loc.page);
         }
@@ -340,7 +349,9 @@ impl<C: Codec> Table<C> {
 
     /// Removes a found entry without merging (it is about to be re-inserted).
     pub fn remove_unmerged(&mut self, loc: &Loc) {
-        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
+        let page = pg_mut(loc.page);
+        page.remove(loc.piece, loc.index, loc.offset, loc.len);
+        page.add_tenant_bytes(loc.tenant, -(loc.len as isize + 1));
         self.len -= 1;
     }
 
@@ -370,6 +381,33 @@ impl<C: Codec> Table<C> {
     #[allow(clippy::unused_self)]
     pub fn probe_stats(&self, _heap: &Heap) -> (f64, f64) {
         (1.0, 1.0)
+    }
+
+    #[doc(hidden)]
+    pub fn debug_fills(&self) -> Vec<(usize, usize)> {
+        let mut d = [0usize; 9];
+        for &p in &self.pages {
+            for home in 0..PIECE_COUNT {
+                let s = pg(p).hints(home).as_ptr() as usize - p.addr() as usize;
+                let pred = crate::page::AREA_START + home * crate::page::AREA_BYTES / PIECE_COUNT;
+                let dl = (s / 64).abs_diff(pred / 64).min(8);
+                d[dl] += 1;
+            }
+        }
+        eprintln!(
+            "line distance run start vs predicted: {d:?} make_room {} fresh {}",
+            DBG_ROOM.load(std::sync::atomic::Ordering::Relaxed),
+            DBG_FRESH.load(std::sync::atomic::Ordering::Relaxed)
+        );
+        self.pages
+            .iter()
+            .map(|&p| {
+                (
+                    pg(p).used_bytes() * 20 / PAYLOAD_BYTES,
+                    pg(p).tenant_count(),
+                )
+            })
+            .collect()
     }
 
     /// Every entry in page order: `(page, piece, hint, bytes)`.
@@ -449,6 +487,7 @@ impl<C: Codec> Table<C> {
 
     /// Makes room for an insert into `tenant` of page `ptr` that found no piece with room.
     fn make_room(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize) -> Result<(), MapError> {
+        DBG_ROOM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let page = pg_mut(ptr);
         if page.tenant_count() == 1 {
             let depth = page.tenant(tenant).expect("live tenant").1;
@@ -459,8 +498,9 @@ impl<C: Codec> Table<C> {
             if depth >= self.depth_max {
                 return Err(MapError::Full);
             }
-            self.split_in_place(heap, ptr, tenant, SPLIT_LEVELS.min(self.depth_max - depth));
-            self.shed(heap, ptr, None)
+            let levels = SPLIT_LEVELS.min(self.depth_max - depth);
+            let owners = self.split_in_place(heap, ptr, tenant, levels);
+            self.shed(heap, ptr, Some(owners))
         } else {
             // Buckets grow where they live; one that has grown past an eighth of the page is
             // split in place (as free slots allow) before anything is shed, so that what moves
@@ -468,7 +508,7 @@ impl<C: Codec> Table<C> {
             // a half-empty page). Measured at 1M random pairs: a quarter-page threshold gives
             // 20.7 B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
             let page = pg(ptr);
-            let sizes = self.tenant_sizes(heap, page);
+            let sizes: [usize; TENANT_SLOTS] = std::array::from_fn(|t| page.tenant_bytes(t));
             let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
             let free_slots = TENANT_SLOTS - page.tenant_count();
             let depth = page.tenant(largest).expect("live tenant").1;
@@ -481,15 +521,21 @@ impl<C: Codec> Table<C> {
                 {
                     levels += 1;
                 }
-                self.split_in_place(heap, ptr, largest, levels);
-                return self.shed(heap, ptr, None);
+                let owners = self.split_in_place(heap, ptr, largest, levels);
+                return self.shed(heap, ptr, Some(owners));
             }
-            self.shed(heap, ptr, Some(sizes))
+            self.shed(heap, ptr, None)
         }
     }
 
     /// Splits the page's bucket in slot `tenant` into 2^levels buckets, all staying in the page.
-    fn split_in_place(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize, levels: u8) {
+    fn split_in_place(
+        &mut self,
+        heap: &mut Heap,
+        ptr: PagePtr,
+        tenant: usize,
+        levels: u8,
+    ) -> Vec<u8> {
         let page = pg_mut(ptr);
         let (_, depth) = page.tenant(tenant).expect("live tenant");
         // The old tenant table decodes entries while the page is being re-encoded.
@@ -557,10 +603,21 @@ impl<C: Codec> Table<C> {
                 );
             }
         }
+        // The split bucket's bytes are now spread over its parts: recount them, keeping the
+        // owners for the shed that always follows a split.
+        let (owners, sizes) = self.owners(heap, pg(ptr));
+        let page = pg_mut(ptr);
+        for (t, &size) in sizes.iter().enumerate() {
+            page.add_tenant_bytes(t, size as isize - page.tenant_bytes(t) as isize);
+        }
+        owners
     }
 
-    /// Bytes (entries + hints) of each tenant of `page`.
-    fn tenant_sizes(&self, heap: &Heap, page: &Page) -> [usize; TENANT_SLOTS] {
+    /// The tenant slot of every entry of `page` in page order (run by run), and the bytes
+    /// (entries + hints) of each tenant: one pass, hashing the entries that do not store
+    /// their tenant. A make-room round computes it once for its split and its shed.
+    fn owners(&self, heap: &Heap, page: &Page) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
+        let mut owners = Vec::with_capacity(page.entry_count());
         let mut sizes = [0; TENANT_SLOTS];
         let depths = Self::depths(page);
         let tenants = page.tenants();
@@ -571,49 +628,52 @@ impl<C: Codec> Table<C> {
                 |_, _, hint, bytes| {
                     let t = C::stored_tenant(bytes).unwrap_or_else(|| {
                         let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        page.tenant_of_hash(h)
-                            .expect("entry's bucket is hosted here")
+                        tenants.of_hash(h).expect("entry's bucket is hosted here")
                     });
+                    owners.push(t as u8);
                     sizes[t] += bytes.len() + 1;
                 },
             );
         }
-        sizes
+        (owners, sizes)
     }
 
     /// Moves one bucket out of the full page `ptr`: to the spare page if one fits, else to a new
     /// page.
+    #[allow(clippy::too_many_lines)]
     fn shed(
         &mut self,
         heap: &mut Heap,
         ptr: PagePtr,
-        sizes: Option<[usize; TENANT_SLOTS]>,
+        owners: Option<Vec<u8>>,
     ) -> Result<(), MapError> {
         let page = pg(ptr);
-        let sizes = sizes.unwrap_or_else(|| self.tenant_sizes(heap, page));
+        let owners = owners.unwrap_or_else(|| self.owners(heap, page).0);
+        let sizes: [usize; TENANT_SLOTS] = std::array::from_fn(|t| page.tenant_bytes(t));
+        // The smallest bucket worth moving goes: the page keeps as much of its fill as it can
+        // (shedding the largest bucket instead measured 0.90 page fill against 0.92). Buckets
+        // under 1/32 of a page would free too little to be worth a pass over the page.
         let mut order: Vec<usize> = (0..TENANT_SLOTS)
             .filter(|&t| page.tenant(t).is_some())
             .collect();
-        order.sort_by_key(|&t| std::cmp::Reverse(sizes[t]));
+        order.sort_by_key(|&t| (sizes[t] < PAYLOAD_BYTES / 32, sizes[t]));
         if let Some(spare) = self.spare.filter(|&s| s != ptr) {
             let sp = pg(spare);
             if sp.free_tenant_slot().is_some() {
                 let free = PAYLOAD_BYTES - sp.used_bytes();
-                let fits = order
-                    .iter()
-                    .copied()
-                    .find(|&t| sizes[t] + sizes[t] / 8 + 64 <= free);
+                let fits = order.iter().copied().find(|&t| sizes[t] <= free);
                 if let Some(victim) = fits
-                    && self.move_tenant(heap, ptr, victim, spare)
+                    && self.move_tenant(heap, ptr, victim, spare, Some(&owners))
                 {
                     return Ok(());
                 }
             }
         }
+        DBG_FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let victim = order[0];
         let fresh = self.new_page(heap)?;
         // A bucket always fits an empty page (it came from one); the check is defensive.
-        if !self.move_tenant(heap, ptr, victim, fresh) {
+        if !self.move_tenant(heap, ptr, victim, fresh, Some(&owners)) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -626,12 +686,28 @@ impl<C: Codec> Table<C> {
     /// Moves tenant `victim` of page `from` into page `to` (a new tenant slot there). All or
     /// nothing: entries are appended to `to` and popped back on failure. False if `to` has
     /// no free slot or no room.
-    fn move_tenant(&mut self, heap: &mut Heap, from: PagePtr, victim: usize, to: PagePtr) -> bool {
+    /// `owners` is the page's `owners()` if the caller has it.
+    fn move_tenant(
+        &mut self,
+        heap: &mut Heap,
+        from: PagePtr,
+        victim: usize,
+        to: PagePtr,
+        owners: Option<&[u8]>,
+    ) -> bool {
         assert_ne!(from, to);
         let (src, dst) = (pg(from), pg(to));
         let Some(slot) = dst.free_tenant_slot() else {
             return false;
         };
+        let computed;
+        let owners = if let Some(owners) = owners {
+            owners
+        } else {
+            computed = self.owners(heap, src).0;
+            &computed
+        };
+        debug_assert_eq!(owners.len(), src.entry_count());
         let (prefix, depth) = src.tenant(victim).expect("live tenant");
         // Entries go straight into `to`; pushes only append to runs, so a failed move is undone
         // by popping what was placed, last first.
@@ -643,21 +719,23 @@ impl<C: Codec> Table<C> {
         let mut dropped: Vec<(usize, usize)> = Vec::new();
         let mut placed: Vec<(u8, u8)> = Vec::new();
         let mut ok = true;
+        let mut owner = owners.iter();
         for piece in 0..PIECE_COUNT {
             src.for_each_in_piece(
                 piece,
                 |b| C::len_of(depths, b),
                 |index, _, hint, bytes| {
-                    if !ok || C::stored_tenant(bytes).is_some_and(|t| t != victim) {
-                        return;
-                    }
-                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    if page_tenant_of(src, h) != victim {
+                    if usize::from(*owner.next().expect("one owner per entry")) != victim || !ok {
                         return;
                     }
                     dropped.push((piece, index));
+                    let h = if C::REENCODE_NEEDS_HASH {
+                        self.codec.hash_of(heap, &tenants, piece, hint, bytes)
+                    } else {
+                        0
+                    };
                     let codec = &self.codec;
-                    match place(dst, h, slot, depth, |at, out| {
+                    match place_at(dst, piece, hint, slot, depth, |at, out| {
                         codec.reencode(bytes, depths, h, at, out)
                     }) {
                         Some((p, len)) => placed.push((p as u8, len as u8)),
@@ -721,7 +799,7 @@ impl<C: Codec> Table<C> {
                     && pg(spare).used_bytes() + pg(ptr).used_bytes() < COALESCE_BELOW_BYTES =>
             {
                 for t in 0..TENANT_SLOTS {
-                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare) {
+                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare, None) {
                         break;
                     }
                 }
@@ -767,7 +845,7 @@ impl<C: Codec> Table<C> {
                 } else {
                     (a, a_t, b)
                 };
-                if !self.move_tenant(heap, src, src_t, dst) {
+                if !self.move_tenant(heap, src, src_t, dst, None) {
                     break;
                 }
                 if pg(src).tenant_count() == 0 {
@@ -816,7 +894,7 @@ impl<C: Codec> Table<C> {
                         return;
                     }
                     let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    let t = page_tenant_of(page, h);
+                    let t = tenants.of_hash(h).expect("entry's bucket is hosted here");
                     let t = if t == b { a } else { t };
                     let codec = &self.codec;
                     ok = place(scratch, h, t, new_depths[t], |at, out| {
@@ -935,6 +1013,14 @@ impl<C: Codec> Table<C> {
                 }
             }
             total += page.entry_count();
+            let sizes = self.owners(heap, page).1;
+            if let Some(t) = (0..TENANT_SLOTS).find(|&t| sizes[t] != page.tenant_bytes(t)) {
+                return Err(format!(
+                    "page {i} tenant {t}: header says {} bytes, entries take {}",
+                    page.tenant_bytes(t),
+                    sizes[t]
+                ));
+            }
             let mut err = None;
             for piece in 0..PIECE_COUNT {
                 page.for_each_in_piece(
@@ -1002,12 +1088,6 @@ impl<C: Codec> Table<C> {
     }
 }
 
-/// Tenant slot of the entry with hash `h` in `page`.
-fn page_tenant_of(page: &Page, h: u64) -> usize {
-    page.tenant_of_hash(h)
-        .expect("entry's bucket is hosted here")
-}
-
 /// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
 /// bringing free bytes from wherever they are. Returns (piece, length), or None if the page has
 /// no room.
@@ -1017,9 +1097,21 @@ fn place(
     h: u64,
     tenant: usize,
     depth: u8,
+    encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
+) -> Option<(usize, usize)> {
+    place_at(page, home_of(h), hint_of(h), tenant, depth, encode)
+}
+
+/// `place` for an entry whose home and hint are known.
+#[inline]
+fn place_at(
+    page: &mut Page,
+    home: usize,
+    hint: u8,
+    tenant: usize,
+    depth: u8,
     mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> Option<(usize, usize)> {
-    let (home, hint) = (home_of(h), hint_of(h));
     let mut buf = [0u8; ENTRY_BUF_BYTES];
     let len = encode(
         Placement {
@@ -1033,6 +1125,7 @@ fn place(
         return None;
     }
     page.push(home, hint, &buf[..len]);
+    page.add_tenant_bytes(tenant, len as isize + 1);
     Some((home, len))
 }
 
@@ -1082,3 +1175,6 @@ impl<'a, C: Codec> Iterator for Entries<'a, C> {
         }
     }
 }
+
+pub static DBG_ROOM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+pub static DBG_FRESH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
