@@ -650,27 +650,35 @@ impl<C: Codec> Table<C> {
         let page = pg(ptr);
         let owners = owners.unwrap_or_else(|| self.owners(heap, page).0);
         let sizes: [usize; TENANT_SLOTS] = std::array::from_fn(|t| page.tenant_bytes(t));
-        // The smallest bucket worth moving goes: the page keeps as much of its fill as it can
-        // (shedding the largest bucket instead measured 0.90 page fill against 0.92). Buckets
-        // under 1/32 of a page would free too little to be worth a pass over the page.
-        let mut order: Vec<usize> = (0..TENANT_SLOTS)
-            .filter(|&t| page.tenant(t).is_some())
+        // Which bucket goes is a trade between the two pages: a small one keeps this page
+        // full, but the spare has eight tenant slots, and a spare whose slots ran out on small
+        // buckets is left part-empty. So the victim is the bucket closest to the spare's room
+        // per free slot (a fresh page: a page per eight slots). Buckets under 1/32 of a page
+        // would free too little to be worth a pass over the page.
+        let tenants: Vec<usize> = (0..TENANT_SLOTS)
+            .filter(|&t| page.tenant(t).is_some() && sizes[t] >= PAYLOAD_BYTES / 32)
             .collect();
-        order.sort_by_key(|&t| (sizes[t] < PAYLOAD_BYTES / 32, sizes[t]));
+        let pick = |free: usize, slots: usize| {
+            let target = free / slots.max(1);
+            tenants
+                .iter()
+                .copied()
+                .filter(|&t| sizes[t] <= free)
+                .min_by_key(|&t| sizes[t].abs_diff(target))
+        };
         if let Some(spare) = self.spare.filter(|&s| s != ptr) {
             let sp = pg(spare);
-            if sp.free_tenant_slot().is_some() {
-                let free = PAYLOAD_BYTES - sp.used_bytes();
-                let fits = order.iter().copied().find(|&t| sizes[t] <= free);
-                if let Some(victim) = fits
-                    && self.move_tenant(heap, ptr, victim, spare, Some(&owners))
-                {
-                    return Ok(());
-                }
+            let slots = TENANT_SLOTS - sp.tenant_count();
+            if slots > 0
+                && let Some(victim) = pick(PAYLOAD_BYTES - sp.used_bytes(), slots)
+                && self.move_tenant(heap, ptr, victim, spare, Some(&owners))
+            {
+                return Ok(());
             }
         }
         DBG_FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let victim = order[0];
+        let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
+        let victim = pick(PAYLOAD_BYTES, TENANT_SLOTS).unwrap_or(largest);
         let fresh = self.new_page(heap)?;
         // A bucket always fits an empty page (it came from one); the check is defensive.
         if !self.move_tenant(heap, ptr, victim, fresh, Some(&owners)) {
