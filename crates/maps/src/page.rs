@@ -4,23 +4,21 @@
 //! ```text
 //!  page (8192 bytes = 128 pieces x 64, one heap block, 8 KiB-aligned)
 //!  +---------------------------------------------------------------------------------+
-//!  | header 72 B | run index 128 x 3 B | group ends 16 x 2 B | run area 7704 B        |
+//!  | header 51 B | run index 64 x 5 B  | group ends 16 x 2 B | run area 7789 B        |
 //!  +---------------------------------------------------------------------------------+
-//!  0             72                    456                   488                   8192
+//!  0             51                    371                   403                   8192
 //!
 //!  page header (little-endian)
 //!   0  u16 entry_count        sum of the runs' counts
 //!   2  u16 used_bytes         hints + entries over all runs
-//!   4  u8  reserved (0)       (was the probe limit of the piece-bin format)
-//!   5  u8  tenant_count       occupied tenant slots (1..=8)
-//!   6  u8  magic = 0xD6
-//!   7  u8  kind               0 = byte strings (PageHash), 1 = integers (IntMap)
-//!   8  u32 page_index         position in the map's page list
-//!  12  u32 reserved (0)
-//!  16  8 x tenant slot        { u32 prefix, u8 depth }, depth 0xFF = empty slot
-//!  56  8 x u16 tenant bytes   hint + entry bytes of each tenant's entries (what a shed moves)
+//!   4  u8  tenant_count       occupied tenant slots (1..=8)
+//!   5  u8  magic = 0xD6
+//!   6  u8  kind               0 = byte strings (PageHash), 1 = integers (IntMap)
+//!   7  u32 page_index         position in the map's page list
+//!  11  8 x tenant slot        { u32 prefix, u8 depth }, depth 0xFF = empty slot
 //!
-//!  run index slot p (24 bits LE): start (bits 0..13, offset from byte 488) | count (bits 13..24)
+//!  run index: slot p is bits (p % 2) * 20 .. + 20 of the 5-byte LE pair at 51 + (p / 2) * 5:
+//!             start (13 bits, offset from byte 403) | count (7 bits, <= 127) << 13
 //!  group end g (u16 LE): byte where the last run of group g (runs 8g..8g+8) ends
 //!
 //!  run area: runs in home order, grouped by eight; gaps (zero bytes) only after a group
@@ -63,24 +61,26 @@ pub const PAGE_BYTES: usize = heap::BLOCK_BYTES;
 pub const PIECE_BYTES: usize = 64;
 /// Pieces in a page (homes, runs).
 pub const PIECE_COUNT: usize = PAGE_BYTES / PIECE_BYTES;
+/// First byte of the tenant table.
+const TENANTS_AT: usize = 11;
 /// Bytes of the page header.
-pub const HEADER_BYTES: usize = 72;
-/// First byte of the per-tenant byte counts.
-const TENANT_BYTES_AT: usize = 16 + TENANT_SLOTS * 5;
-/// Bytes of one run index slot.
-const SLOT_BYTES: usize = 3;
+pub const HEADER_BYTES: usize = TENANTS_AT + TENANT_SLOTS * 5;
+/// Bytes of a pair of run index slots (20 bits each).
+const SLOT_PAIR_BYTES: usize = 5;
 /// Runs per group (a gap follows each group).
 pub const GROUP_RUNS: usize = 8;
 /// Groups per page.
 pub const GROUP_COUNT: usize = PIECE_COUNT / GROUP_RUNS;
 /// First byte of the group-end array.
-const GROUP_ENDS_AT: usize = HEADER_BYTES + PIECE_COUNT * SLOT_BYTES;
+const GROUP_ENDS_AT: usize = HEADER_BYTES + PIECE_COUNT / 2 * SLOT_PAIR_BYTES;
 /// First byte of the run area.
 pub const AREA_START: usize = GROUP_ENDS_AT + GROUP_COUNT * 2;
 /// Bytes of the run area: what hints and entries can use.
 pub const AREA_BYTES: usize = PAGE_BYTES - AREA_START;
-/// Most entries one run can hold (11 bits of the index slot).
-pub const RUN_COUNT_MAX: usize = (1 << 11) - 1;
+/// Most entries one run can hold (7 bits of the index slot). Uniform hashing puts ~2..12
+/// entries in a run; a run that reaches this makes its page count as full for it, so a flood
+/// of keys aimed at one home piece is split and shed like any full page.
+pub const RUN_COUNT_MAX: usize = (1 << 7) - 1;
 /// Tenant slots per page.
 pub const TENANT_SLOTS: usize = 8;
 /// Depth value of an empty tenant slot.
@@ -93,10 +93,17 @@ const MAGIC: u8 = 0xD6;
 const START_MASK: u32 = (1 << 13) - 1;
 
 const _: () = assert!(PIECE_COUNT == 128);
-const _: () = assert!(HEADER_BYTES == TENANT_BYTES_AT + TENANT_SLOTS * 2);
-const _: () = assert!(AREA_START == 488 && AREA_BYTES == 7704);
+const _: () = assert!(AREA_START == 403 && AREA_BYTES == 7789);
 const _: () = assert!(AREA_BYTES <= START_MASK as usize);
 const _: () = assert!(ENTRY_BYTES_MAX < ENTRY_BUF_BYTES);
+
+/// What `Page::edit_runs` does with an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Keep,
+    Drop,
+    Rewrite,
+}
 
 /// What kind of entries a page holds (checked by `validate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,11 +180,11 @@ impl Page {
     /// evenly over the sixteen group gaps.
     pub fn init(&mut self, kind: Kind, page_index: u32) {
         self.bytes.fill(0);
-        self.bytes[6] = MAGIC;
-        self.bytes[7] = kind as u8;
-        self.bytes[8..12].copy_from_slice(&page_index.to_le_bytes());
+        self.bytes[5] = MAGIC;
+        self.bytes[6] = kind as u8;
+        self.set_page_index(page_index as usize);
         for t in 0..TENANT_SLOTS {
-            self.bytes[16 + t * 5 + 4] = NO_TENANT;
+            self.bytes[TENANTS_AT + t * 5 + 4] = NO_TENANT;
         }
         for g in 0..GROUP_COUNT {
             let start = AREA_START + g * AREA_BYTES / GROUP_COUNT;
@@ -202,21 +209,21 @@ impl Page {
     }
 
     pub fn tenant_count(&self) -> usize {
-        self.bytes[5] as usize
+        self.bytes[4] as usize
     }
 
     pub fn page_index(&self) -> usize {
-        u32::from_le_bytes(self.bytes[8..12].try_into().expect("4 bytes")) as usize
+        u32::from_le_bytes(self.bytes[7..11].try_into().expect("4 bytes")) as usize
     }
 
     pub fn set_page_index(&mut self, index: usize) {
-        self.bytes[8..12].copy_from_slice(&(index as u32).to_le_bytes());
+        self.bytes[7..11].copy_from_slice(&(index as u32).to_le_bytes());
     }
 
     /// Tenant in slot `t`: `(prefix, depth)`, or `None` for an empty slot.
     #[inline]
     pub fn tenant(&self, t: usize) -> Option<(u32, u8)> {
-        let at = 16 + t * 5;
+        let at = TENANTS_AT + t * 5;
         let depth = self.bytes[at + 4];
         (depth != NO_TENANT).then(|| {
             (
@@ -231,7 +238,7 @@ impl Page {
     pub fn tenants(&self) -> Tenants {
         Tenants {
             slots: std::array::from_fn(|t| {
-                let at = 16 + t * 5;
+                let at = TENANTS_AT + t * 5;
                 let prefix =
                     u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
                 (prefix, self.bytes[at + 4])
@@ -242,51 +249,33 @@ impl Page {
     /// Depth of tenant slot `t` (`NO_TENANT` if empty).
     #[inline]
     pub fn tenant_depth(&self, t: usize) -> u8 {
-        self.bytes[16 + t * 5 + 4]
+        self.bytes[TENANTS_AT + t * 5 + 4]
     }
 
     /// Depth of every slot (`NO_TENANT` for empty ones), for codecs that need it to decode.
     #[inline]
     pub fn tenant_depths(&self) -> [u8; TENANT_SLOTS] {
-        std::array::from_fn(|t| self.bytes[16 + t * 5 + 4])
+        std::array::from_fn(|t| self.bytes[TENANTS_AT + t * 5 + 4])
     }
 
-    /// Hint and entry bytes of tenant `t`'s entries (kept by the table as it mutates the page).
-    #[inline]
-    pub fn tenant_bytes(&self, t: usize) -> usize {
-        self.u16_at(TENANT_BYTES_AT + 2 * t) as usize
-    }
-
-    #[inline]
-    pub fn add_tenant_bytes(&mut self, t: usize, delta: isize) {
-        let at = TENANT_BYTES_AT + 2 * t;
-        let bytes = (self.u16_at(at) as usize).wrapping_add_signed(delta);
-        self.set_u16_at(at, bytes as u16);
-    }
-
-    /// Sets or clears tenant slot `t`; a slot that becomes empty or newly occupied counts zero
-    /// bytes, one that only changes its prefix keeps its count (the caller recounts).
     pub fn set_tenant(&mut self, t: usize, tenant: Option<(u32, u8)>) {
-        let at = 16 + t * 5;
+        let at = TENANTS_AT + t * 5;
         let was = self.bytes[at + 4] != NO_TENANT;
-        if tenant.is_none() || !was {
-            self.set_u16_at(TENANT_BYTES_AT + 2 * t, 0);
-        }
         if let Some((prefix, depth)) = tenant {
             assert!(depth != NO_TENANT);
             self.bytes[at..at + 4].copy_from_slice(&prefix.to_le_bytes());
             self.bytes[at + 4] = depth;
-            self.bytes[5] += u8::from(!was);
+            self.bytes[4] += u8::from(!was);
         } else {
             self.bytes[at..at + 4].fill(0);
             self.bytes[at + 4] = NO_TENANT;
-            self.bytes[5] -= u8::from(was);
+            self.bytes[4] -= u8::from(was);
         }
     }
 
     /// The lowest empty tenant slot, if any.
     pub fn free_tenant_slot(&self) -> Option<usize> {
-        (0..TENANT_SLOTS).find(|&t| self.bytes[16 + t * 5 + 4] == NO_TENANT)
+        (0..TENANT_SLOTS).find(|&t| self.bytes[TENANTS_AT + t * 5 + 4] == NO_TENANT)
     }
 
     /// Slot of the tenant whose prefix `h` falls in, if this page hosts it.
@@ -297,21 +286,26 @@ impl Page {
     /// `(start, count)` of run `p`: its first byte in the page and its number of entries.
     #[inline]
     fn slot(&self, p: usize) -> (usize, usize) {
-        let at = HEADER_BYTES + p * SLOT_BYTES;
-        // The 4-byte load stays inside the page (the last slot is followed by the group ends).
-        let v = u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
+        let at = HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES;
+        // The 8-byte load stays inside the page (the last pair is followed by the group ends).
+        let pair = u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
+        let v = (pair >> ((p % 2) * 20)) as u32;
         (
             AREA_START + (v & START_MASK) as usize,
-            ((v >> 13) & 0x7FF) as usize,
+            ((v >> 13) & 0x7F) as usize,
         )
     }
 
     #[inline]
     fn set_slot(&mut self, p: usize, start: usize, count: usize) {
         debug_assert!((AREA_START..=PAGE_BYTES).contains(&start) && count <= RUN_COUNT_MAX);
-        let v = (start - AREA_START) as u32 | ((count as u32) << 13);
-        let at = HEADER_BYTES + p * SLOT_BYTES;
-        self.bytes[at..at + 3].copy_from_slice(&v.to_le_bytes()[..3]);
+        let v = (start - AREA_START) as u64 | ((count as u64) << 13);
+        let at = HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES;
+        let mut pair = [0u8; 8];
+        pair[..5].copy_from_slice(&self.bytes[at..at + 5]);
+        let shift = (p % 2) * 20;
+        let pair = (u64::from_le_bytes(pair) & !(0xF_FFFF << shift)) | (v << shift);
+        self.bytes[at..at + 5].copy_from_slice(&pair.to_le_bytes()[..5]);
     }
 
     #[inline]
@@ -319,10 +313,26 @@ impl Page {
         self.slot(p).0
     }
 
+    /// Moves the starts of runs `from..to` by `delta`: one add per slot pair. The starts stay
+    /// in 0..8192 (13 bits), so no carry or borrow crosses from one 20-bit slot to the next.
     #[inline]
-    fn shift_start(&mut self, p: usize, delta: isize) {
-        let (start, count) = self.slot(p);
-        self.set_slot(p, start.wrapping_add_signed(delta), count);
+    fn shift_starts(&mut self, from: usize, to: usize, delta: isize) {
+        let d = delta.unsigned_abs() as u64;
+        for pair in from / 2..to.div_ceil(2) {
+            let mut add = 0;
+            if (from..to).contains(&(2 * pair)) {
+                add |= d;
+            }
+            if (from..to).contains(&(2 * pair + 1)) {
+                add |= d << 20;
+            }
+            let at = HEADER_BYTES + pair * SLOT_PAIR_BYTES;
+            let mut bytes = [0u8; 8];
+            bytes[..5].copy_from_slice(&self.bytes[at..at + 5]);
+            let v = u64::from_le_bytes(bytes);
+            let v = if delta >= 0 { v + add } else { v - add };
+            self.bytes[at..at + 5].copy_from_slice(&v.to_le_bytes()[..5]);
+        }
     }
 
     #[inline]
@@ -353,6 +363,18 @@ impl Page {
         } else {
             self.run_start(p + 1)
         }
+    }
+
+    /// Starts loading where run `p` probably is (its place if the page's used bytes were
+    /// spread evenly over the groups) while the caller reads its index slot: the two loads
+    /// overlap instead of following each other.
+    #[inline]
+    pub fn prefetch_run(&self, p: usize) {
+        let g = p / GROUP_RUNS;
+        let group_at = AREA_START + g * AREA_BYTES / GROUP_COUNT;
+        let used_per_run = self.used_bytes() / PIECE_COUNT;
+        let at = (group_at + (p % GROUP_RUNS) * used_per_run).min(PAGE_BYTES - 1);
+        crate::raw::prefetch(&self.bytes[at]);
     }
 
     /// Number of entries homed at piece `p`.
@@ -401,9 +423,7 @@ impl Page {
         let (start, end) = (self.run_start(g * GROUP_RUNS), self.group_end(g));
         self.bytes
             .copy_within(start..end, start.wrapping_add_signed(delta));
-        for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
-            self.shift_start(p, delta);
-        }
+        self.shift_starts(g * GROUP_RUNS, (g + 1) * GROUP_RUNS, delta);
         self.set_group_end(g, end.wrapping_add_signed(delta));
     }
 
@@ -527,9 +547,7 @@ impl Page {
         if new < old {
             self.bytes[end - (old - new)..end].fill(0);
         }
-        for q in p + 1..=last_run(g) {
-            self.shift_start(q, delta);
-        }
+        self.shift_starts(p + 1, last_run(g) + 1, delta);
         self.set_group_end(g, end.wrapping_add_signed(delta));
         self.add_totals(0, delta);
     }
@@ -586,40 +604,85 @@ impl Page {
         true
     }
 
-    /// Rewrites run `p` in place: `rewrite(index, hint, bytes, out)` returns the kept entry's new
-    /// length (never longer than it was) or `None` to drop it.
-    pub fn rewrite_run(
+    /// Edits the runs `touch` names in one pass: `decide(piece, index, hint, bytes)` keeps,
+    /// drops or rewrites each of their entries; `rewrite(piece, hint, bytes, out)` returns a
+    /// rewritten entry's new length, never longer than it was. Each group is compacted once
+    /// (runs only shrink, so they move down within their group); other runs are not decoded,
+    /// only moved down as blocks after a change before them in their group.
+    pub fn edit_runs(
         &mut self,
-        p: usize,
+        touch: impl Fn(usize) -> bool,
         len_of: impl Fn(&[u8]) -> usize,
-        mut rewrite: impl FnMut(usize, u8, &[u8], &mut [u8; ENTRY_BUF_BYTES]) -> Option<usize>,
+        mut decide: impl FnMut(usize, usize, u8, &[u8]) -> Edit,
+        mut rewrite: impl FnMut(usize, u8, &[u8], &mut [u8; ENTRY_BUF_BYTES]) -> usize,
     ) {
-        let (s, c) = self.slot(p);
-        let end = self.run_end(p);
-        // Entries and hints only shrink or go, so the output never overtakes the input: write
-        // hints to `hints_out`, entries packed at the front of the entry area, then close up.
+        let mut entries: Vec<u8> = Vec::new();
+        let mut edits = [Edit::Keep; RUN_COUNT_MAX];
         let mut hints = [0u8; RUN_COUNT_MAX];
-        let (mut kept, mut read, mut write) = (0, s + c, s + c);
         let mut out = [0u8; ENTRY_BUF_BYTES];
-        for i in 0..c {
-            let len = len_of(&self.bytes[read..end]);
-            let hint = self.bytes[s + i];
-            if let Some(n) = rewrite(i, hint, &self.bytes[read..read + len], &mut out) {
-                assert!(n <= len, "rewrite grew an entry");
-                self.bytes[write..write + n].copy_from_slice(&out[..n]);
-                hints[kept] = hint;
-                kept += 1;
-                write += n;
+        for g in 0..GROUP_COUNT {
+            let old_end = self.group_end(g);
+            let mut write = self.run_start(g * GROUP_RUNS);
+            for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
+                // `p`'s slot and end are still the old ones: only runs before it moved.
+                let ((s, c), end) = (self.slot(p), self.run_end(p));
+                if !touch(p) {
+                    if write != s {
+                        self.bytes.copy_within(s..end, write);
+                        self.set_slot(p, write, c);
+                    }
+                    write += end - s;
+                    continue;
+                }
+                let mut changed = false;
+                let mut at = s + c;
+                for (i, edit) in edits.iter_mut().enumerate().take(c) {
+                    let len = len_of(&self.bytes[at..end]);
+                    *edit = decide(p, i, self.bytes[s + i], &self.bytes[at..at + len]);
+                    changed |= *edit != Edit::Keep;
+                    at += len;
+                }
+                if !changed {
+                    self.bytes.copy_within(s..end, write);
+                    self.set_slot(p, write, c);
+                    write += end - s;
+                    continue;
+                }
+                entries.clear();
+                let (mut kept, mut at) = (0, s + c);
+                for (i, &edit) in edits.iter().enumerate().take(c) {
+                    let len = len_of(&self.bytes[at..end]);
+                    let (hint, bytes) = (self.bytes[s + i], &self.bytes[at..at + len]);
+                    let new = match edit {
+                        Edit::Keep => Some(bytes),
+                        Edit::Drop => None,
+                        Edit::Rewrite => {
+                            let n = rewrite(p, hint, bytes, &mut out);
+                            assert!(n <= len, "rewrite grew an entry");
+                            Some(&out[..n])
+                        }
+                    };
+                    if let Some(new) = new {
+                        entries.extend_from_slice(new);
+                        hints[kept] = hint;
+                        kept += 1;
+                    }
+                    at += len;
+                }
+                self.bytes[write..write + kept].copy_from_slice(&hints[..kept]);
+                let entries_at = write + kept;
+                self.bytes[entries_at..entries_at + entries.len()].copy_from_slice(&entries);
+                self.set_slot(p, write, kept);
+                let new_len = kept + entries.len();
+                self.add_totals(
+                    kept as isize - c as isize,
+                    new_len as isize - (end - s) as isize,
+                );
+                write += new_len;
             }
-            read += len;
+            self.bytes[write..old_end].fill(0);
+            self.set_group_end(g, write);
         }
-        // Entries now sit at [s + c, write); move them down behind the kept hints.
-        self.bytes.copy_within(s + c..write, s + kept);
-        self.bytes[s..s + kept].copy_from_slice(&hints[..kept]);
-        let new_end = s + kept + (write - s - c);
-        self.set_slot(p, s, kept);
-        self.add_totals(kept as isize - c as isize, 0);
-        self.resize_in_group(p, new_end, end - new_end, 0);
     }
 
     /// Finds the first entry of run `p` with hint `hint` that `eq` accepts: `eq` gets the bytes
@@ -711,7 +774,7 @@ impl Page {
     /// Re-walks every run: the structural invariants that hold whatever the codec (module doc).
     /// `len_of` must decode each entry fully (it is how entries are re-decoded).
     pub fn validate(&self, kind: Kind, len_of: impl Fn(&[u8]) -> usize) -> Result<(), String> {
-        if self.bytes[6] != MAGIC || self.bytes[7] != kind as u8 {
+        if self.bytes[5] != MAGIC || self.bytes[6] != kind as u8 {
             return Err("bad magic or kind".into());
         }
         let tenants = (0..TENANT_SLOTS)
@@ -853,32 +916,53 @@ mod tests {
         let mut page = Page::boxed();
         page.init(Kind::Bytes, 0);
         page.set_tenant(0, Some((0, 0)));
-        // 35-byte entries (a 16-byte key and value with meta and lengths) in one home piece:
-        // they cross 64-byte boundaries everywhere, and the run takes room from every group.
+        // 35-byte entries (a 16-byte key and value with meta and lengths + hint) in two home
+        // pieces: they cross 64-byte boundaries everywhere, and their group takes room from
+        // every other group until the page has no room for one more.
         let mut n = 0;
-        while page.fits(40, 35) {
-            page.push(40, n as u8, &entry(35, n as u8));
+        while page.fits(40 + n % 2, 35) {
+            page.push(40 + n % 2, n as u8, &entry(35, n as u8));
             n += 1;
             page.validate(Kind::Bytes, len_of).unwrap();
         }
         assert_eq!(n, AREA_BYTES / 36);
         assert!(page.free_bytes() < 36);
-        let run = page.entries(40);
-        assert!((0..n).any(|i| (page.run_start(40) + n + i * 35) % PIECE_BYTES > 64 - 35));
-        for i in 0..n {
-            assert_eq!(&run[i * 35..(i + 1) * 35], entry(35, i as u8).as_slice());
+        let (count, run) = (page.piece_count(40), page.entries(40));
+        assert!((0..count).any(|i| (page.run_start(40) + count + i * 35) % PIECE_BYTES > 64 - 35));
+        for i in 0..count {
+            assert_eq!(
+                &run[i * 35..(i + 1) * 35],
+                entry(35, 2 * i as u8).as_slice()
+            );
         }
-        // Rewrite: drop every other entry, shorten the rest.
-        page.rewrite_run(40, len_of, |i, _, b, out| {
-            (i % 2 == 0).then(|| {
+        // Edit: drop every other entry of run 40, shorten the rest; leave run 41 alone.
+        let run41 = page.entries(41).to_vec();
+        page.edit_runs(
+            |_| true,
+            len_of,
+            |p, i, _, _| match (p, i % 2) {
+                (40, 0) => Edit::Rewrite,
+                (40, _) => Edit::Drop,
+                _ => Edit::Keep,
+            },
+            |_, _, b, out| {
                 out[..10].copy_from_slice(&b[..10]);
                 out[0] = 10;
                 10
-            })
-        });
+            },
+        );
         page.validate(Kind::Bytes, len_of).unwrap();
-        assert_eq!(page.piece_count(40), n.div_ceil(2));
-        assert_eq!(page.used_bytes(), n.div_ceil(2) * 11);
+        assert_eq!(page.piece_count(40), count.div_ceil(2));
+        assert_eq!(page.entries(41), run41.as_slice());
+        assert_eq!(page.used_bytes(), count.div_ceil(2) * 11 + n / 2 * 36);
+        // A run holds at most RUN_COUNT_MAX entries, whatever room the page has.
+        page.edit_runs(|p| p != 7, len_of, |_, _, _, _| Edit::Drop, |_, _, _, _| 0);
+        assert_eq!(page.used_bytes(), 0);
+        while page.fits(41, 1) {
+            page.push(41, 0, &entry(1, 0));
+        }
+        assert_eq!(page.piece_count(41), RUN_COUNT_MAX);
+        page.validate(Kind::Bytes, len_of).unwrap();
     }
 
     #[test]

@@ -553,11 +553,6 @@ impl PageHash {
         self.table.memory_bytes() + self.blob_bytes
     }
 
-    #[doc(hidden)]
-    pub fn debug_fills(&self) -> Vec<(usize, usize)> {
-        self.table.debug_fills()
-    }
-
     pub fn shape(&self) -> crate::Shape {
         self.table.shape()
     }

@@ -62,7 +62,8 @@
 use crate::MapError;
 use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
 use crate::page::{
-    AREA_BYTES, ENTRY_BUF_BYTES, Kind, PAGE_BYTES, PIECE_COUNT, Page, TENANT_SLOTS, Tenants,
+    AREA_BYTES, ENTRY_BUF_BYTES, Edit, Kind, NO_TENANT, PAGE_BYTES, PIECE_COUNT, Page,
+    TENANT_SLOTS, Tenants,
 };
 use crate::raw::PagePtr;
 use heap::Heap;
@@ -131,7 +132,6 @@ pub trait Codec {
 #[derive(Clone, Copy, Debug)]
 pub struct Loc {
     pub page: PagePtr,
-    pub tenant: usize,
     pub piece: usize,
     pub index: usize,
     pub offset: usize,
@@ -290,6 +290,7 @@ impl<C: Codec> Table<C> {
         let (ptr, tenant, depth) = self.locate(h);
         let page = pg(ptr);
         let (home, hint) = (home_of(h), hint_of(h));
+        page.prefetch_run(home);
         // Every entry lives in its home run: the one run is the whole probe.
         let (index, offset, len) = page.find(
             home,
@@ -299,7 +300,6 @@ impl<C: Codec> Table<C> {
         )?;
         Some(Loc {
             page: ptr,
-            tenant,
             piece: home,
             index,
             offset,
@@ -331,12 +331,7 @@ impl<C: Codec> Table<C> {
     /// Overwrites a found entry in place if its piece has room; false if not (nothing changed).
     #[allow(clippy::unused_self)] // `&mut self` is what makes writing the page exclusive
     pub fn replace(&mut self, loc: &Loc, entry: &[u8]) -> bool {
-        let page = pg_mut(loc.page);
-        let done = page.replace(loc.piece, loc.offset, loc.len, entry);
-        if done {
-            page.add_tenant_bytes(loc.tenant, entry.len() as isize - loc.len as isize);
-        }
-        done
+        pg_mut(loc.page).replace(loc.piece, loc.offset, loc.len, entry)
     }
 
     /// Removes a found entry (the caller released what it owns), then merges if underfull.
@@ -349,9 +344,7 @@ impl<C: Codec> Table<C> {
 
     /// Removes a found entry without merging (it is about to be re-inserted).
     pub fn remove_unmerged(&mut self, loc: &Loc) {
-        let page = pg_mut(loc.page);
-        page.remove(loc.piece, loc.index, loc.offset, loc.len);
-        page.add_tenant_bytes(loc.tenant, -(loc.len as isize + 1));
+        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
         self.len -= 1;
     }
 
@@ -381,33 +374,6 @@ impl<C: Codec> Table<C> {
     #[allow(clippy::unused_self)]
     pub fn probe_stats(&self, _heap: &Heap) -> (f64, f64) {
         (1.0, 1.0)
-    }
-
-    #[doc(hidden)]
-    pub fn debug_fills(&self) -> Vec<(usize, usize)> {
-        let mut d = [0usize; 9];
-        for &p in &self.pages {
-            for home in 0..PIECE_COUNT {
-                let s = pg(p).hints(home).as_ptr() as usize - p.addr() as usize;
-                let pred = crate::page::AREA_START + home * crate::page::AREA_BYTES / PIECE_COUNT;
-                let dl = (s / 64).abs_diff(pred / 64).min(8);
-                d[dl] += 1;
-            }
-        }
-        eprintln!(
-            "line distance run start vs predicted: {d:?} make_room {} fresh {}",
-            DBG_ROOM.load(std::sync::atomic::Ordering::Relaxed),
-            DBG_FRESH.load(std::sync::atomic::Ordering::Relaxed)
-        );
-        self.pages
-            .iter()
-            .map(|&p| {
-                (
-                    pg(p).used_bytes() * 20 / PAYLOAD_BYTES,
-                    pg(p).tenant_count(),
-                )
-            })
-            .collect()
     }
 
     /// Every entry in page order: `(page, piece, hint, bytes)`.
@@ -487,7 +453,6 @@ impl<C: Codec> Table<C> {
 
     /// Makes room for an insert into `tenant` of page `ptr` that found no piece with room.
     fn make_room(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize) -> Result<(), MapError> {
-        DBG_ROOM.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let page = pg_mut(ptr);
         if page.tenant_count() == 1 {
             let depth = page.tenant(tenant).expect("live tenant").1;
@@ -499,16 +464,19 @@ impl<C: Codec> Table<C> {
                 return Err(MapError::Full);
             }
             let levels = SPLIT_LEVELS.min(self.depth_max - depth);
-            let owners = self.split_in_place(heap, ptr, tenant, levels);
-            self.shed(heap, ptr, Some(owners))
+            let owned = self.split_in_place(heap, ptr, tenant, levels);
+            self.shed(heap, ptr, &owned)
         } else {
             // Buckets grow where they live; one that has grown past an eighth of the page is
             // split in place (as free slots allow) before anything is shed, so that what moves
             // stays small and the page keeps most of its fill (shedding half a page would leave
             // a half-empty page). Measured at 1M random pairs: a quarter-page threshold gives
             // 20.7 B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
+            // Whether to split is decided on sizes estimated from the buckets' depths (hashing
+            // spreads a bucket of depth d over a 2^-d share of the keys), so that every round
+            // hashes the page's keys once: after the split, for the shed.
             let page = pg(ptr);
-            let sizes: [usize; TENANT_SLOTS] = std::array::from_fn(|t| page.tenant_bytes(t));
+            let sizes = estimated_sizes(page);
             let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
             let free_slots = TENANT_SLOTS - page.tenant_count();
             let depth = page.tenant(largest).expect("live tenant").1;
@@ -521,10 +489,11 @@ impl<C: Codec> Table<C> {
                 {
                     levels += 1;
                 }
-                let owners = self.split_in_place(heap, ptr, largest, levels);
-                return self.shed(heap, ptr, Some(owners));
+                let owned = self.split_in_place(heap, ptr, largest, levels);
+                return self.shed(heap, ptr, &owned);
             }
-            self.shed(heap, ptr, None)
+            let owned = self.owners(heap, page);
+            self.shed(heap, ptr, &owned)
         }
     }
 
@@ -535,7 +504,7 @@ impl<C: Codec> Table<C> {
         ptr: PagePtr,
         tenant: usize,
         levels: u8,
-    ) -> Vec<u8> {
+    ) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
         let page = pg_mut(ptr);
         let (_, depth) = page.tenant(tenant).expect("live tenant");
         // The old tenant table decodes entries while the page is being re-encoded.
@@ -565,52 +534,36 @@ impl<C: Codec> Table<C> {
         let split = &split[..group_len];
         if C::STORES_TENANT {
             // Entries that store their tenant change slot and lose a prefix bit: re-encode them
-            // where they are (never longer, so each piece still fits). Pieces holding none of
-            // the split bucket's entries are left alone.
-            for piece in 0..PIECE_COUNT {
-                let mut touched = false;
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(old_depths, b),
-                    |_, _, _, bytes| {
-                        touched |= C::stored_tenant(bytes) == Some(tenant);
-                    },
-                );
-                if !touched {
-                    continue;
-                }
-                let codec = &self.codec;
-                page.rewrite_run(
-                    piece,
-                    |b| C::len_of(old_depths, b),
-                    |_, hint, bytes, out| {
-                        if C::stored_tenant(bytes) != Some(tenant) {
-                            out[..bytes.len()].copy_from_slice(bytes);
-                            return Some(bytes.len());
-                        }
-                        let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
-                        let &(new_t, _, new_depth) = split
-                            .iter()
-                            .find(|&&(_, p, d)| prefix_of(h, d) == p)
-                            .expect("split covers the bucket");
-                        let at = Placement {
-                            tenant: new_t,
-                            depth: new_depth,
-                            distance: (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
-                        };
-                        Some(codec.reencode(bytes, old_depths, h, at, out))
-                    },
-                );
-            }
+            // where they are (never longer), in one pass over the page.
+            let codec = &self.codec;
+            page.edit_runs(
+                |_| true,
+                |b| C::len_of(old_depths, b),
+                |_, _, _, bytes| {
+                    if C::stored_tenant(bytes) == Some(tenant) {
+                        Edit::Rewrite
+                    } else {
+                        Edit::Keep
+                    }
+                },
+                |piece, hint, bytes, out| {
+                    let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
+                    let &(new_t, _, new_depth) = split
+                        .iter()
+                        .find(|&&(_, p, d)| prefix_of(h, d) == p)
+                        .expect("split covers the bucket");
+                    let at = Placement {
+                        tenant: new_t,
+                        depth: new_depth,
+                        distance: 0,
+                    };
+                    codec.reencode(bytes, old_depths, h, at, out)
+                },
+            );
         }
-        // The split bucket's bytes are now spread over its parts: recount them, keeping the
-        // owners for the shed that always follows a split.
-        let (owners, sizes) = self.owners(heap, pg(ptr));
-        let page = pg_mut(ptr);
-        for (t, &size) in sizes.iter().enumerate() {
-            page.add_tenant_bytes(t, size as isize - page.tenant_bytes(t) as isize);
-        }
-        owners
+        // The split bucket's entries now belong to its parts: the shed that always follows a
+        // split needs the new owners.
+        self.owners(heap, pg(ptr))
     }
 
     /// The tenant slot of every entry of `page` in page order (run by run), and the bytes
@@ -640,16 +593,13 @@ impl<C: Codec> Table<C> {
 
     /// Moves one bucket out of the full page `ptr`: to the spare page if one fits, else to a new
     /// page.
-    #[allow(clippy::too_many_lines)]
     fn shed(
         &mut self,
         heap: &mut Heap,
         ptr: PagePtr,
-        owners: Option<Vec<u8>>,
+        (owners, sizes): &(Vec<u8>, [usize; TENANT_SLOTS]),
     ) -> Result<(), MapError> {
         let page = pg(ptr);
-        let owners = owners.unwrap_or_else(|| self.owners(heap, page).0);
-        let sizes: [usize; TENANT_SLOTS] = std::array::from_fn(|t| page.tenant_bytes(t));
         // Which bucket goes is a trade between the two pages: a small one keeps this page
         // full, but the spare has eight tenant slots, and a spare whose slots ran out on small
         // buckets is left part-empty. So the victim is the bucket closest to the spare's room
@@ -671,17 +621,16 @@ impl<C: Codec> Table<C> {
             let slots = TENANT_SLOTS - sp.tenant_count();
             if slots > 0
                 && let Some(victim) = pick(PAYLOAD_BYTES - sp.used_bytes(), slots)
-                && self.move_tenant(heap, ptr, victim, spare, Some(&owners))
+                && self.move_tenant(heap, ptr, victim, spare, Some(owners))
             {
                 return Ok(());
             }
         }
-        DBG_FRESH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
         let victim = pick(PAYLOAD_BYTES, TENANT_SLOTS).unwrap_or(largest);
         let fresh = self.new_page(heap)?;
         // A bucket always fits an empty page (it came from one); the check is defensive.
-        if !self.move_tenant(heap, ptr, victim, fresh, Some(&owners)) {
+        if !self.move_tenant(heap, ptr, victim, fresh, Some(owners)) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -723,20 +672,25 @@ impl<C: Codec> Table<C> {
         dst.set_tenant(slot, Some((prefix, depth)));
         let depths = Self::depths(src);
         let tenants = src.tenants();
-        // (piece, index) of every moved entry, in page order.
-        let mut dropped: Vec<(usize, usize)> = Vec::new();
+        // Where each run's owners start, and which runs hold entries of the victim: only those
+        // are decoded, here and when the moved entries are dropped from `from`.
+        let mut first = [0usize; PIECE_COUNT + 1];
+        for p in 0..PIECE_COUNT {
+            first[p + 1] = first[p] + src.piece_count(p);
+        }
+        let is_victim = |o: &u8| usize::from(*o) == victim;
+        let touched: [bool; PIECE_COUNT] =
+            std::array::from_fn(|p| owners[first[p]..first[p + 1]].iter().any(is_victim));
         let mut placed: Vec<(u8, u8)> = Vec::new();
         let mut ok = true;
-        let mut owner = owners.iter();
-        for piece in 0..PIECE_COUNT {
+        for piece in (0..PIECE_COUNT).filter(|&p| touched[p]) {
             src.for_each_in_piece(
                 piece,
                 |b| C::len_of(depths, b),
                 |index, _, hint, bytes| {
-                    if usize::from(*owner.next().expect("one owner per entry")) != victim || !ok {
+                    if !ok || !is_victim(&owners[first[piece] + index]) {
                         return;
                     }
-                    dropped.push((piece, index));
                     let h = if C::REENCODE_NEEDS_HASH {
                         self.codec.hash_of(heap, &tenants, piece, hint, bytes)
                     } else {
@@ -763,20 +717,18 @@ impl<C: Codec> Table<C> {
             return false;
         }
         let src = pg_mut(from);
-        for run in dropped.chunk_by(|a, b| a.0 == b.0) {
-            let mut next = run.iter().map(|&(_, index)| index).peekable();
-            src.rewrite_run(
-                run[0].0,
-                |b| C::len_of(depths, b),
-                |index, _, bytes, out| {
-                    if next.next_if_eq(&index).is_some() {
-                        return None;
-                    }
-                    out[..bytes.len()].copy_from_slice(bytes);
-                    Some(bytes.len())
-                },
-            );
-        }
+        src.edit_runs(
+            |p| touched[p],
+            |b| C::len_of(depths, b),
+            |p, i, _, _| {
+                if is_victim(&owners[first[p] + i]) {
+                    Edit::Drop
+                } else {
+                    Edit::Keep
+                }
+            },
+            |_, _, _, _| unreachable!("moving a bucket rewrites nothing"),
+        );
         src.set_tenant(victim, None);
         self.set_bucket(prefix, depth, word(to, slot, depth));
         true
@@ -1021,14 +973,6 @@ impl<C: Codec> Table<C> {
                 }
             }
             total += page.entry_count();
-            let sizes = self.owners(heap, page).1;
-            if let Some(t) = (0..TENANT_SLOTS).find(|&t| sizes[t] != page.tenant_bytes(t)) {
-                return Err(format!(
-                    "page {i} tenant {t}: header says {} bytes, entries take {}",
-                    page.tenant_bytes(t),
-                    sizes[t]
-                ));
-            }
             let mut err = None;
             for piece in 0..PIECE_COUNT {
                 page.for_each_in_piece(
@@ -1096,6 +1040,19 @@ impl<C: Codec> Table<C> {
     }
 }
 
+/// Bytes of each tenant of `page` estimated from their depths: uniform hashing gives a bucket of
+/// depth d a share of the page's bytes proportional to 2^-d.
+fn estimated_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
+    let depths = page.tenant_depths();
+    let deepest = depths.iter().filter(|&&d| d != NO_TENANT).max().copied();
+    let weight = |d: u8| match deepest {
+        Some(deepest) if d != NO_TENANT => 1usize << (deepest - d).min(16),
+        _ => 0,
+    };
+    let total: usize = depths.iter().map(|&d| weight(d)).sum();
+    std::array::from_fn(|t| page.used_bytes() * weight(depths[t]) / total.max(1))
+}
+
 /// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
 /// bringing free bytes from wherever they are. Returns (piece, length), or None if the page has
 /// no room.
@@ -1133,7 +1090,6 @@ fn place_at(
         return None;
     }
     page.push(home, hint, &buf[..len]);
-    page.add_tenant_bytes(tenant, len as isize + 1);
     Some((home, len))
 }
 
@@ -1183,6 +1139,3 @@ impl<'a, C: Codec> Iterator for Entries<'a, C> {
         }
     }
 }
-
-pub static DBG_ROOM: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-pub static DBG_FRESH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
