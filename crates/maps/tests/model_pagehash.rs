@@ -352,7 +352,12 @@ fn pagehash_dense_16_byte_entries_pack_across_pieces() {
         },
     )
     .unwrap();
-    let n = 200_000u32;
+    // `expensive-checks` validates the whole map after every insert: keep that run small.
+    let n: u32 = if cfg!(feature = "expensive-checks") {
+        5_000
+    } else {
+        200_000
+    };
     for i in 0..n {
         let k = format!("key:{i:012}");
         let v = format!("{i:016}");
@@ -363,8 +368,10 @@ fn pagehash_dense_16_byte_entries_pack_across_pieces() {
     }
     map.validate(&heap).unwrap();
     let per_entry = map.memory_bytes() as f64 / f64::from(n);
-    assert!(per_entry < 42.0, "{per_entry} B/entry");
-    assert!(map.shape().fill_ratio > 0.88, "{:?}", map.shape());
+    if n >= 100_000 {
+        assert!(per_entry < 42.0, "{per_entry} B/entry");
+        assert!(map.shape().fill_ratio > 0.88, "{:?}", map.shape());
+    }
     for i in (0..n).step_by(7) {
         let k = format!("key:{i:012}");
         assert_eq!(
