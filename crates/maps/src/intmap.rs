@@ -6,15 +6,16 @@
 //!
 //! ```text
 //!  h = | bucket prefix: depth bits | rest: 49 - depth bits | hint: 8 | home: 7 |
-//!        from the tenant table       stored in the entry    hint byte  piece - distance
+//!        from the tenant table       stored in the entry    hint byte  the entry's run
 //!
 //!  entry (remainder form)                        entry (literal form, small keys)
 //!  +-----+--------+-----------------+---------+  +-----+-------------+---------+
 //!  | hdr | [dist] | key field: K B  | value   |  | hdr | key: LEB128 | value   |
 //!  +-----+--------+-----------------+---------+  +-----+-------------+---------+
 //!  hdr = vlen (low nibble, 0..=8) | form (high nibble):
-//!        0..=13  remainder form, distance to home = form
-//!        14      remainder form, distance in the next byte
+//!        0..=13  remainder form, distance to home = form (always 0 in the run format: every
+//!                entry lives in its home run; kept so the form nibble stays one encoding)
+//!        14      remainder form, distance in the next byte (unused, see above)
 //!        15      literal form: the key itself as a varint (no tenant, no distance)
 //!  key field = (rest << 3 | tenant slot), K = ceil((52 - depth) / 8) bytes, little-endian
 //!  value     = minimal little-endian bytes (0 bytes for 0; a set stores every value as 0)
@@ -25,14 +26,14 @@
 //! the key field's first byte, so `len_of` finds the depth (hence K) from the page's tenant table.
 //!
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
-//! four per 61-byte piece, 16.1 B/pair at full pages; pages run ~80% full at the default probe
-//! count (see `table.rs`), ~20.3 B/pair with the directory. Sequential pairs below 2^20: hint 1 +
-//! hdr 1 + key 3 + value 3 = 8, ~11 B/pair measured. Redis: dictEntry 24 -> 32 + bucket 8..16 +
+//! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.5 B/pair measured
+//! with ~0.94 page fill and the directory (20.3 with the piece bins it replaced). Sequential pairs
+//! below 2^20: hint 1 + hdr 1 + key 3 + value 3 = 8, ~9 B/pair measured (11.1 before). Redis: dictEntry 24 -> 32 + bucket 8..16 +
 //! two small sds ~ 72..80 B/pair; hashbrown `HashMap<u64,u64>`: 17 B per bucket at up to 7/8 load,
 //! 35.7 B/pair at 1M (just after a doubling).
 
 use crate::hash::IntHasher;
-use crate::page::{Kind, PIECE_BYTES, PIECE_COUNT, Page, Tenants};
+use crate::page::{ENTRY_BUF_BYTES, Kind, PIECE_COUNT, Page, Tenants};
 use crate::table::{Codec, Config, DepthOf, Depths, Placement, Table};
 use crate::{MapError, varint};
 use heap::Heap;
@@ -70,7 +71,13 @@ pub struct IntCodec {
 
 impl IntCodec {
     /// Writes the entry for `key -> value` placed at `at`; returns its length.
-    fn encode(key: u64, value: u64, h: u64, at: Placement, out: &mut [u8; PIECE_BYTES]) -> usize {
+    fn encode(
+        key: u64,
+        value: u64,
+        h: u64,
+        at: Placement,
+        out: &mut [u8; ENTRY_BUF_BYTES],
+    ) -> usize {
         let vlen = varint::le_len(value);
         let k = key_bytes(at.depth);
         let literal_len = varint::len(key);
@@ -134,7 +141,7 @@ impl IntCodec {
 impl Codec for IntCodec {
     const KIND: Kind = Kind::Int;
     const STORES_TENANT: bool = true;
-    const DISTANCE_DEPENDENT: bool = true;
+    const REENCODE_NEEDS_HASH: bool = true;
 
     #[inline]
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize {
@@ -176,7 +183,7 @@ impl Codec for IntCodec {
         _depths: Depths,
         h: u64,
         at: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
         Self::encode(self.hasher.unmix(h), Self::value_of(bytes), h, at, out)
     }
@@ -264,10 +271,10 @@ impl IntMap {
         };
         let old = IntCodec::value_of(self.table.entry(&loc));
         if old != value {
-            let mut buf = [0u8; PIECE_BYTES];
+            let mut buf = [0u8; ENTRY_BUF_BYTES];
             let n = IntCodec::encode(key, value, h, self.table.placement_at(&loc, h), &mut buf);
             if !self.table.replace(&loc, &buf[..n]) {
-                // The value grew past the piece's room: move the entry (re-placed from home).
+                // The value grew past the page's room: move the entry (make_room runs first).
                 self.table.remove_unmerged(&loc);
                 self.table
                     .insert_new(heap, h, |at, out| IntCodec::encode(key, value, h, at, out))?;
@@ -328,7 +335,8 @@ impl IntMap {
         self.table.shape()
     }
 
-    /// Mean pieces probed by a hit and by a miss (diagnostics for INFO and benchmarks).
+    /// Mean runs probed by a hit and by a miss: 1 and 1, every entry living in its home run
+    /// (diagnostics for INFO and benchmarks).
     pub fn probe_stats(&self, heap: &Heap) -> (f64, f64) {
         self.table.probe_stats(heap)
     }

@@ -8,7 +8,7 @@
 //!  SmallMap   <= 8 pairs               one packed heap allocation, 8 hints in a u64 smallmap.rs
 //!
 //!  table.rs   directory, buckets ("tenants"), split / shed / merge, scan, sampling
-//!  page.rs    the 8 KiB page: header + 128 pieces of 64 B, hints, variable-length entries
+//!  page.rs    the 8 KiB page: header, run index (one run per 64-byte home piece), dense runs
 //!  raw.rs     the unsafe core: heap pointers to pages and blobs
 //!  hash.rs    seeded hashing (foldhash for bytes, a keyed bijective mix for u64)
 //!  hint.rs    SWAR matching of eight one-byte hints at once
@@ -47,7 +47,7 @@ pub use table::Config;
 pub enum MapError {
     /// The heap could not provide memory.
     OutOfMemory,
-    /// A page at `depth_max` has no room even probing all 128 pieces (only reachable with a
+    /// A page at `depth_max` has no room left for the entry (only reachable with a
     /// lowered `depth_max` or a flood of colliding hashes).
     Full,
 }

@@ -1,39 +1,53 @@
-//! The 8 KiB page: a small header and 128 pieces of 64 bytes holding variable-length entries.
+//! The 8 KiB page: a header, a run index with one slot per 64-byte piece, and a dense run area in
+//! which the entries of each home piece sit back to back, crossing piece boundaries freely.
 //!
 //! ```text
 //!  page (8192 bytes = 128 pieces x 64, one heap block, 8 KiB-aligned)
-//!  +--------------------------------------------------------------+
-//!  | piece 0:  header (56 B) | piece hdr (3) | 5 B of entries     |  bytes     0 ..   64
-//!  | piece 1:  piece hdr (3) | hints | entries ... | free         |  bytes    64 ..  128
-//!  | ...                                                          |
-//!  | piece 127                                                    |  bytes 8128 .. 8192
-//!  +--------------------------------------------------------------+
+//!  +---------------------------------------------------------------------------------+
+//!  | header 51 B | run index 64 x 5 B  | group ends 16 x 2 B | run area 7789 B        |
+//!  +---------------------------------------------------------------------------------+
+//!  0             51                    371                   403                   8192
 //!
 //!  page header (little-endian)
-//!   0  u16 entry_count        sum of the pieces' counts
-//!   2  u16 used_bytes         sum of the pieces' `used`
-//!   4  u8  probe_limit        pieces an insert may try from the home piece (1..=128)
-//!   5  u8  tenant_count       occupied tenant slots (1..=8)
-//!   6  u8  magic = 0xD5
-//!   7  u8  kind               0 = byte strings (PageHash), 1 = integers (IntMap)
-//!   8  u32 page_index         position in the map's page list
-//!  12  u32 reserved (0)
-//!  16  8 x tenant slot        { u32 prefix, u8 depth }, depth 0xFF = empty slot
+//!   0  u16 entry_count        sum of the runs' counts
+//!   2  u16 used_bytes         hints + entries over all runs
+//!   4  u8  tenant_count       occupied tenant slots (1..=8)
+//!   5  u8  magic = 0xD6
+//!   6  u8  kind               0 = byte strings (PageHash), 1 = integers (IntMap)
+//!   7  u32 page_index         position in the map's page list
+//!  11  8 x tenant slot        { u32 prefix, u8 depth }, depth 0xFF = empty slot
 //!
-//!  piece (64 bytes; piece 0 starts at byte 56)
-//!  +-------+------+-------+------------------+----------------------+---------+
-//!  | count | used | spill | hints[count]     | entries (back to back)| free    |
-//!  +-------+------+-------+------------------+----------------------+---------+
-//!     1 B    1 B    1 B     1 B per entry      encoded by the map's codec
+//!  run index: slot p is bits (p % 2) * 20 .. + 20 of the 5-byte LE pair at 51 + (p / 2) * 5:
+//!             start (13 bits, offset from byte 403) | count (7 bits, <= 127) << 13
+//!  group end g (u16 LE): byte where the last run of group g (runs 8g..8g+8) ends
+//!
+//!  run area: runs in home order, grouped by eight; gaps (zero bytes) only after a group
+//!  +--------------------------------------+-----+--------------------------------+-----+---
+//!  | run 0 | run 1 | ... | run 7          | gap | run 8 | ... | run 15           | gap | ...
+//!  +--------------------------------------+-----+--------------------------------+-----+---
+//!  run p = | hints[count] | entry 0 | entry 1 | ... |     (entries encoded by the map's codec)
 //! ```
 //!
-//! `used = count + sum(entry lengths)` and `used + free == capacity` with capacity 61 (piece 0:
-//! 5). `spill` is the largest distance (in pieces) from this piece, as a home, to where an entry
-//! homed here was ever placed; lookups probe `home ..= home + spill` and no further. It is an
-//! upper bound: removals do not lower it (a page rebuild does).
+//! An entry's *home piece* (seven hash bits) names its run; a lookup reads the home's index slot
+//! and then only that run: it never examines an entry homed elsewhere, so the probe bound of
+//! the piece-bin format holds with a distance of zero. Hints come first in the run so one word
+//! load compares up to eight of them (SWAR) before any entry byte is decoded.
 //!
-//! Entries never straddle pieces: a lookup touches one 64-byte line per probed piece. The cost is
-//! the tail of each piece that no entry fits in (half an entry on average).
+//! Invariants (checked by `validate`):
+//! - runs of a group are contiguous: `end(p) == start(p + 1)` inside a group, the last run ends
+//!   at the group end; the gap from a group end to the next group's start (or the page end) is
+//!   zero bytes; group 0 starts at the run area's first byte;
+//! - `end(p) == start(p) + count(p) + sum(entry lengths)`;
+//! - `entry_count == sum(count)` and `used_bytes == sum(end(p) - start(p))`, so
+//!   `used_bytes + sum(gaps) == AREA_BYTES` (every byte of the run area is a hint, an entry byte
+//!   or a gap byte).
+//!
+//! Why groups with gaps: with a single gap at the page's end an insert would move half the
+//! page (~3.7 KiB) on average. A gap after every eighth run bounds the common insert to moving
+//! the tail of its group (~250 B); a group whose gap is too small takes room from the nearest
+//! groups on either side by sliding them (`ensure_gap`), so the page fills to its last byte
+//! before the table has to split or shed. Storing the group ends (32 B) spares a decode of the
+//! group's last run on every insert and removal.
 //!
 //! Tenants: a page holds the entries of up to eight *buckets* (hash prefixes with their own
 //! depth) — see `table.rs` for why. This module only stores the table; it does not interpret it.
@@ -43,27 +57,53 @@
 
 /// Bytes in a page (one heap block).
 pub const PAGE_BYTES: usize = heap::BLOCK_BYTES;
-/// Bytes in a piece.
+/// Bytes in a piece: the unit an entry's home (seven hash bits) addresses.
 pub const PIECE_BYTES: usize = 64;
-/// Pieces in a page.
+/// Pieces in a page (homes, runs).
 pub const PIECE_COUNT: usize = PAGE_BYTES / PIECE_BYTES;
-/// Bytes of the page header (in piece 0).
-pub const HEADER_BYTES: usize = 56;
-/// Bytes of a piece header (count, used, spill).
-pub const PIECE_HEADER_BYTES: usize = 3;
-/// Payload capacity (hints + entries) of pieces 1..=127.
-pub const PIECE_CAPACITY: usize = PIECE_BYTES - PIECE_HEADER_BYTES;
+/// First byte of the tenant table.
+const TENANTS_AT: usize = 11;
+/// Bytes of the page header.
+pub const HEADER_BYTES: usize = TENANTS_AT + TENANT_SLOTS * 5;
+/// Bytes of a pair of run index slots (20 bits each).
+const SLOT_PAIR_BYTES: usize = 5;
+/// Runs per group (a gap follows each group).
+pub const GROUP_RUNS: usize = 8;
+/// Groups per page.
+pub const GROUP_COUNT: usize = PIECE_COUNT / GROUP_RUNS;
+/// First byte of the group-end array.
+const GROUP_ENDS_AT: usize = HEADER_BYTES + PIECE_COUNT / 2 * SLOT_PAIR_BYTES;
+/// First byte of the run area.
+pub const AREA_START: usize = GROUP_ENDS_AT + GROUP_COUNT * 2;
+/// Bytes of the run area: what hints and entries can use.
+pub const AREA_BYTES: usize = PAGE_BYTES - AREA_START;
+/// Most entries one run can hold (7 bits of the index slot). Uniform hashing puts ~2..12
+/// entries in a run; a run that reaches this makes its page count as full for it, so a flood
+/// of keys aimed at one home piece is split and shed like any full page.
+pub const RUN_COUNT_MAX: usize = (1 << 7) - 1;
 /// Tenant slots per page.
 pub const TENANT_SLOTS: usize = 8;
 /// Depth value of an empty tenant slot.
 pub const NO_TENANT: u8 = 0xFF;
-/// Largest entry a piece can hold (hint byte not included).
-pub const ENTRY_BYTES_MAX: usize = PIECE_CAPACITY - 1;
-const MAGIC: u8 = 0xD5;
+/// Largest entry (hint byte not included); longer keys and values go out of line.
+pub const ENTRY_BYTES_MAX: usize = 120;
+/// Size of the scratch buffers entries are encoded into.
+pub const ENTRY_BUF_BYTES: usize = 128;
+const MAGIC: u8 = 0xD6;
+const START_MASK: u32 = (1 << 13) - 1;
 
 const _: () = assert!(PIECE_COUNT == 128);
-const _: () = assert!(HEADER_BYTES == 16 + TENANT_SLOTS * 5);
-const _: () = assert!(HEADER_BYTES + PIECE_HEADER_BYTES < PIECE_BYTES);
+const _: () = assert!(AREA_START == 403 && AREA_BYTES == 7789);
+const _: () = assert!(AREA_BYTES <= START_MASK as usize);
+const _: () = assert!(ENTRY_BYTES_MAX < ENTRY_BUF_BYTES);
+
+/// What `Page::edit_runs` does with an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    Keep,
+    Drop,
+    Rewrite,
+}
 
 /// What kind of entries a page holds (checked by `validate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +125,14 @@ impl Tenants {
         let (prefix, depth) = self.slots[t];
         (depth != NO_TENANT).then_some((prefix, depth))
     }
+
+    /// Slot of the tenant whose prefix `h` falls in, if any.
+    #[inline]
+    pub fn of_hash(&self, h: u64) -> Option<usize> {
+        self.slots.iter().position(|&(prefix, depth)| {
+            depth != NO_TENANT && crate::hash::prefix_of(h, depth) == prefix
+        })
+    }
 }
 
 /// One page. Always used by reference: either a heap block (`raw.rs`) or a boxed scratch page.
@@ -103,20 +151,10 @@ impl std::fmt::Debug for Page {
     }
 }
 
-/// First byte of piece `p` (its piece header).
+/// Last run of group `g`.
 #[inline]
-pub const fn piece_start(p: usize) -> usize {
-    if p == 0 {
-        HEADER_BYTES
-    } else {
-        p * PIECE_BYTES
-    }
-}
-
-/// Payload capacity of piece `p`.
-#[inline]
-pub const fn piece_capacity(p: usize) -> usize {
-    (p + 1) * PIECE_BYTES - piece_start(p) - PIECE_HEADER_BYTES
+const fn last_run(g: usize) -> usize {
+    g * GROUP_RUNS + GROUP_RUNS - 1
 }
 
 impl Page {
@@ -128,23 +166,32 @@ impl Page {
         })
     }
 
+    #[inline]
     fn u16_at(&self, at: usize) -> u16 {
         u16::from_le_bytes([self.bytes[at], self.bytes[at + 1]])
     }
 
+    #[inline]
     fn set_u16_at(&mut self, at: usize, v: u16) {
         self.bytes[at..at + 2].copy_from_slice(&v.to_le_bytes());
     }
 
-    /// Clears the page and writes a fresh header with no tenants.
-    pub fn init(&mut self, kind: Kind, probe_limit: u8, page_index: u32) {
+    /// Clears the page and writes a fresh header with no tenants; the free bytes are spread
+    /// evenly over the sixteen group gaps.
+    pub fn init(&mut self, kind: Kind, page_index: u32) {
         self.bytes.fill(0);
-        self.bytes[4] = probe_limit;
-        self.bytes[6] = MAGIC;
-        self.bytes[7] = kind as u8;
-        self.bytes[8..12].copy_from_slice(&page_index.to_le_bytes());
+        self.bytes[5] = MAGIC;
+        self.bytes[6] = kind as u8;
+        self.set_page_index(page_index as usize);
         for t in 0..TENANT_SLOTS {
-            self.bytes[16 + t * 5 + 4] = NO_TENANT;
+            self.bytes[TENANTS_AT + t * 5 + 4] = NO_TENANT;
+        }
+        for g in 0..GROUP_COUNT {
+            let start = AREA_START + g * AREA_BYTES / GROUP_COUNT;
+            for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
+                self.set_slot(p, start, 0);
+            }
+            self.set_group_end(g, start);
         }
     }
 
@@ -156,30 +203,27 @@ impl Page {
         self.u16_at(2) as usize
     }
 
-    pub fn probe_limit(&self) -> usize {
-        self.bytes[4] as usize
-    }
-
-    pub fn set_probe_limit(&mut self, limit: u8) {
-        self.bytes[4] = limit;
+    /// Bytes of the run area that are neither hints nor entries.
+    pub fn free_bytes(&self) -> usize {
+        AREA_BYTES - self.used_bytes()
     }
 
     pub fn tenant_count(&self) -> usize {
-        self.bytes[5] as usize
+        self.bytes[4] as usize
     }
 
     pub fn page_index(&self) -> usize {
-        u32::from_le_bytes(self.bytes[8..12].try_into().expect("4 bytes")) as usize
+        u32::from_le_bytes(self.bytes[7..11].try_into().expect("4 bytes")) as usize
     }
 
     pub fn set_page_index(&mut self, index: usize) {
-        self.bytes[8..12].copy_from_slice(&(index as u32).to_le_bytes());
+        self.bytes[7..11].copy_from_slice(&(index as u32).to_le_bytes());
     }
 
     /// Tenant in slot `t`: `(prefix, depth)`, or `None` for an empty slot.
     #[inline]
     pub fn tenant(&self, t: usize) -> Option<(u32, u8)> {
-        let at = 16 + t * 5;
+        let at = TENANTS_AT + t * 5;
         let depth = self.bytes[at + 4];
         (depth != NO_TENANT).then(|| {
             (
@@ -194,7 +238,7 @@ impl Page {
     pub fn tenants(&self) -> Tenants {
         Tenants {
             slots: std::array::from_fn(|t| {
-                let at = 16 + t * 5;
+                let at = TENANTS_AT + t * 5;
                 let prefix =
                     u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
                 (prefix, self.bytes[at + 4])
@@ -205,193 +249,446 @@ impl Page {
     /// Depth of tenant slot `t` (`NO_TENANT` if empty).
     #[inline]
     pub fn tenant_depth(&self, t: usize) -> u8 {
-        self.bytes[16 + t * 5 + 4]
+        self.bytes[TENANTS_AT + t * 5 + 4]
     }
 
     /// Depth of every slot (`NO_TENANT` for empty ones), for codecs that need it to decode.
     #[inline]
     pub fn tenant_depths(&self) -> [u8; TENANT_SLOTS] {
-        std::array::from_fn(|t| self.bytes[16 + t * 5 + 4])
+        std::array::from_fn(|t| self.bytes[TENANTS_AT + t * 5 + 4])
     }
 
     pub fn set_tenant(&mut self, t: usize, tenant: Option<(u32, u8)>) {
-        let at = 16 + t * 5;
+        let at = TENANTS_AT + t * 5;
         let was = self.bytes[at + 4] != NO_TENANT;
         if let Some((prefix, depth)) = tenant {
             assert!(depth != NO_TENANT);
             self.bytes[at..at + 4].copy_from_slice(&prefix.to_le_bytes());
             self.bytes[at + 4] = depth;
-            self.bytes[5] += u8::from(!was);
+            self.bytes[4] += u8::from(!was);
         } else {
             self.bytes[at..at + 4].fill(0);
             self.bytes[at + 4] = NO_TENANT;
-            self.bytes[5] -= u8::from(was);
+            self.bytes[4] -= u8::from(was);
         }
     }
 
     /// The lowest empty tenant slot, if any.
     pub fn free_tenant_slot(&self) -> Option<usize> {
-        (0..TENANT_SLOTS).find(|&t| self.bytes[16 + t * 5 + 4] == NO_TENANT)
+        (0..TENANT_SLOTS).find(|&t| self.bytes[TENANTS_AT + t * 5 + 4] == NO_TENANT)
     }
 
     /// Slot of the tenant whose prefix `h` falls in, if this page hosts it.
     pub fn tenant_of_hash(&self, h: u64) -> Option<usize> {
-        (0..TENANT_SLOTS).find(|&t| {
-            self.tenant(t)
-                .is_some_and(|(prefix, depth)| crate::hash::prefix_of(h, depth) == prefix)
-        })
+        self.tenants().of_hash(h)
     }
 
+    /// `(start, count)` of run `p`: its first byte in the page and its number of entries.
+    #[inline]
+    fn slot(&self, p: usize) -> (usize, usize) {
+        let at = HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES;
+        // The 8-byte load stays inside the page (the last pair is followed by the group ends).
+        let pair = u64::from_le_bytes(self.bytes[at..at + 8].try_into().expect("8 bytes"));
+        let v = (pair >> ((p % 2) * 20)) as u32;
+        (
+            AREA_START + (v & START_MASK) as usize,
+            ((v >> 13) & 0x7F) as usize,
+        )
+    }
+
+    #[inline]
+    fn set_slot(&mut self, p: usize, start: usize, count: usize) {
+        debug_assert!((AREA_START..=PAGE_BYTES).contains(&start) && count <= RUN_COUNT_MAX);
+        let v = (start - AREA_START) as u64 | ((count as u64) << 13);
+        let at = HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES;
+        let mut pair = [0u8; 8];
+        pair[..5].copy_from_slice(&self.bytes[at..at + 5]);
+        let shift = (p % 2) * 20;
+        let pair = (u64::from_le_bytes(pair) & !(0xF_FFFF << shift)) | (v << shift);
+        self.bytes[at..at + 5].copy_from_slice(&pair.to_le_bytes()[..5]);
+    }
+
+    #[inline]
+    fn run_start(&self, p: usize) -> usize {
+        self.slot(p).0
+    }
+
+    /// Moves the starts of runs `from..to` by `delta`: one add per slot pair. The starts stay
+    /// in 0..8192 (13 bits), so no carry or borrow crosses from one 20-bit slot to the next.
+    #[inline]
+    fn shift_starts(&mut self, from: usize, to: usize, delta: isize) {
+        let d = delta.unsigned_abs() as u64;
+        for pair in from / 2..to.div_ceil(2) {
+            let mut add = 0;
+            if (from..to).contains(&(2 * pair)) {
+                add |= d;
+            }
+            if (from..to).contains(&(2 * pair + 1)) {
+                add |= d << 20;
+            }
+            let at = HEADER_BYTES + pair * SLOT_PAIR_BYTES;
+            let mut bytes = [0u8; 8];
+            bytes[..5].copy_from_slice(&self.bytes[at..at + 5]);
+            let v = u64::from_le_bytes(bytes);
+            let v = if delta >= 0 { v + add } else { v - add };
+            self.bytes[at..at + 5].copy_from_slice(&v.to_le_bytes()[..5]);
+        }
+    }
+
+    #[inline]
+    fn group_end(&self, g: usize) -> usize {
+        self.u16_at(GROUP_ENDS_AT + 2 * g) as usize
+    }
+
+    #[inline]
+    fn set_group_end(&mut self, g: usize, end: usize) {
+        self.set_u16_at(GROUP_ENDS_AT + 2 * g, end as u16);
+    }
+
+    /// First byte after group `g`'s gap: the next group's start, or the page end.
+    #[inline]
+    fn group_limit(&self, g: usize) -> usize {
+        if g + 1 < GROUP_COUNT {
+            self.run_start((g + 1) * GROUP_RUNS)
+        } else {
+            PAGE_BYTES
+        }
+    }
+
+    /// Byte just past run `p`.
+    #[inline]
+    pub fn run_end(&self, p: usize) -> usize {
+        if p % GROUP_RUNS == GROUP_RUNS - 1 {
+            self.group_end(p / GROUP_RUNS)
+        } else {
+            self.run_start(p + 1)
+        }
+    }
+
+    /// Starts loading where run `p` probably is (its place if the page's used bytes were
+    /// spread evenly over the groups) while the caller reads its index slot: the two loads
+    /// overlap instead of following each other.
+    #[inline]
+    pub fn prefetch_run(&self, p: usize) {
+        let g = p / GROUP_RUNS;
+        let group_at = AREA_START + g * AREA_BYTES / GROUP_COUNT;
+        let used_per_run = self.used_bytes() / PIECE_COUNT;
+        let at = (group_at + (p % GROUP_RUNS) * used_per_run).min(PAGE_BYTES - 1);
+        crate::raw::prefetch(&self.bytes[at]);
+    }
+
+    /// Number of entries homed at piece `p`.
     #[inline]
     pub fn piece_count(&self, p: usize) -> usize {
-        self.bytes[piece_start(p)] as usize
+        self.slot(p).1
     }
 
-    #[inline]
-    pub fn piece_used(&self, p: usize) -> usize {
-        self.bytes[piece_start(p) + 1] as usize
-    }
-
-    #[inline]
-    pub fn spill(&self, p: usize) -> usize {
-        self.bytes[piece_start(p) + 2] as usize
-    }
-
-    pub fn raise_spill(&mut self, p: usize, distance: usize) {
-        let at = piece_start(p) + 2;
-        if (self.bytes[at] as usize) < distance {
-            self.bytes[at] = distance as u8;
-        }
-    }
-
-    /// The hint bytes of piece `p`.
+    /// The hint bytes of run `p`.
     #[inline]
     pub fn hints(&self, p: usize) -> &[u8] {
-        let s = piece_start(p) + PIECE_HEADER_BYTES;
-        &self.bytes[s..s + self.piece_count(p)]
+        let (s, c) = self.slot(p);
+        &self.bytes[s..s + c]
     }
 
-    /// The entry bytes of piece `p` (all entries, back to back).
+    /// The entry bytes of run `p` (all entries, back to back).
     #[inline]
     pub fn entries(&self, p: usize) -> &[u8] {
-        let s = piece_start(p) + PIECE_HEADER_BYTES;
-        &self.bytes[s + self.piece_count(p)..s + self.piece_used(p)]
+        let (s, c) = self.slot(p);
+        &self.bytes[s + c..self.run_end(p)]
     }
 
-    /// Whether an entry of `len` bytes (plus its hint) fits in piece `p`.
+    /// Whether an entry of `len` bytes (plus its hint) fits in run `p`: the page has the room
+    /// somewhere (`ensure_gap` brings it to the run's group) and the run's count has room.
     #[inline]
     pub fn fits(&self, p: usize, len: usize) -> bool {
-        self.piece_used(p) + 1 + len <= piece_capacity(p)
+        self.used_bytes() + 1 + len <= AREA_BYTES && self.piece_count(p) < RUN_COUNT_MAX
     }
 
-    /// Appends an entry to piece `p`. The caller checked `fits`.
-    pub fn push(&mut self, p: usize, hint: u8, entry: &[u8]) {
-        assert!(self.fits(p, entry.len()), "push into a full piece");
-        let s = piece_start(p);
-        let (count, used) = (self.piece_count(p), self.piece_used(p));
-        let hints_end = s + PIECE_HEADER_BYTES + count;
-        let end = s + PIECE_HEADER_BYTES + used;
-        // Shift the entries one byte up to make room for the new hint.
-        self.bytes.copy_within(hints_end..end, hints_end + 1);
-        self.bytes[hints_end] = hint;
-        self.bytes[end + 1..end + 1 + entry.len()].copy_from_slice(entry);
-        self.bytes[s] = (count + 1) as u8;
-        self.bytes[s + 1] = (used + 1 + entry.len()) as u8;
-        self.set_u16_at(0, self.u16_at(0) + 1);
-        self.set_u16_at(2, self.u16_at(2) + 1 + entry.len() as u16);
+    fn add_totals(&mut self, entries: isize, bytes: isize) {
+        let count = self.entry_count().wrapping_add_signed(entries);
+        let used = self.used_bytes().wrapping_add_signed(bytes);
+        self.set_u16_at(0, count as u16);
+        self.set_u16_at(2, used as u16);
     }
 
-    /// Removes entry `index` (at `offset` in `entries(p)`, `len` bytes) from piece `p`.
-    pub fn remove(&mut self, p: usize, index: usize, offset: usize, len: usize) {
-        let s = piece_start(p);
-        let (count, used) = (self.piece_count(p), self.piece_used(p));
-        assert!(index < count && count + offset + len <= used);
-        let h0 = s + PIECE_HEADER_BYTES;
-        let entry_at = h0 + count + offset;
-        // Close the entry's gap, then the hint's gap (entries move down by one more byte).
-        self.bytes.copy_within(entry_at + len..h0 + used, entry_at);
+    /// Bytes used by groups `g` (its runs, not its gap).
+    #[inline]
+    fn group_used(&self, g: usize) -> usize {
+        self.group_end(g) - self.run_start(g * GROUP_RUNS)
+    }
+
+    /// Slides group `g` (its runs and group end) by `delta` bytes; the caller keeps the target
+    /// range inside the gaps around it and zeroes what the group leaves behind.
+    fn slide_group(&mut self, g: usize, delta: isize) {
+        let (start, end) = (self.run_start(g * GROUP_RUNS), self.group_end(g));
         self.bytes
-            .copy_within(h0 + index + 1..h0 + used - len, h0 + index);
-        self.bytes[h0 + used - len - 1..h0 + used].fill(0);
-        self.bytes[s] = (count - 1) as u8;
-        self.bytes[s + 1] = (used - 1 - len) as u8;
-        self.set_u16_at(0, self.u16_at(0) - 1);
-        self.set_u16_at(2, self.u16_at(2) - 1 - len as u16);
+            .copy_within(start..end, start.wrapping_add_signed(delta));
+        self.shift_starts(g * GROUP_RUNS, (g + 1) * GROUP_RUNS, delta);
+        self.set_group_end(g, end.wrapping_add_signed(delta));
     }
 
-    /// Removes the last entry of piece `p` (`len` bytes): undoes the latest `push` there.
-    pub fn pop_last(&mut self, p: usize, len: usize) {
-        let (count, used) = (self.piece_count(p), self.piece_used(p));
-        self.remove(p, count - 1, used - count - len, len);
-    }
-
-    /// Replaces the entry at (`index`, `offset`, `old_len`) by `entry` in place if piece `p` has
-    /// room; returns false (and changes nothing) if not.
-    pub fn replace(&mut self, p: usize, offset: usize, old_len: usize, entry: &[u8]) -> bool {
-        let s = piece_start(p);
-        let (count, used) = (self.piece_count(p), self.piece_used(p));
-        let new_used = used - old_len + entry.len();
-        if new_used > piece_capacity(p) {
+    /// Makes group `g`'s gap at least `need` bytes by sliding neighbouring groups towards their
+    /// own gaps: to the right (groups g+1.. move right) or to the left (groups ..=g move left),
+    /// whichever moves fewer bytes, or both when neither side alone has the room. False if the
+    /// page lacks `need` free bytes (nothing changed). Bounded: at most 16 groups move, each
+    /// once per side.
+    fn ensure_gap(&mut self, g: usize, need: usize) -> bool {
+        let gap = self.group_limit(g) - self.group_end(g);
+        if gap >= need {
+            return true;
+        }
+        if self.free_bytes() < need {
             return false;
         }
-        let at = s + PIECE_HEADER_BYTES + count + offset;
-        let end = s + PIECE_HEADER_BYTES + used;
-        self.bytes.copy_within(at + old_len..end, at + entry.len());
-        self.bytes[at..at + entry.len()].copy_from_slice(entry);
-        if new_used < used {
-            let new_end = s + PIECE_HEADER_BYTES + new_used;
-            self.bytes[new_end..end].fill(0);
+        let want = need - gap;
+        let (right_room, right_cost) = self.scan_right(g, want);
+        let (left_room, left_cost) = self.scan_left(g, want);
+        // A slide costs the bytes of the groups it moves whatever the room it brings, so it
+        // brings half of the surplus the moved groups' gaps hold too: the next inserts into this
+        // group then find room without a slide.
+        if right_room >= want && (left_room < want || right_cost <= left_cost) {
+            self.take_right(g, want + (right_room - want) / 2);
+        } else if left_room >= want {
+            self.take_left(g, want + (left_room - want) / 2);
+        } else {
+            self.take_right(g, right_room);
+            self.take_left(g, want - right_room);
         }
-        self.bytes[s + 1] = new_used as u8;
-        let page_used = self.u16_at(2) as usize - used + new_used;
-        self.set_u16_at(2, page_used as u16);
+        debug_assert!(self.group_limit(g) - self.group_end(g) >= need);
         true
     }
 
-    /// Empties piece `p` (its spill is kept: entries homed there may live further on).
-    pub fn clear_piece(&mut self, p: usize) {
-        let s = piece_start(p);
-        let (count, used) = (self.piece_count(p), self.piece_used(p));
-        self.bytes[s + PIECE_HEADER_BYTES..s + PIECE_HEADER_BYTES + used].fill(0);
-        self.bytes[s] = 0;
-        self.bytes[s + 1] = 0;
-        self.set_u16_at(0, self.u16_at(0) - count as u16);
-        self.set_u16_at(2, self.u16_at(2) - used as u16);
+    /// Room the gaps right of group `g` hold, up to the first group where it reaches `want`,
+    /// and the bytes of the groups that would move.
+    fn scan_right(&self, g: usize, want: usize) -> (usize, usize) {
+        let (mut room, mut cost) = (0, 0);
+        for j in g + 1..GROUP_COUNT {
+            cost += self.group_used(j);
+            room += self.group_limit(j) - self.group_end(j);
+            if room >= want {
+                break;
+            }
+        }
+        (room, cost)
     }
 
-    /// Rewrites piece `p` keeping the entries whose index bit is clear in `drop_mask` and passing
-    /// each kept entry through `rewrite(hint, bytes, out) -> len`, which must not grow it.
-    pub fn rewrite_piece(
-        &mut self,
-        p: usize,
-        len_of: impl Fn(&[u8]) -> usize,
-        drop_mask: u64,
-        mut rewrite: impl FnMut(u8, &[u8], &mut [u8; PIECE_BYTES]) -> usize,
-    ) {
-        let s = piece_start(p);
-        let mut old = [0u8; PIECE_BYTES];
-        let n = (p + 1) * PIECE_BYTES - s;
-        old[..n].copy_from_slice(&self.bytes[s..s + n]);
-        let count = old[0] as usize;
-        self.clear_piece(p);
-        let hints = PIECE_HEADER_BYTES;
-        let mut offset = hints + count;
-        let mut out = [0u8; PIECE_BYTES];
-        for i in 0..count {
-            let len = len_of(&old[offset..]);
-            if drop_mask & (1 << i) == 0 {
-                let new_len = rewrite(old[hints + i], &old[offset..offset + len], &mut out);
-                assert!(new_len <= len, "rewrite grew an entry");
-                self.push(p, old[hints + i], &out[..new_len]);
+    /// Room the gaps left of group `g` hold, up to the first group where it reaches `want`, and
+    /// the bytes of the groups that would move.
+    fn scan_left(&self, g: usize, want: usize) -> (usize, usize) {
+        let (mut room, mut cost) = (0, 0);
+        for j in (0..g).rev() {
+            cost += self.group_used(j + 1);
+            room += self.group_limit(j) - self.group_end(j);
+            if room >= want {
+                break;
             }
-            offset += len;
+        }
+        (room, cost)
+    }
+
+    /// Moves `want` bytes of gap from the groups right of `g` into `g`'s gap: group g+1 moves
+    /// right by `want`, and each later group by what the gaps before it could not absorb.
+    fn take_right(&mut self, g: usize, want: usize) {
+        if want == 0 {
+            return;
+        }
+        let mut shifts = [0usize; GROUP_COUNT];
+        let mut remaining = want;
+        let mut last = g;
+        for (j, shift) in shifts.iter_mut().enumerate().skip(g + 1) {
+            *shift = remaining;
+            last = j;
+            let gap = self.group_limit(j) - self.group_end(j);
+            if gap >= remaining {
+                break;
+            }
+            remaining -= gap;
+        }
+        let freed_at = self.run_start((g + 1) * GROUP_RUNS);
+        for j in (g + 1..=last).rev() {
+            self.slide_group(j, shifts[j] as isize);
+        }
+        self.bytes[freed_at..freed_at + want].fill(0);
+    }
+
+    /// Moves `want` bytes of gap from the groups left of `g` into `g`'s gap: group g moves left
+    /// by `want`, and each earlier group by what the gaps after it could not absorb.
+    fn take_left(&mut self, g: usize, want: usize) {
+        if want == 0 {
+            return;
+        }
+        let mut shifts = [0usize; GROUP_COUNT];
+        let mut remaining = want;
+        let mut first = g;
+        for j in (1..=g).rev() {
+            shifts[j] = remaining;
+            first = j;
+            let gap = self.group_limit(j - 1) - self.group_end(j - 1);
+            if gap >= remaining {
+                break;
+            }
+            remaining -= gap;
+        }
+        let freed_end = self.group_end(g);
+        for (j, &shift) in shifts.iter().enumerate().take(g + 1).skip(first) {
+            self.slide_group(j, -(shift as isize));
+        }
+        self.bytes[freed_end - want..freed_end].fill(0);
+    }
+
+    /// Resizes the `old` bytes at `at` (inside run `p`, or at its end) to `new` bytes by moving
+    /// the rest of `p`'s group; the group's gap must already have the room. The new bytes hold
+    /// whatever was there (the caller writes them); bytes given up become zero gap bytes.
+    fn resize_in_group(&mut self, p: usize, at: usize, old: usize, new: usize) {
+        let g = p / GROUP_RUNS;
+        let end = self.group_end(g);
+        self.bytes.copy_within(at + old..end, at + new);
+        let delta = new as isize - old as isize;
+        if new < old {
+            self.bytes[end - (old - new)..end].fill(0);
+        }
+        self.shift_starts(p + 1, last_run(g) + 1, delta);
+        self.set_group_end(g, end.wrapping_add_signed(delta));
+        self.add_totals(0, delta);
+    }
+
+    /// Appends an entry to run `p`. The caller checked `fits`.
+    pub fn push(&mut self, p: usize, hint: u8, entry: &[u8]) {
+        assert!(self.fits(p, entry.len()), "push into a full page");
+        let n = entry.len() + 1;
+        let room = self.ensure_gap(p / GROUP_RUNS, n);
+        debug_assert!(room);
+        let end = self.run_end(p);
+        self.resize_in_group(p, end, 0, n);
+        let (s, c) = self.slot(p);
+        // The entries move up one byte to make room for the new hint.
+        self.bytes.copy_within(s + c..end, s + c + 1);
+        self.bytes[s + c] = hint;
+        self.bytes[end + 1..end + n].copy_from_slice(entry);
+        self.set_slot(p, s, c + 1);
+        self.add_totals(1, 0);
+    }
+
+    /// Removes entry `index` (at `offset` in `entries(p)`, `len` bytes) from run `p`.
+    pub fn remove(&mut self, p: usize, index: usize, offset: usize, len: usize) {
+        let (s, c) = self.slot(p);
+        assert!(index < c && s + c + offset + len <= self.run_end(p));
+        let at = s + c + offset;
+        // Close the hint's gap first (the hints after it and the entries before the removed one
+        // move down a byte); the hole is then the `len + 1` bytes just before the next entry.
+        self.bytes.copy_within(s + index + 1..at, s + index);
+        self.resize_in_group(p, at - 1, len + 1, 0);
+        self.set_slot(p, s, c - 1);
+        self.add_totals(-1, 0);
+    }
+
+    /// Removes the last entry of run `p` (`len` bytes): undoes the latest `push` there.
+    pub fn pop_last(&mut self, p: usize, len: usize) {
+        let (s, c) = self.slot(p);
+        let offset = self.run_end(p) - s - c - len;
+        self.remove(p, c - 1, offset, len);
+    }
+
+    /// Replaces the entry at `offset` (`old_len` bytes) of run `p` by `entry`; returns false
+    /// (and changes nothing) if the page lacks the room to grow it.
+    pub fn replace(&mut self, p: usize, offset: usize, old_len: usize, entry: &[u8]) -> bool {
+        if entry.len() > old_len && !self.ensure_gap(p / GROUP_RUNS, entry.len() - old_len) {
+            return false;
+        }
+        let (s, c) = self.slot(p);
+        let at = s + c + offset;
+        if entry.len() != old_len {
+            self.resize_in_group(p, at, old_len, entry.len());
+        }
+        self.bytes[at..at + entry.len()].copy_from_slice(entry);
+        true
+    }
+
+    /// Edits the runs `touch` names in one pass: `decide(piece, index, hint, bytes)` keeps,
+    /// drops or rewrites each of their entries; `rewrite(piece, hint, bytes, out)` returns a
+    /// rewritten entry's new length, never longer than it was. Each group is compacted once
+    /// (runs only shrink, so they move down within their group); other runs are not decoded,
+    /// only moved down as blocks after a change before them in their group.
+    pub fn edit_runs(
+        &mut self,
+        touch: impl Fn(usize) -> bool,
+        len_of: impl Fn(&[u8]) -> usize,
+        mut decide: impl FnMut(usize, usize, u8, &[u8]) -> Edit,
+        mut rewrite: impl FnMut(usize, u8, &[u8], &mut [u8; ENTRY_BUF_BYTES]) -> usize,
+    ) {
+        let mut entries: Vec<u8> = Vec::new();
+        let mut edits = [Edit::Keep; RUN_COUNT_MAX];
+        let mut hints = [0u8; RUN_COUNT_MAX];
+        let mut out = [0u8; ENTRY_BUF_BYTES];
+        for g in 0..GROUP_COUNT {
+            let old_end = self.group_end(g);
+            let mut write = self.run_start(g * GROUP_RUNS);
+            for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
+                // `p`'s slot and end are still the old ones: only runs before it moved.
+                let ((s, c), end) = (self.slot(p), self.run_end(p));
+                if !touch(p) {
+                    if write != s {
+                        self.bytes.copy_within(s..end, write);
+                        self.set_slot(p, write, c);
+                    }
+                    write += end - s;
+                    continue;
+                }
+                let mut changed = false;
+                let mut at = s + c;
+                for (i, edit) in edits.iter_mut().enumerate().take(c) {
+                    let len = len_of(&self.bytes[at..end]);
+                    *edit = decide(p, i, self.bytes[s + i], &self.bytes[at..at + len]);
+                    changed |= *edit != Edit::Keep;
+                    at += len;
+                }
+                if !changed {
+                    self.bytes.copy_within(s..end, write);
+                    self.set_slot(p, write, c);
+                    write += end - s;
+                    continue;
+                }
+                entries.clear();
+                let (mut kept, mut at) = (0, s + c);
+                for (i, &edit) in edits.iter().enumerate().take(c) {
+                    let len = len_of(&self.bytes[at..end]);
+                    let (hint, bytes) = (self.bytes[s + i], &self.bytes[at..at + len]);
+                    let new = match edit {
+                        Edit::Keep => Some(bytes),
+                        Edit::Drop => None,
+                        Edit::Rewrite => {
+                            let n = rewrite(p, hint, bytes, &mut out);
+                            assert!(n <= len, "rewrite grew an entry");
+                            Some(&out[..n])
+                        }
+                    };
+                    if let Some(new) = new {
+                        entries.extend_from_slice(new);
+                        hints[kept] = hint;
+                        kept += 1;
+                    }
+                    at += len;
+                }
+                self.bytes[write..write + kept].copy_from_slice(&hints[..kept]);
+                let entries_at = write + kept;
+                self.bytes[entries_at..entries_at + entries.len()].copy_from_slice(&entries);
+                self.set_slot(p, write, kept);
+                let new_len = kept + entries.len();
+                self.add_totals(
+                    kept as isize - c as isize,
+                    new_len as isize - (end - s) as isize,
+                );
+                write += new_len;
+            }
+            self.bytes[write..old_end].fill(0);
+            self.set_group_end(g, write);
         }
     }
 
-    /// Finds the first entry of piece `p` with hint `hint` that `eq` accepts: `eq` gets the
-    /// bytes from the candidate to the end of the piece's entries and returns the entry's length
-    /// if it is the one. Returns `(index, offset, len)`. Only hint matches are decoded, and
-    /// `len_of` is called only to skip the entries before a candidate.
+    /// Finds the first entry of run `p` with hint `hint` that `eq` accepts: `eq` gets the bytes
+    /// from the candidate to the end of the run and returns the entry's length if it is the one.
+    /// Returns `(index, offset, len)`. Only hint matches are decoded, and `len_of` is called only
+    /// to skip the entries before a candidate.
     #[inline]
     pub fn find(
         &self,
@@ -400,19 +697,20 @@ impl Page {
         len_of: impl Fn(&[u8]) -> usize,
         mut eq: impl FnMut(&[u8]) -> Option<usize>,
     ) -> Option<(usize, usize, usize)> {
-        let entries = self.entries(p);
+        let (s, count) = self.slot(p);
+        if count == 0 {
+            return None;
+        }
         let (mut walked, mut offset) = (0usize, 0usize);
-        let count = self.piece_count(p);
-        let hints_at = piece_start(p) + PIECE_HEADER_BYTES;
         // Fast path: up to eight hints read as one word straight from the page (the bytes past
         // `count` are masked off; the read stays inside the page).
-        if count <= 8 && hints_at + 8 <= PAGE_BYTES {
-            let word = u64::from_le_bytes(
-                self.bytes[hints_at..hints_at + 8]
-                    .try_into()
-                    .expect("8 bytes"),
-            );
+        if count <= 8 && s + 8 <= PAGE_BYTES {
+            let word = u64::from_le_bytes(self.bytes[s..s + 8].try_into().expect("8 bytes"));
             let mut mask = crate::hint::match_word(word, hint, count);
+            if mask == 0 {
+                return None;
+            }
+            let entries = self.entries(p);
             while mask != 0 {
                 let index = mask.trailing_zeros() as usize / 8;
                 mask &= mask - 1;
@@ -426,6 +724,7 @@ impl Page {
             }
             return None;
         }
+        let entries = self.entries(p);
         for index in crate::hint::matches(self.hints(p), hint) {
             while walked < index {
                 offset += len_of(&entries[offset..]);
@@ -438,7 +737,7 @@ impl Page {
         None
     }
 
-    /// Visits every entry of piece `p`: `f(index, offset, hint, bytes)`.
+    /// Visits every entry of run `p`: `f(index, offset, hint, bytes)`.
     #[inline]
     pub fn for_each_in_piece(
         &self,
@@ -456,7 +755,7 @@ impl Page {
         }
     }
 
-    /// Entry at position `index` of piece `p`: `(hint, offset, bytes)`.
+    /// Entry at position `index` of run `p`: `(hint, offset, bytes)`.
     pub fn entry_at(
         &self,
         p: usize,
@@ -472,15 +771,11 @@ impl Page {
         (self.hints(p)[index], offset, &entries[offset..offset + len])
     }
 
-    /// Recounts and re-walks every piece: the structural invariants that hold whatever the codec.
+    /// Re-walks every run: the structural invariants that hold whatever the codec (module doc).
     /// `len_of` must decode each entry fully (it is how entries are re-decoded).
     pub fn validate(&self, kind: Kind, len_of: impl Fn(&[u8]) -> usize) -> Result<(), String> {
-        if self.bytes[6] != MAGIC || self.bytes[7] != kind as u8 {
+        if self.bytes[5] != MAGIC || self.bytes[6] != kind as u8 {
             return Err("bad magic or kind".into());
-        }
-        let limit = self.probe_limit();
-        if limit == 0 || limit > PIECE_COUNT {
-            return Err(format!("probe_limit {limit}"));
         }
         let tenants = (0..TENANT_SLOTS)
             .filter(|&t| self.tenant(t).is_some())
@@ -491,42 +786,46 @@ impl Page {
                 self.tenant_count()
             ));
         }
-        let (mut count, mut used) = (0usize, 0usize);
-        for p in 0..PIECE_COUNT {
-            let (c, u) = (self.piece_count(p), self.piece_used(p));
-            if u > piece_capacity(p) || c > u {
-                return Err(format!("piece {p}: count {c} used {u}"));
-            }
-            let entries = self.entries(p);
-            let mut offset = 0;
-            for i in 0..c {
-                if offset >= entries.len() {
-                    return Err(format!("piece {p}: entry {i} starts past used"));
-                }
-                let len = len_of(&entries[offset..]);
-                if len == 0 || len > ENTRY_BYTES_MAX {
-                    return Err(format!("piece {p}: entry {i} len {len}"));
-                }
-                offset += len;
-            }
-            if offset + c != u {
-                return Err(format!(
-                    "piece {p}: entries take {offset} + {c} hints, used says {u}"
-                ));
-            }
-            let s = piece_start(p) + PIECE_HEADER_BYTES;
-            if self.bytes[s + u..(p + 1) * PIECE_BYTES]
-                .iter()
-                .any(|&b| b != 0)
-            {
-                return Err(format!("piece {p}: free bytes not zero"));
-            }
-            count += c;
-            used += u;
+        let (mut count, mut used, mut gaps) = (0usize, 0usize, 0usize);
+        if self.run_start(0) != AREA_START {
+            return Err("group 0 does not start the run area".into());
         }
-        if count != self.entry_count() || used != self.used_bytes() {
+        for g in 0..GROUP_COUNT {
+            for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
+                let (s, c) = self.slot(p);
+                let end = self.run_end(p);
+                if s + c > end || end > PAGE_BYTES {
+                    return Err(format!("run {p}: start {s} count {c} end {end}"));
+                }
+                let mut at = s + c;
+                for i in 0..c {
+                    if at >= end {
+                        return Err(format!("run {p}: entry {i} starts past its end"));
+                    }
+                    let len = len_of(&self.bytes[at..end]);
+                    if len == 0 || len > ENTRY_BYTES_MAX {
+                        return Err(format!("run {p}: entry {i} len {len}"));
+                    }
+                    at += len;
+                }
+                if at != end {
+                    return Err(format!("run {p}: entries end at {at}, run at {end}"));
+                }
+                count += c;
+                used += end - s;
+            }
+            let (end, limit) = (self.group_end(g), self.group_limit(g));
+            if end > limit {
+                return Err(format!("group {g}: ends at {end} past {limit}"));
+            }
+            if self.bytes[end..limit].iter().any(|&b| b != 0) {
+                return Err(format!("group {g}: gap bytes not zero"));
+            }
+            gaps += limit - end;
+        }
+        if count != self.entry_count() || used != self.used_bytes() || used + gaps != AREA_BYTES {
             return Err(format!(
-                "header says {} entries / {} bytes, pieces hold {count} / {used}",
+                "header says {} entries / {} bytes, runs hold {count} / {used}, gaps {gaps}",
                 self.entry_count(),
                 self.used_bytes()
             ));
@@ -550,23 +849,36 @@ mod tests {
         v
     }
 
+    fn check_run(page: &Page, p: usize, model: &[(u8, Vec<u8>)]) {
+        let mut got = Vec::new();
+        page.for_each_in_piece(p, len_of, |_, _, h, b| got.push((h, b.to_vec())));
+        assert_eq!(got, model);
+    }
+
     #[test]
     fn push_find_replace_remove_against_a_model() {
         let mut page = Page::boxed();
-        page.init(Kind::Bytes, 16, 0);
+        page.init(Kind::Bytes, 0);
         page.set_tenant(0, Some((0, 0)));
         let mut model: Vec<Vec<(u8, Vec<u8>)>> = vec![Vec::new(); PIECE_COUNT];
         let mut x = 5u64;
-        for step in 0..20_000u32 {
+        for step in 0..40_000u32 {
             x = crate::hash::splitmix(x);
-            let p = (x % 128) as usize;
+            // A skewed home distribution makes some groups take room from far away.
+            let p = if x.is_multiple_of(4) {
+                17
+            } else {
+                (x % 128) as usize
+            };
             let hint = (x >> 8) as u8 % 4;
             match (x >> 16) % 3 {
                 0 => {
-                    let e = entry(1 + (x >> 20) as usize % 20, step as u8);
+                    let e = entry(1 + (x >> 20) as usize % 60, step as u8);
                     if page.fits(p, e.len()) {
                         page.push(p, hint, &e);
                         model[p].push((hint, e));
+                    } else {
+                        assert!(page.free_bytes() < e.len() + 1);
                     }
                 }
                 1 if !model[p].is_empty() => {
@@ -581,25 +893,82 @@ mod tests {
                         page.remove(p, index, offset, len);
                         model[p].remove(index);
                     } else {
-                        let e = entry(1 + (x >> 30) as usize % 20, 0xEE);
+                        let e = entry(1 + (x >> 30) as usize % 60, 0xEE);
                         if page.replace(p, offset, len, &e) {
                             model[p][index].1 = e;
+                        } else {
+                            assert!(page.free_bytes() + len < e.len());
                         }
                     }
                 }
                 _ => {}
             }
             page.validate(Kind::Bytes, len_of).unwrap();
-            let mut got = Vec::new();
-            page.for_each_in_piece(p, len_of, |_, _, h, b| got.push((h, b.to_vec())));
-            assert_eq!(got, model[p]);
+            check_run(&page, p, &model[p]);
         }
+        for (p, run) in model.iter().enumerate() {
+            check_run(&page, p, run);
+        }
+    }
+
+    #[test]
+    fn entries_cross_piece_boundaries_and_the_page_fills_to_its_last_byte() {
+        let mut page = Page::boxed();
+        page.init(Kind::Bytes, 0);
+        page.set_tenant(0, Some((0, 0)));
+        // 35-byte entries (a 16-byte key and value with meta and lengths + hint) in two home
+        // pieces: they cross 64-byte boundaries everywhere, and their group takes room from
+        // every other group until the page has no room for one more.
+        let mut n = 0;
+        while page.fits(40 + n % 2, 35) {
+            page.push(40 + n % 2, n as u8, &entry(35, n as u8));
+            n += 1;
+            page.validate(Kind::Bytes, len_of).unwrap();
+        }
+        assert_eq!(n, AREA_BYTES / 36);
+        assert!(page.free_bytes() < 36);
+        let (count, run) = (page.piece_count(40), page.entries(40));
+        assert!((0..count).any(|i| (page.run_start(40) + count + i * 35) % PIECE_BYTES > 64 - 35));
+        for i in 0..count {
+            assert_eq!(
+                &run[i * 35..(i + 1) * 35],
+                entry(35, 2 * i as u8).as_slice()
+            );
+        }
+        // Edit: drop every other entry of run 40, shorten the rest; leave run 41 alone.
+        let run41 = page.entries(41).to_vec();
+        page.edit_runs(
+            |_| true,
+            len_of,
+            |p, i, _, _| match (p, i % 2) {
+                (40, 0) => Edit::Rewrite,
+                (40, _) => Edit::Drop,
+                _ => Edit::Keep,
+            },
+            |_, _, b, out| {
+                out[..10].copy_from_slice(&b[..10]);
+                out[0] = 10;
+                10
+            },
+        );
+        page.validate(Kind::Bytes, len_of).unwrap();
+        assert_eq!(page.piece_count(40), count.div_ceil(2));
+        assert_eq!(page.entries(41), run41.as_slice());
+        assert_eq!(page.used_bytes(), count.div_ceil(2) * 11 + n / 2 * 36);
+        // A run holds at most RUN_COUNT_MAX entries, whatever room the page has.
+        page.edit_runs(|p| p != 7, len_of, |_, _, _, _| Edit::Drop, |_, _, _, _| 0);
+        assert_eq!(page.used_bytes(), 0);
+        while page.fits(41, 1) {
+            page.push(41, 0, &entry(1, 0));
+        }
+        assert_eq!(page.piece_count(41), RUN_COUNT_MAX);
+        page.validate(Kind::Bytes, len_of).unwrap();
     }
 
     #[test]
     fn tenants_round_trip() {
         let mut page = Page::boxed();
-        page.init(Kind::Int, 16, 3);
+        page.init(Kind::Int, 3);
         assert_eq!(page.free_tenant_slot(), Some(0));
         page.set_tenant(0, Some((5, 3)));
         page.set_tenant(2, Some((0xFFFF_FFFF, 32)));

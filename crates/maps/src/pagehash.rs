@@ -2,12 +2,19 @@
 //! `table.rs`. The keyspace of a database and every large hash/set is one of these.
 //!
 //! ```text
-//!  entry (in a piece; its hint byte is in the piece's hint array)
-//!  +------+----------------+----------------------+----------------+------------------------+
-//!  | meta | key len varint | key bytes | handle   | val len varint | value bytes | handle   |
-//!  +------+----------------+----------------------+----------------+------------------------+
-//!    1 B    (len << 1) | out_of_line               (len << 1) | out_of_line
-//!                          inline: len bytes; out of line: 5-byte heap handle
+//!  entry (in its home run; its hint byte is in the run's hint array)
+//!
+//!  short form: 3 <= key len <= 16, value len <= 16, both inline
+//!  +------+-------------------------------+-----------+-------------+
+//!  | meta | lens = (klen - 3) * 17 + vlen | key bytes | value bytes |
+//!  +------+-------------------------------+-----------+-------------+
+//!    1 B    1 B, 0..=237
+//!
+//!  long form: anything else
+//!  +------+--------------------+---------------+---------------+---------------+---------------+
+//!  | meta | 0xFC | ko | vo<<1 | key len varint| key or handle | val len varint| value | handle|
+//!  +------+--------------------+---------------+---------------+---------------+---------------+
+//!    1 B    ko/vo: key/value out of line         inline: len bytes; out of line: 5-byte handle
 //!
 //!  meta (owned by the server; the map stores it, never interprets it)
 //!   bits 0..=3  value type / encoding tag      bit 4  has TTL      bits 5..=7  LFU counter
@@ -15,20 +22,24 @@
 //!  key blob (out of line):   [hash: u64 LE][key bytes]     value blob: [value bytes]
 //! ```
 //!
-//! An entry never exceeds a piece (60 bytes + hint). The key is inline unless it cannot fit with
-//! the smallest form of the value; the value is inline when it fits *and* costs no more than a
-//! blob: an entry of `L` bytes really occupies `64 / floor(61 / (L + 1))` bytes of its piece, so
-//! a value moves out when that share drops by more than the blob's size class. Keys and values
-//! of any length (0 bytes to many MiB) work; a 0-length value is always inline.
+//! An entry is at most `ENTRY_BYTES_MAX` (120) bytes. The key is inline unless it cannot fit
+//! with the smallest form of the value; the value is inline whenever it fits: runs pack entries
+//! byte by byte, so an inline value costs exactly its length, always less than a blob. Keys and
+//! values of any length (0 bytes to many MiB) work.
 //!
-//! Bytes per entry for 16-byte keys and values: inline it would be 36 + 1 hint, alone in its
-//! piece (64 B); with the value in a 16-byte blob the entry is 1 + 1 + 16 + 1 + 5 = 24 + 1 hint,
-//! two per piece: 32 + 16 = 48 B at full pages (~58 B measured with page fill). Redis for the
-//! same: dictEntry 24 -> 32 + bucket 8..16 + key sds (3 + 16 + 1 -> 32) + robj with embedded
-//! value (16 + 3 + 16 + 1 -> 48) ~ 120..128 B.
+//! Why a short form: the keyspace's typical entry (a 16-byte key, a value of up to 16 bytes:
+//! a short string, or an integer as varint bytes with its tag in `meta`) then spends one byte
+//! on both lengths. Long-form entries pay one byte more than two bare varints would.
+//!
+//! Bytes per entry for 16-byte keys and values: 1 + 1 + 16 + 16 = 34 + 1 hint = 35 B in a run;
+//! pages hold 7704 B of runs behind a 488 B header and index, so at ~92% fill a page holds
+//! ~202 such entries: ~40.5 B/entry plus ~0.6 B of directory (section 8 of
+//! docs/page-format.md has the measured table). Redis for the same: dictEntry 24 -> 32 + bucket
+//! 8..16 + key sds (3 + 16 + 1 -> 32) + robj with embedded value (16 + 3 + 16 + 1 -> 48)
+//! ~ 120..128 B.
 
 use crate::hash::BytesHasher;
-use crate::page::{ENTRY_BYTES_MAX, Kind, PIECE_BYTES, Tenants};
+use crate::page::{ENTRY_BUF_BYTES, ENTRY_BYTES_MAX, Kind, Tenants};
 use crate::raw::{self, HANDLE_BYTES};
 use crate::table::{Codec, Config, DepthOf, Depths, Loc, Placement, Table};
 use crate::{MapError, Meta, varint};
@@ -53,20 +64,48 @@ impl Field {
     }
 }
 
+/// Shortest key of the short form.
+const SHORT_KEY_MIN: usize = 3;
+/// Longest key and value of the short form.
+const SHORT_LEN_MAX: usize = 16;
+/// Values of the short form's value length (0..=16).
+const SHORT_VALUE_LENS: usize = SHORT_LEN_MAX + 1;
+/// Lens bytes below this are short forms.
+const SHORT_CODES: u8 = ((SHORT_LEN_MAX - SHORT_KEY_MIN + 1) * SHORT_VALUE_LENS) as u8;
+/// Lens byte of the long form (ORed with 1 = key out of line, 2 = value out of line).
+const LONG_FORM: u8 = 0xFC;
+const _: () = assert!(SHORT_CODES <= LONG_FORM);
+
 /// Decodes the layout of an entry.
 #[inline]
 fn parse(bytes: &[u8]) -> (Field, Field) {
-    let (kf, kn) = varint::get(&bytes[1..]);
+    let lens = bytes[1];
+    if lens < SHORT_CODES {
+        let klen = usize::from(lens) / SHORT_VALUE_LENS + SHORT_KEY_MIN;
+        let key = Field {
+            len: klen,
+            out_of_line: false,
+            at: 2,
+        };
+        let value = Field {
+            len: usize::from(lens) % SHORT_VALUE_LENS,
+            out_of_line: false,
+            at: 2 + klen,
+        };
+        return (key, value);
+    }
+    debug_assert_eq!(lens & !3, LONG_FORM);
+    let (klen, kn) = varint::get(&bytes[2..]);
     let key = Field {
-        len: (kf >> 1) as usize,
-        out_of_line: kf & 1 == 1,
-        at: 1 + kn,
+        len: klen as usize,
+        out_of_line: lens & 1 != 0,
+        at: 2 + kn,
     };
     let v_at = key.at + key.stored_len();
-    let (vf, vn) = varint::get(&bytes[v_at..]);
+    let (vlen, vn) = varint::get(&bytes[v_at..]);
     let value = Field {
-        len: (vf >> 1) as usize,
-        out_of_line: vf & 1 == 1,
+        len: vlen as usize,
+        out_of_line: lens & 2 != 0,
         at: v_at + vn,
     };
     (key, value)
@@ -106,7 +145,7 @@ impl BytesCodec {
 impl Codec for BytesCodec {
     const KIND: Kind = Kind::Bytes;
     const STORES_TENANT: bool = false;
-    const DISTANCE_DEPENDENT: bool = false;
+    const REENCODE_NEEDS_HASH: bool = false;
 
     #[inline]
     fn len_of(_depths: impl DepthOf, bytes: &[u8]) -> usize {
@@ -136,7 +175,7 @@ impl Codec for BytesCodec {
         _: Depths,
         _: u64,
         _: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
         out[..bytes.len()].copy_from_slice(bytes);
         bytes.len()
@@ -173,7 +212,7 @@ pub struct PageHash {
 
 /// Writes a length field and the key/value (inline) or a handle; returns bytes written.
 fn put_field(out: &mut [u8], len: usize, handle: Option<u64>, bytes: &[u8]) -> usize {
-    let n = varint::put(out, ((len as u64) << 1) | u64::from(handle.is_some()));
+    let n = varint::put(out, len as u64);
     if let Some(h) = handle {
         raw::put_handle(&mut out[n..], h);
         n + HANDLE_BYTES
@@ -183,18 +222,12 @@ fn put_field(out: &mut [u8], len: usize, handle: Option<u64>, bytes: &[u8]) -> u
     }
 }
 
-/// What an entry of `len` bytes effectively costs of its piece: 64 bytes shared by as many such
-/// entries (with their hints) as fit in a piece's 61 payload bytes.
-fn piece_share_bytes(len: usize) -> usize {
-    PIECE_BYTES / (crate::page::PIECE_CAPACITY / (len + 1)).max(1)
-}
-
 fn inline_len(len: usize) -> usize {
-    varint::len((len as u64) << 1) + len
+    varint::len(len as u64) + len
 }
 
 fn handle_len(len: usize) -> usize {
-    varint::len(((len as u64) << 1) | 1) + HANDLE_BYTES
+    varint::len(len as u64) + HANDLE_BYTES
 }
 
 impl PageHash {
@@ -309,7 +342,7 @@ impl PageHash {
         on_old: impl FnOnce(ValueRef<'_>),
     ) -> Result<Option<Meta>, MapError> {
         let (h, loc) = self.find(heap, key);
-        let mut buf = [0u8; PIECE_BYTES];
+        let mut buf = [0u8; ENTRY_BUF_BYTES];
         let Some(loc) = loc else {
             let n = self.build_entry(
                 heap,
@@ -374,46 +407,59 @@ impl PageHash {
         key_handle: Option<u64>,
         value: &[u8],
         meta: Meta,
-        buf: &mut [u8; PIECE_BYTES],
+        buf: &mut [u8; ENTRY_BUF_BYTES],
     ) -> Result<usize, MapError> {
         buf[0] = meta.0;
-        let smallest_value = inline_len(value.len()).min(handle_len(value.len()));
+        let (klen, vlen) = (key.len(), value.len());
+        if key_handle.is_none()
+            && (SHORT_KEY_MIN..=SHORT_LEN_MAX).contains(&klen)
+            && vlen <= SHORT_LEN_MAX
+        {
+            buf[1] = ((klen - SHORT_KEY_MIN) * SHORT_VALUE_LENS + vlen) as u8;
+            buf[2..2 + klen].copy_from_slice(key);
+            buf[2 + klen..2 + klen + vlen].copy_from_slice(value);
+            return Ok(2 + klen + vlen);
+        }
+        let smallest_value = inline_len(vlen).min(handle_len(vlen));
         let key_handle = match key_handle {
             Some(handle) => Some(handle),
-            None if 1 + inline_len(key.len()) + smallest_value <= ENTRY_BYTES_MAX => None,
+            None if 2 + inline_len(klen) + smallest_value <= ENTRY_BYTES_MAX => None,
             None => {
                 let handle = raw::blob_alloc(heap, &[&h.to_le_bytes(), key])?;
                 self.blob_bytes += <Heap>::usable_size(KEY_BLOB_HEADER_BYTES + key.len());
                 Some(handle)
             }
         };
-        let at = 1 + put_field(&mut buf[1..], key.len(), key_handle, key);
-        let n = self.put_value(heap, buf, at, value)?;
+        let at = 2 + put_field(&mut buf[2..], klen, key_handle, key);
+        let (n, value_out_of_line) = self.put_value(heap, buf, at, value)?;
+        buf[1] = LONG_FORM | u8::from(key_handle.is_some()) | (u8::from(value_out_of_line) << 1);
         debug_assert!(n <= ENTRY_BYTES_MAX);
         Ok(n)
     }
 
-    /// Writes the value field at `at` in `buf`: inline if it fits and costs no more than a blob.
-    /// An inline 16+16-byte entry (36 B) is alone in its piece, so it really costs the whole
-    /// 64-byte piece; with the value in a 16-byte blob two entries share a piece (32 + 16 B).
+    /// Writes the value field at `at` in `buf`: inline whenever the entry stays within
+    /// `ENTRY_BYTES_MAX`. Runs pack entries byte by byte, so an inline value costs exactly its
+    /// length, always less than a blob (handle + size class). Returns the entry's length and
+    /// whether the value went out of line.
     fn put_value(
         &mut self,
         heap: &mut Heap,
-        buf: &mut [u8; PIECE_BYTES],
+        buf: &mut [u8; ENTRY_BUF_BYTES],
         at: usize,
         value: &[u8],
-    ) -> Result<usize, MapError> {
-        let inline = at + inline_len(value.len());
-        if inline <= ENTRY_BYTES_MAX
-            && piece_share_bytes(inline)
-                <= piece_share_bytes(at + handle_len(value.len()))
-                    + <Heap>::usable_size(value.len())
-        {
-            return Ok(at + put_field(&mut buf[at..], value.len(), None, value));
+    ) -> Result<(usize, bool), MapError> {
+        if at + inline_len(value.len()) <= ENTRY_BYTES_MAX {
+            return Ok((
+                at + put_field(&mut buf[at..], value.len(), None, value),
+                false,
+            ));
         }
         let handle = raw::blob_alloc(heap, &[value])?;
         self.blob_bytes += <Heap>::usable_size(value.len());
-        Ok(at + put_field(&mut buf[at..], value.len(), Some(handle), value))
+        Ok((
+            at + put_field(&mut buf[at..], value.len(), Some(handle), value),
+            true,
+        ))
     }
 
     fn release(&mut self, heap: &mut Heap, entry: &[u8]) {
@@ -431,7 +477,7 @@ impl PageHash {
     pub fn remove(&mut self, heap: &mut Heap, key: &[u8]) -> bool {
         let (_, loc) = self.find(heap, key);
         let Some(loc) = loc else { return false };
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         self.release(heap, &entry[..loc.len]);
         self.table.remove(heap, &loc);
@@ -445,7 +491,7 @@ impl PageHash {
         let loc = loc?;
         let v = Self::value_ref(heap, self.table.entry(&loc));
         let out = (v.bytes.to_vec(), v.meta);
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         self.release(heap, &entry[..loc.len]);
         self.table.remove(heap, &loc);
@@ -464,7 +510,7 @@ impl PageHash {
     pub fn set_meta(&mut self, heap: &Heap, key: &[u8], meta: Meta) -> bool {
         let (_, loc) = self.find(heap, key);
         let Some(loc) = loc else { return false };
-        let mut entry = [0u8; PIECE_BYTES];
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
         entry[0] = meta.0;
         let same_size = self.table.replace(&loc, &entry[..loc.len]);

@@ -16,33 +16,41 @@
 //! Classic extendible hashing has one bucket per page; a full page splits into two half-full
 //! pages and pages average ln 2 = 69% full. With uniform hashing all pages fill at the same pace,
 //! so at a given size the whole table sits somewhere on a 50%..100% sawtooth. Here a bucket is
-//! kept around an eighth of a page: when a page cannot place an entry it *sheds* one of its
+//! kept around an eighth of a page: when a page has no room for an entry it *sheds* one of its
 //! buckets to the map's spare page (a page with room) or to a fresh page, so pages run between
-//! 7/8 and full, and spares fill up with shed buckets until they are full too. A page that is
+//! ~7/8 and full, and spares fill up with shed buckets until they are full too. A page that is
 //! down to a single bucket splits that bucket three levels deep (into eight) in place, first
 //! doubling the directory if needed; a bucket grown past an eighth of a page is split in place
 //! before anything is shed. No page is ever rehashed as a whole table; one insert moves at most
 //! one bucket (an eighth of a page on average, bounded by a page).
 //!
+//! Which bucket is shed: the one closest to the spare's free bytes per free tenant slot. A
+//! spare has eight slots; filled with small buckets it ran out of slots ~40% full, and pages
+//! averaged 0.92 full; sized to the spare, spares fill and pages average ~0.94 (measured, 1M
+//! 16+16-byte strings).
+//!
 //! # Insert, in order
-//! 1. `place`: first piece from the home piece, within the page's `probe_limit`, with room;
-//! 2. `place_displacing`: move one entry of that window to another piece of its own window if
-//!    that makes room (one-step cuckoo; lifts the fill at which pages give up from ~65% to ~80%);
-//! 3. `make_room` (split and/or shed), then retry; at most `INSERT_ROUNDS_MAX` rounds.
+//! 1. `place`: append to the entry's home run if the page has the room anywhere (the page slides
+//!    its groups to bring the room to the run, `page.rs`);
+//! 2. else `make_room` (split and/or shed), then retry; at most `INSERT_ROUNDS_MAX` rounds.
+//!
+//! A make-room round hashes the page's keys once (`owners`): the split decision uses sizes
+//! estimated from bucket depths, the shed the exact owners and sizes of the pass. Entries are
+//! placed by (run, hint), so moving one needs no hash (IntMap re-encodes from bits it has).
 //!
 //! # Bytes per entry
 //! Pages are the only per-entry cost besides the directory (8 B per slot, ~8 slots per page):
-//! `bytes/entry = 8192 / (entries per page) + ~0.2`. With 15-byte IntMap entries (four per
-//! piece, 508 per page at most) and pages ~80% full at the default probe count of 16, that is
-//! ~20.3 B per random u64 pair; Redis's dict spends 24 B on the dictEntry and 8-16 B on the
+//! `bytes/entry = 8192 / (entries per page) + ~0.6`. A page's run area is 7789 B; at ~0.94 fill
+//! it holds ~209 16+16-byte string entries (34 B + hint: 39.9 B/entry measured) or ~488 random
+//! u64 pairs (15 B with the hint). Redis's dict spends 24 B on the dictEntry and 8-16 B on the
 //! bucket array before the key and value objects.
 //!
 //! Invariants (checked by `validate`):
 //! - every slot's word names a page in `pages`, a live tenant slot of it, and that tenant's depth;
 //!   the tenant's prefix equals `slot >> (global_depth - depth)`; each tenant owns exactly
 //!   2^(global_depth - depth) slots;
-//! - every entry's hash has its tenant's prefix, its hint is `hint_of(h)`, and it lives
-//!   `distance < probe_limit` pieces after its home piece with `distance <= spill(home)`;
+//! - every entry's hash has its tenant's prefix, its hint is `hint_of(h)`, and it lives in the
+//!   run of its home piece `home_of(h)` (distance 0: a lookup reads exactly one run);
 //! - `len == sum of the pages' entry counts`.
 //!
 //! # Merging
@@ -62,7 +70,8 @@
 use crate::MapError;
 use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
 use crate::page::{
-    Kind, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT, Page, TENANT_SLOTS, Tenants, piece_capacity,
+    AREA_BYTES, ENTRY_BUF_BYTES, Edit, Kind, NO_TENANT, PAGE_BYTES, PIECE_COUNT, Page,
+    TENANT_SLOTS, Tenants,
 };
 use crate::raw::PagePtr;
 use heap::Heap;
@@ -104,9 +113,9 @@ pub trait Codec {
     const KIND: Kind;
     /// Whether entries carry their tenant slot (else it is found from the hash).
     const STORES_TENANT: bool;
-    /// Whether the encoding depends on the distance from home (then the placement loop
-    /// re-encodes for every piece it tries).
-    const DISTANCE_DEPENDENT: bool;
+    /// Whether `reencode` reads the hash (else moving an entry needs no hash: its home and
+    /// hint are its run and stored hint).
+    const REENCODE_NEEDS_HASH: bool;
     /// Length of the entry starting at `bytes[0]`.
     fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize;
     /// Tenant slot stored in the entry, if any.
@@ -121,7 +130,7 @@ pub trait Codec {
         depths: Depths,
         h: u64,
         at: Placement,
-        out: &mut [u8; PIECE_BYTES],
+        out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize;
     /// Frees whatever the entry owns outside its page.
     fn release(heap: &mut Heap, bytes: &[u8]);
@@ -137,24 +146,12 @@ pub struct Loc {
     pub len: usize,
 }
 
-/// Sum of the pieces' capacities: what `used_bytes` is measured against.
-pub const PAYLOAD_BYTES: usize = {
-    let mut sum = 0;
-    let mut p = 0;
-    while p < PIECE_COUNT {
-        sum += piece_capacity(p);
-        p += 1;
-    }
-    sum
-};
+/// The run area's size: what `used_bytes` is measured against.
+pub const PAYLOAD_BYTES: usize = AREA_BYTES;
 /// A page under this is underfull: its buckets move out after a removal.
 const FILL_LOW_BYTES: usize = PAYLOAD_BYTES / 4;
 /// Buddy buckets merge only in pages under this (hysteresis against the split at full).
 const COALESCE_BELOW_BYTES: usize = PAYLOAD_BYTES * 3 / 4;
-/// A bucket deeper than log2(pages) + this splits only when its page is full at 128 probes.
-const DEPTH_SLACK: u8 = 8;
-/// Pieces the displacement search looks at, for the new entry and for each entry it moves.
-const DISPLACE_WINDOW: usize = 16;
 /// Levels a lone bucket splits by at once: into 2^3 = 8.
 const SPLIT_LEVELS: u8 = 3;
 /// Bound on make-room rounds in one insert (each round sheds a bucket or splits one).
@@ -164,11 +161,12 @@ const WORD_LOW_MASK: u64 = (PAGE_BYTES as u64) - 1;
 /// Map-level tunables.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
-    /// Pieces an insert may try, starting at the entry's home piece (1..=128). Lookups probe at
-    /// most this many too (usually far fewer: only up to the home piece's spill).
+    /// Bound on the pieces a lookup may examine, from the entry's home piece (1..=128). Every
+    /// entry now lives in its home piece's run, so a lookup examines exactly one piece whatever
+    /// this says; the field is kept for configuration compatibility.
     pub probe_count_max: u8,
-    /// Deepest bucket (and directory) depth, 0..=32. At this depth a full page probes all 128
-    /// pieces and then reports [`MapError::Full`].
+    /// Deepest bucket (and directory) depth, 0..=32. At this depth a full page reports
+    /// [`MapError::Full`].
     pub depth_max: u8,
     /// `Some(seed)`: reproducible hashing (tests, benchmarks). `None`: per-process random seed.
     pub seed: Option<u64>,
@@ -301,25 +299,21 @@ impl<C: Codec> Table<C> {
         let (ptr, tenant, depth) = self.locate(h);
         let page = pg(ptr);
         let (home, hint) = (home_of(h), hint_of(h));
-        for distance in 0..=page.spill(home) {
-            let piece = (home + distance) % PIECE_COUNT;
-            let found = page.find(
-                piece,
-                hint,
-                |b| C::len_of(page, b),
-                |b| eq(tenant, depth, distance, b),
-            );
-            if let Some((index, offset, len)) = found {
-                return Some(Loc {
-                    page: ptr,
-                    piece,
-                    index,
-                    offset,
-                    len,
-                });
-            }
-        }
-        None
+        page.prefetch_run(home);
+        // Every entry lives in its home run: the one run is the whole probe.
+        let (index, offset, len) = page.find(
+            home,
+            hint,
+            |b| C::len_of(page, b),
+            |b| eq(tenant, depth, 0, b),
+        )?;
+        Some(Loc {
+            page: ptr,
+            piece: home,
+            index,
+            offset,
+            len,
+        })
     }
 
     /// The bytes of a found entry.
@@ -343,7 +337,7 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Overwrites a found entry in place if its piece has room; false if not (nothing changed).
+    /// Overwrites a found entry in place if the page has room; false if not (nothing changed).
     #[allow(clippy::unused_self)] // `&mut self` is what makes writing the page exclusive
     pub fn replace(&mut self, loc: &Loc, entry: &[u8]) -> bool {
         pg_mut(loc.page).replace(loc.piece, loc.offset, loc.len, entry)
@@ -351,8 +345,7 @@ impl<C: Codec> Table<C> {
 
     /// Removes a found entry (the caller released what it owns), then merges if underfull.
     pub fn remove(&mut self, heap: &mut Heap, loc: &Loc) {
-        pg_mut(loc.page).remove(loc.piece, loc.index, loc.offset, loc.len);
-        self.len -= 1;
+        self.remove_unmerged(loc);
         if pg(loc.page).used_bytes() < FILL_LOW_BYTES {
             self.after_underfull(heap, loc.page);
         }
@@ -384,27 +377,12 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Diagnostics: (mean pieces probed by a hit, mean pieces probed by a miss).
-    pub fn probe_stats(&self, heap: &Heap) -> (f64, f64) {
-        let (mut hit, mut n, mut miss, mut homes) = (0usize, 0usize, 0usize, 0usize);
-        for &ptr in &self.pages {
-            let page = pg(ptr);
-            let tenants = page.tenants();
-            for piece in 0..PIECE_COUNT {
-                miss += page.spill(piece) + 1;
-                homes += 1;
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(page, b),
-                    |_, _, hint, bytes| {
-                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        hit += (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT + 1;
-                        n += 1;
-                    },
-                );
-            }
-        }
-        (hit as f64 / n.max(1) as f64, miss as f64 / homes as f64)
+    /// Diagnostics: (mean runs probed by a hit, mean runs probed by a miss). Every entry lives
+    /// in its home run, so both are 1 whenever the map holds entries; kept for INFO and the
+    /// benchmarks, which printed the piece-bin format's probe lengths.
+    #[allow(clippy::unused_self)]
+    pub fn probe_stats(&self, _heap: &Heap) -> (f64, f64) {
+        (1.0, 1.0)
     }
 
     /// Every entry in page order: `(page, piece, hint, bytes)`.
@@ -424,14 +402,12 @@ impl<C: Codec> Table<C> {
         &mut self,
         heap: &mut Heap,
         h: u64,
-        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+        mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
     ) -> Result<(), MapError> {
         for _ in 0..INSERT_ROUNDS_MAX {
             let (ptr, tenant, depth) = self.locate(h);
             let page = pg_mut(ptr);
-            if place::<C>(page, h, tenant, depth, &mut encode).is_some()
-                || self.place_displacing(heap, page, h, tenant, depth, &mut encode)
-            {
+            if place(page, h, tenant, depth, &mut encode).is_some() {
                 self.len += 1;
                 return Ok(());
             }
@@ -440,113 +416,9 @@ impl<C: Codec> Table<C> {
         Err(MapError::Full)
     }
 
-    /// Second chance for an entry whose probe window is full: move one entry of the window to
-    /// another piece of *its own* window, if that frees enough room for the new entry
-    /// (one-step cuckoo displacement). Costs O(window entries x window) on failure only, and lets
-    /// pages fill well past where first-fit probing gives up, so pages shed later.
-    fn place_displacing(
-        &self,
-        heap: &Heap,
-        page: &mut Page,
-        h: u64,
-        tenant: usize,
-        depth: u8,
-        mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
-    ) -> bool {
-        let (home, hint) = (home_of(h), hint_of(h));
-        let depths = Self::depths(page);
-        let tenants = page.tenants();
-        let mut buf = [0u8; PIECE_BYTES];
-        let window =
-            |home: usize| (page.probe_limit() + usize::from(home == 0)).min(DISPLACE_WINDOW);
-        // Near-full windows are the common case here: give up at once when no piece that an
-        // entry of the window could move to has room for an entry about this size.
-        let shortest = encode(
-            Placement {
-                tenant,
-                depth,
-                distance: 0,
-            },
-            &mut buf,
-        );
-        // Entries in the window have homes up to DISPLACE_WINDOW pieces back, and move within
-        // their own window: look from there to the end of the window's reach.
-        let first = home + PIECE_COUNT - DISPLACE_WINDOW;
-        let room = |d: usize| page.fits((first + d) % PIECE_COUNT, shortest.saturating_sub(2));
-        if !(0..window(home) + 2 * DISPLACE_WINDOW).any(room) {
-            return false;
-        }
-        for distance in 0..window(home) {
-            let q = (home + distance) % PIECE_COUNT;
-            let len = encode(
-                Placement {
-                    tenant,
-                    depth,
-                    distance,
-                },
-                &mut buf,
-            );
-            let used = page.piece_used(q);
-            let mut found = None;
-            page.for_each_in_piece(
-                q,
-                |b| C::len_of(depths, b),
-                |index, offset, e_hint, bytes| {
-                    if found.is_some() || used - bytes.len() + len > piece_capacity(q) {
-                        return;
-                    }
-                    let eh = self.codec.hash_of(heap, &tenants, q, e_hint, bytes);
-                    let e_home = home_of(eh);
-                    let e_tenant = page_tenant_of(page, eh);
-                    let e_depth = page.tenant(e_tenant).expect("live tenant").1;
-                    for e_distance in 0..window(e_home) {
-                        let r = (e_home + e_distance) % PIECE_COUNT;
-                        // Re-encoding changes a length by at most the distance byte, so a
-                        // piece without room for one byte less cannot take the entry.
-                        if r == q || !page.fits(r, bytes.len() - 1) {
-                            continue;
-                        }
-                        let mut moved = [0u8; PIECE_BYTES];
-                        let at = Placement {
-                            tenant: e_tenant,
-                            depth: e_depth,
-                            distance: e_distance,
-                        };
-                        let moved_len = self.codec.reencode(bytes, depths, eh, at, &mut moved);
-                        if page.fits(r, moved_len) {
-                            found = Some((
-                                index,
-                                offset,
-                                bytes.len(),
-                                e_hint,
-                                r,
-                                moved,
-                                moved_len,
-                                e_home,
-                                e_distance,
-                            ));
-                            return;
-                        }
-                    }
-                },
-            );
-            if let Some((index, offset, old_len, e_hint, r, moved, moved_len, e_home, e_distance)) =
-                found
-            {
-                page.remove(q, index, offset, old_len);
-                page.push(r, e_hint, &moved[..moved_len]);
-                page.raise_spill(e_home, e_distance);
-                page.push(q, hint, &buf[..len]);
-                page.raise_spill(home, distance);
-                return true;
-            }
-        }
-        false
-    }
-
     fn new_page(&mut self, heap: &mut Heap) -> Result<PagePtr, MapError> {
         let ptr = PagePtr::alloc(heap)?;
-        pg_mut(ptr).init(C::KIND, self.probe_count_max, self.pages.len() as u32);
+        pg_mut(ptr).init(C::KIND, self.pages.len() as u32);
         self.pages.push(ptr);
         Ok(ptr)
     }
@@ -588,35 +460,32 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Makes room for an insert into `tenant` of page `ptr` that found no piece with room.
+    /// Makes room for an insert into `tenant` of page `ptr`, which has no room for it.
     fn make_room(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize) -> Result<(), MapError> {
         let page = pg_mut(ptr);
         if page.tenant_count() == 1 {
             let depth = page.tenant(tenant).expect("live tenant").1;
-            // A lone bucket far deeper than the table needs (2^DEPTH_SLACK slots per page) is a
-            // cluster of hashes sharing their prefix bits: splitting would only double the
-            // directory (a flood of such keys would double it without end). Such a page probes
-            // all its pieces first, and splits only once it is really full.
-            let depth_cap = self
-                .depth_max
-                .min(self.pages.len().ilog2() as u8 + DEPTH_SLACK);
-            if depth >= depth_cap && page.probe_limit() < PIECE_COUNT {
-                page.set_probe_limit(PIECE_COUNT as u8);
-                return Ok(());
-            }
+            // The page is full to its last byte (an insert may use any free byte of it), so a
+            // lone bucket splits only when it really fills a page: a flood of hashes sharing
+            // their prefix bits doubles the directory once per page of such keys, up to
+            // `depth_max`, where the map reports Full.
             if depth >= self.depth_max {
                 return Err(MapError::Full);
             }
-            self.split_in_place(heap, ptr, tenant, SPLIT_LEVELS.min(self.depth_max - depth));
-            self.shed(heap, ptr, None)
+            let levels = SPLIT_LEVELS.min(self.depth_max - depth);
+            let owned = self.split_in_place(heap, ptr, tenant, levels);
+            self.shed(heap, ptr, &owned)
         } else {
             // Buckets grow where they live; one that has grown past an eighth of the page is
             // split in place (as free slots allow) before anything is shed, so that what moves
             // stays small and the page keeps most of its fill (shedding half a page would leave
             // a half-empty page). Measured at 1M random pairs: a quarter-page threshold gives
             // 20.7 B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
+            // Whether to split is decided on sizes estimated from the buckets' depths (hashing
+            // spreads a bucket of depth d over a 2^-d share of the keys), so that every round
+            // hashes the page's keys once: after the split, for the shed.
             let page = pg(ptr);
-            let sizes = self.tenant_sizes(heap, page);
+            let sizes = estimated_sizes(page);
             let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
             let free_slots = TENANT_SLOTS - page.tenant_count();
             let depth = page.tenant(largest).expect("live tenant").1;
@@ -629,15 +498,22 @@ impl<C: Codec> Table<C> {
                 {
                     levels += 1;
                 }
-                self.split_in_place(heap, ptr, largest, levels);
-                return self.shed(heap, ptr, None);
+                let owned = self.split_in_place(heap, ptr, largest, levels);
+                return self.shed(heap, ptr, &owned);
             }
-            self.shed(heap, ptr, Some(sizes))
+            let owned = self.owners(heap, page);
+            self.shed(heap, ptr, &owned)
         }
     }
 
     /// Splits the page's bucket in slot `tenant` into 2^levels buckets, all staying in the page.
-    fn split_in_place(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize, levels: u8) {
+    fn split_in_place(
+        &mut self,
+        heap: &mut Heap,
+        ptr: PagePtr,
+        tenant: usize,
+        levels: u8,
+    ) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
         let page = pg_mut(ptr);
         let (_, depth) = page.tenant(tenant).expect("live tenant");
         // The old tenant table decodes entries while the page is being re-encoded.
@@ -667,49 +543,43 @@ impl<C: Codec> Table<C> {
         let split = &split[..group_len];
         if C::STORES_TENANT {
             // Entries that store their tenant change slot and lose a prefix bit: re-encode them
-            // where they are (never longer, so each piece still fits). Pieces holding none of
-            // the split bucket's entries are left alone.
-            for piece in 0..PIECE_COUNT {
-                let mut touched = false;
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(old_depths, b),
-                    |_, _, _, bytes| {
-                        touched |= C::stored_tenant(bytes) == Some(tenant);
-                    },
-                );
-                if !touched {
-                    continue;
-                }
-                let codec = &self.codec;
-                page.rewrite_piece(
-                    piece,
-                    |b| C::len_of(old_depths, b),
-                    0,
-                    |hint, bytes, out| {
-                        if C::stored_tenant(bytes) != Some(tenant) {
-                            out[..bytes.len()].copy_from_slice(bytes);
-                            return bytes.len();
-                        }
-                        let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
-                        let &(new_t, _, new_depth) = split
-                            .iter()
-                            .find(|&&(_, p, d)| prefix_of(h, d) == p)
-                            .expect("split covers the bucket");
-                        let at = Placement {
-                            tenant: new_t,
-                            depth: new_depth,
-                            distance: (piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
-                        };
-                        codec.reencode(bytes, old_depths, h, at, out)
-                    },
-                );
-            }
+            // where they are (never longer), in one pass over the page.
+            let codec = &self.codec;
+            page.edit_runs(
+                |_| true,
+                |b| C::len_of(old_depths, b),
+                |_, _, _, bytes| {
+                    if C::stored_tenant(bytes) == Some(tenant) {
+                        Edit::Rewrite
+                    } else {
+                        Edit::Keep
+                    }
+                },
+                |piece, hint, bytes, out| {
+                    let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
+                    let &(new_t, _, new_depth) = split
+                        .iter()
+                        .find(|&&(_, p, d)| prefix_of(h, d) == p)
+                        .expect("split covers the bucket");
+                    let at = Placement {
+                        tenant: new_t,
+                        depth: new_depth,
+                        distance: 0,
+                    };
+                    codec.reencode(bytes, old_depths, h, at, out)
+                },
+            );
         }
+        // The split bucket's entries now belong to its parts: the shed that always follows a
+        // split needs the new owners.
+        self.owners(heap, pg(ptr))
     }
 
-    /// Bytes (entries + hints) of each tenant of `page`.
-    fn tenant_sizes(&self, heap: &Heap, page: &Page) -> [usize; TENANT_SLOTS] {
+    /// The tenant slot of every entry of `page` in page order (run by run), and the bytes
+    /// (entries + hints) of each tenant: one pass, hashing the entries that do not store
+    /// their tenant. A make-room round computes it once for its split and its shed.
+    fn owners(&self, heap: &Heap, page: &Page) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
+        let mut owners = Vec::with_capacity(page.entry_count());
         let mut sizes = [0; TENANT_SLOTS];
         let depths = Self::depths(page);
         let tenants = page.tenants();
@@ -720,14 +590,14 @@ impl<C: Codec> Table<C> {
                 |_, _, hint, bytes| {
                     let t = C::stored_tenant(bytes).unwrap_or_else(|| {
                         let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        page.tenant_of_hash(h)
-                            .expect("entry's bucket is hosted here")
+                        tenants.of_hash(h).expect("entry's bucket is hosted here")
                     });
+                    owners.push(t as u8);
                     sizes[t] += bytes.len() + 1;
                 },
             );
         }
-        sizes
+        (owners, sizes)
     }
 
     /// Moves one bucket out of the full page `ptr`: to the spare page if one fits, else to a new
@@ -736,39 +606,40 @@ impl<C: Codec> Table<C> {
         &mut self,
         heap: &mut Heap,
         ptr: PagePtr,
-        sizes: Option<[usize; TENANT_SLOTS]>,
+        (owners, sizes): &(Vec<u8>, [usize; TENANT_SLOTS]),
     ) -> Result<(), MapError> {
         let page = pg(ptr);
-        let sizes = sizes.unwrap_or_else(|| self.tenant_sizes(heap, page));
-        let mut order: Vec<usize> = (0..TENANT_SLOTS)
-            .filter(|&t| page.tenant(t).is_some())
+        // Which bucket goes is a trade between the two pages: a small one keeps this page
+        // full, but the spare has eight tenant slots, and a spare whose slots ran out on small
+        // buckets is left part-empty. So the victim is the bucket closest to the spare's room
+        // per free slot (a fresh page: a page per eight slots). Buckets under 1/32 of a page
+        // would free too little to be worth a pass over the page.
+        let tenants: Vec<usize> = (0..TENANT_SLOTS)
+            .filter(|&t| page.tenant(t).is_some() && sizes[t] >= PAYLOAD_BYTES / 32)
             .collect();
-        order.sort_by_key(|&t| std::cmp::Reverse(sizes[t]));
+        let pick = |free: usize, slots: usize| {
+            let target = free / slots.max(1);
+            tenants
+                .iter()
+                .copied()
+                .filter(|&t| sizes[t] <= free)
+                .min_by_key(|&t| sizes[t].abs_diff(target))
+        };
         if let Some(spare) = self.spare.filter(|&s| s != ptr) {
             let sp = pg(spare);
-            if sp.free_tenant_slot().is_some() {
-                let free = PAYLOAD_BYTES - sp.used_bytes();
-                let fits = order
-                    .iter()
-                    .copied()
-                    .find(|&t| sizes[t] + sizes[t] / 8 + 64 <= free);
-                if let Some(victim) = fits
-                    && self.move_tenant(heap, ptr, victim, spare)
-                {
-                    return Ok(());
-                }
+            let slots = TENANT_SLOTS - sp.tenant_count();
+            if slots > 0
+                && let Some(victim) = pick(PAYLOAD_BYTES - sp.used_bytes(), slots)
+                && self.move_tenant(heap, ptr, victim, spare, Some(owners))
+            {
+                return Ok(());
             }
         }
-        let victim = order[0];
+        let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
+        let victim = pick(PAYLOAD_BYTES, TENANT_SLOTS).unwrap_or(largest);
         let fresh = self.new_page(heap)?;
-        let mut moved = self.move_tenant(heap, ptr, victim, fresh);
-        if !moved {
-            // Greedy placement of a subset can in principle fail where the original order
-            // succeeded; let the fresh page probe every piece rather than give up.
-            pg_mut(fresh).set_probe_limit(PIECE_COUNT as u8);
-            moved = self.move_tenant(heap, ptr, victim, fresh);
-        }
-        if !moved {
+        // A bucket always fits an empty page (it came from one); the check is defensive.
+        if !self.move_tenant(heap, ptr, victim, fresh, Some(owners)) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -781,37 +652,61 @@ impl<C: Codec> Table<C> {
     /// Moves tenant `victim` of page `from` into page `to` (a new tenant slot there). All or
     /// nothing: entries are appended to `to` and popped back on failure. False if `to` has
     /// no free slot or no room.
-    fn move_tenant(&mut self, heap: &mut Heap, from: PagePtr, victim: usize, to: PagePtr) -> bool {
+    /// `owners` is the page's `owners()` if the caller has it.
+    fn move_tenant(
+        &mut self,
+        heap: &mut Heap,
+        from: PagePtr,
+        victim: usize,
+        to: PagePtr,
+        owners: Option<&[u8]>,
+    ) -> bool {
         assert_ne!(from, to);
         let (src, dst) = (pg(from), pg(to));
         let Some(slot) = dst.free_tenant_slot() else {
             return false;
         };
+        let computed;
+        let owners = if let Some(owners) = owners {
+            owners
+        } else {
+            computed = self.owners(heap, src).0;
+            &computed
+        };
+        debug_assert_eq!(owners.len(), src.entry_count());
         let (prefix, depth) = src.tenant(victim).expect("live tenant");
-        // Entries go straight into `to`; pushes only append to pieces, so a failed move is undone
-        // by popping what was placed, last first (spills stay raised: they are upper bounds).
+        // Entries go straight into `to`; pushes only append to runs, so a failed move is undone
+        // by popping what was placed, last first.
         let dst = pg_mut(to);
         dst.set_tenant(slot, Some((prefix, depth)));
         let depths = Self::depths(src);
         let tenants = src.tenants();
-        let mut drop_masks = [0u64; PIECE_COUNT];
+        // Where each run's owners start, and which runs hold entries of the victim: only those
+        // are decoded, here and when the moved entries are dropped from `from`.
+        let mut first = [0usize; PIECE_COUNT + 1];
+        for p in 0..PIECE_COUNT {
+            first[p + 1] = first[p] + src.piece_count(p);
+        }
+        let is_victim = |o: &u8| usize::from(*o) == victim;
+        let touched: [bool; PIECE_COUNT] =
+            std::array::from_fn(|p| owners[first[p]..first[p + 1]].iter().any(is_victim));
         let mut placed: Vec<(u8, u8)> = Vec::new();
         let mut ok = true;
-        for (piece, mask) in drop_masks.iter_mut().enumerate() {
+        for piece in (0..PIECE_COUNT).filter(|&p| touched[p]) {
             src.for_each_in_piece(
                 piece,
                 |b| C::len_of(depths, b),
                 |index, _, hint, bytes| {
-                    if !ok || C::stored_tenant(bytes).is_some_and(|t| t != victim) {
+                    if !ok || !is_victim(&owners[first[piece] + index]) {
                         return;
                     }
-                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    if page_tenant_of(src, h) != victim {
-                        return;
-                    }
-                    *mask |= 1 << index;
+                    let h = if C::REENCODE_NEEDS_HASH {
+                        self.codec.hash_of(heap, &tenants, piece, hint, bytes)
+                    } else {
+                        0
+                    };
                     let codec = &self.codec;
-                    match place::<C>(dst, h, slot, depth, |at, out| {
+                    match place_at(dst, piece, hint, slot, depth, |at, out| {
                         codec.reencode(bytes, depths, h, at, out)
                     }) {
                         Some((p, len)) => placed.push((p as u8, len as u8)),
@@ -831,19 +726,18 @@ impl<C: Codec> Table<C> {
             return false;
         }
         let src = pg_mut(from);
-        for (piece, &mask) in drop_masks.iter().enumerate() {
-            if mask != 0 {
-                src.rewrite_piece(
-                    piece,
-                    |b| C::len_of(depths, b),
-                    mask,
-                    |_, bytes, out| {
-                        out[..bytes.len()].copy_from_slice(bytes);
-                        bytes.len()
-                    },
-                );
-            }
-        }
+        src.edit_runs(
+            |p| touched[p],
+            |b| C::len_of(depths, b),
+            |p, i, _, _| {
+                if is_victim(&owners[first[p] + i]) {
+                    Edit::Drop
+                } else {
+                    Edit::Keep
+                }
+            },
+            |_, _, _, _| unreachable!("moving a bucket rewrites nothing"),
+        );
         src.set_tenant(victim, None);
         self.set_bucket(prefix, depth, word(to, slot, depth));
         true
@@ -874,7 +768,7 @@ impl<C: Codec> Table<C> {
                     && pg(spare).used_bytes() + pg(ptr).used_bytes() < COALESCE_BELOW_BYTES =>
             {
                 for t in 0..TENANT_SLOTS {
-                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare) {
+                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare, None) {
                         break;
                     }
                 }
@@ -920,7 +814,7 @@ impl<C: Codec> Table<C> {
                 } else {
                     (a, a_t, b)
                 };
-                if !self.move_tenant(heap, src, src_t, dst) {
+                if !self.move_tenant(heap, src, src_t, dst, None) {
                     break;
                 }
                 if pg(src).tenant_count() == 0 {
@@ -949,7 +843,7 @@ impl<C: Codec> Table<C> {
         let (prefix, depth) = page.tenant(a).expect("live tenant");
         let scratch_ptr = PagePtr::alloc(heap)?;
         let scratch = pg_mut(scratch_ptr);
-        scratch.init(C::KIND, page.probe_limit() as u8, page.page_index() as u32);
+        scratch.init(C::KIND, page.page_index() as u32);
         for t in 0..TENANT_SLOTS {
             if t != b {
                 scratch.set_tenant(t, page.tenant(t));
@@ -969,10 +863,10 @@ impl<C: Codec> Table<C> {
                         return;
                     }
                     let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    let t = page_tenant_of(page, h);
+                    let t = tenants.of_hash(h).expect("entry's bucket is hosted here");
                     let t = if t == b { a } else { t };
                     let codec = &self.codec;
-                    ok = place::<C>(scratch, h, t, new_depths[t], |at, out| {
+                    ok = place(scratch, h, t, new_depths[t], |at, out| {
                         codec.reencode(bytes, depths, h, at, out)
                     })
                     .is_some();
@@ -1108,11 +1002,9 @@ impl<C: Codec> Table<C> {
                                 "entry in piece {piece}: hint {hint} != {}",
                                 hint_of(h)
                             ));
-                        } else if distance > page.spill(home)
-                            || distance >= page.probe_limit() + usize::from(home == 0)
-                        {
+                        } else if distance != 0 {
                             err = Some(format!(
-                                "entry in piece {piece}: distance {distance} past spill/limit"
+                                "entry in run {piece}: homed {distance} pieces back"
                             ));
                         }
                     },
@@ -1157,27 +1049,45 @@ impl<C: Codec> Table<C> {
     }
 }
 
-/// Tenant slot of the entry with hash `h` in `page`.
-fn page_tenant_of(page: &Page, h: u64) -> usize {
-    page.tenant_of_hash(h)
-        .expect("entry's bucket is hosted here")
+/// Bytes of each tenant of `page` estimated from their depths: uniform hashing gives a bucket of
+/// depth d a share of the page's bytes proportional to 2^-d.
+fn estimated_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
+    let depths = page.tenant_depths();
+    let deepest = depths.iter().filter(|&&d| d != NO_TENANT).max().copied();
+    let weight = |d: u8| match deepest {
+        Some(deepest) if d != NO_TENANT => 1usize << (deepest - d).min(16),
+        _ => 0,
+    };
+    let total: usize = depths.iter().map(|&d| weight(d)).sum();
+    std::array::from_fn(|t| page.used_bytes() * weight(depths[t]) / total.max(1))
 }
 
-/// Places an entry in `page` as tenant `tenant` at `depth`: the first piece from its home, up to
-/// the page's probe limit, with room. Returns (piece, length), or None if no piece has room.
+/// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
+/// bringing free bytes from wherever they are. Returns (piece, length), or None if the page has
+/// no room.
 #[inline]
-fn place<C: Codec>(
+fn place(
     page: &mut Page,
     h: u64,
     tenant: usize,
     depth: u8,
-    mut encode: impl FnMut(Placement, &mut [u8; PIECE_BYTES]) -> usize,
+    encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> Option<(usize, usize)> {
-    let (home, hint) = (home_of(h), hint_of(h));
-    let mut buf = [0u8; PIECE_BYTES];
-    // The length at distance 0 is the shortest the entry gets: pieces without room for it are
-    // skipped without re-encoding.
-    let shortest = encode(
+    place_at(page, home_of(h), hint_of(h), tenant, depth, encode)
+}
+
+/// `place` for an entry whose home and hint are known.
+#[inline]
+fn place_at(
+    page: &mut Page,
+    home: usize,
+    hint: u8,
+    tenant: usize,
+    depth: u8,
+    mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
+) -> Option<(usize, usize)> {
+    let mut buf = [0u8; ENTRY_BUF_BYTES];
+    let len = encode(
         Placement {
             tenant,
             depth,
@@ -1185,31 +1095,11 @@ fn place<C: Codec>(
         },
         &mut buf,
     );
-    let mut len = shortest;
-    // Piece 0 holds only 5 payload bytes (the header takes the rest), so entries homed there
-    // get one extra piece.
-    for distance in 0..page.probe_limit() + usize::from(home == 0) {
-        let piece = (home + distance) % PIECE_COUNT;
-        if !page.fits(piece, shortest) {
-            continue;
-        }
-        if distance > 0 && C::DISTANCE_DEPENDENT {
-            len = encode(
-                Placement {
-                    tenant,
-                    depth,
-                    distance,
-                },
-                &mut buf,
-            );
-        }
-        if page.fits(piece, len) {
-            page.push(piece, hint, &buf[..len]);
-            page.raise_spill(home, distance);
-            return Some((piece, len));
-        }
+    if !page.fits(home, len) {
+        return None;
     }
-    None
+    page.push(home, hint, &buf[..len]);
+    Some((home, len))
 }
 
 /// Iterator over a table's entries (see [`Table::entries`]).

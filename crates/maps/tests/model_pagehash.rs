@@ -169,8 +169,8 @@ fn pagehash_all_keys_colliding_on_hint() {
 
 #[test]
 fn pagehash_all_keys_colliding_entirely_report_full_not_corruption() {
-    // Identical hashes cannot be separated by splitting: the page probes all 128 pieces, then
-    // the map reports Full (at its maximum depth, reached without doubling the directory).
+    // Identical hashes cannot be separated by splitting: their run fills (127 entries), then
+    // the map reports Full at its maximum depth.
     let mut heap = Heap::new().unwrap();
     let config = Config {
         seed: Some(1),
@@ -292,4 +292,92 @@ fn pagehash_clear_frees_everything_and_stays_usable() {
     map.validate(&heap).unwrap();
     map.destroy(&mut heap);
     assert_eq!(heap.stats().requested_bytes, 0);
+}
+
+#[test]
+fn pagehash_one_mebibyte_keys_and_values_round_trip_and_free() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = PageHash::new(&mut heap).unwrap();
+    let mib = 1 << 20;
+    let big_key: Vec<u8> = (0..mib).map(|i| (i * 7) as u8).collect();
+    let big_value: Vec<u8> = (0..mib).map(|i| (i * 13) as u8).collect();
+    // A 1 MiB key with a 1 MiB value, a 1 MiB key with a short value, a short key with a 1 MiB
+    // value, among short 16+16 entries that share their pages.
+    map.insert(&mut heap, &big_key, &big_value).unwrap();
+    map.insert(&mut heap, &big_key[1..], b"short").unwrap();
+    map.insert(&mut heap, b"short-key", &big_value).unwrap();
+    for i in 0..2_000u32 {
+        let k = format!("key:{i:012}");
+        map.insert(&mut heap, k.as_bytes(), &[i as u8; 16]).unwrap();
+    }
+    map.validate(&heap).unwrap();
+    assert_eq!(
+        map.get(&heap, &big_key).unwrap().bytes,
+        big_value.as_slice()
+    );
+    assert_eq!(map.get(&heap, &big_key[1..]).unwrap().bytes, b"short");
+    assert_eq!(
+        map.get(&heap, b"short-key").unwrap().bytes,
+        big_value.as_slice()
+    );
+    assert_eq!(map.iter(&heap).filter(|(k, _)| k.len() == mib).count(), 1);
+    // Overwrite the big value with a short one and back; take and remove free the blobs.
+    map.insert(&mut heap, &big_key, b"now short").unwrap();
+    assert_eq!(map.get(&heap, &big_key).unwrap().bytes, b"now short");
+    map.insert(&mut heap, &big_key, &big_value).unwrap();
+    let (taken, _) = map.take(&mut heap, &big_key).unwrap();
+    assert_eq!(taken, big_value);
+    assert!(map.remove(&mut heap, &big_key[1..]));
+    assert!(map.remove(&mut heap, b"short-key"));
+    map.validate(&heap).unwrap();
+    assert!(
+        map.memory_bytes() < 2_000 * 64,
+        "blobs freed: {}",
+        map.memory_bytes()
+    );
+    map.destroy(&mut heap);
+    assert_eq!(heap.stats().requested_bytes, 0);
+}
+
+#[test]
+fn pagehash_dense_16_byte_entries_pack_across_pieces() {
+    // 16-byte keys and values are 34-byte entries + hint, stored inline back to back across
+    // 64-byte pieces: the whole map (pages, directory, no blobs) stays near 40 B per entry.
+    let mut heap = Heap::new().unwrap();
+    let mut map = PageHash::with_config(
+        &mut heap,
+        &Config {
+            seed: Some(3),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    // `expensive-checks` validates the whole map after every insert: keep that run small.
+    let n: u32 = if cfg!(feature = "expensive-checks") {
+        5_000
+    } else {
+        200_000
+    };
+    for i in 0..n {
+        let k = format!("key:{i:012}");
+        let v = format!("{i:016}");
+        map.insert(&mut heap, k.as_bytes(), v.as_bytes()).unwrap();
+        if i % 20_000 == 0 {
+            map.validate(&heap).unwrap();
+        }
+    }
+    map.validate(&heap).unwrap();
+    let per_entry = map.memory_bytes() as f64 / f64::from(n);
+    if n >= 100_000 {
+        assert!(per_entry < 42.0, "{per_entry} B/entry");
+        assert!(map.shape().fill_ratio > 0.88, "{:?}", map.shape());
+    }
+    for i in (0..n).step_by(7) {
+        let k = format!("key:{i:012}");
+        assert_eq!(
+            map.get(&heap, k.as_bytes()).unwrap().bytes,
+            format!("{i:016}").as_bytes()
+        );
+    }
+    map.destroy(&mut heap);
 }
