@@ -255,22 +255,61 @@ impl SmallMap {
             return Ok(SmallInsert::NeedsConversion);
         }
         let hint = Self::hint(key);
-        let mut meta = Meta::default();
-        let existed = match self.position(key, hint) {
+        match self.position(key, hint) {
             Some(i) => {
-                meta = split_pair(&self.bytes()[HEADER_BYTES + self.offset(i)..]).0;
-                self.remove_at(i);
-                true
+                self.replace_at(heap, i, key, value)?;
+                Ok(SmallInsert::Replaced)
             }
-            None if self.len() == PAIRS_MAX => return Ok(SmallInsert::NeedsConversion),
-            None => false,
-        };
-        self.push(heap, hint, meta, key, value)?;
-        Ok(if existed {
-            SmallInsert::Replaced
-        } else {
-            SmallInsert::Inserted
-        })
+            None if self.len() == PAIRS_MAX => Ok(SmallInsert::NeedsConversion),
+            None => {
+                self.push(heap, hint, Meta::default(), key, value)?;
+                Ok(SmallInsert::Inserted)
+            }
+        }
+    }
+
+    /// Overwrites pair `i`'s value keeping its place in the order (as a listpack does) and its
+    /// meta: the old bytes leave the pair area, the new pair goes to its end, `offsets[i]` follows.
+    fn replace_at(
+        &mut self,
+        heap: &mut Heap,
+        i: usize,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<(), MapError> {
+        let (count, used) = (self.len(), self.used());
+        let start = self.offset(i);
+        let (meta, _, _, n) = split_pair(&self.bytes()[HEADER_BYTES + start..]);
+        let new_len = pair_len(key, value);
+        let need = HEADER_BYTES + used - n + new_len;
+        if need > self.alloc_bytes() {
+            // SAFETY: `ptr` came from this heap with size `alloc_bytes`, and is replaced by the
+            // result (the old pointer is not used again).
+            self.ptr = unsafe { heap.realloc(self.ptr, self.alloc_bytes(), need)? };
+            self.set_u16(12, need as u16);
+        }
+        for j in 0..count {
+            let off = self.offset(j);
+            if j != i && off > start {
+                self.set_u16(16 + 2 * j, (off - n) as u16);
+            }
+        }
+        let bytes = self.bytes_mut();
+        bytes.copy_within(
+            HEADER_BYTES + start + n..HEADER_BYTES + used,
+            HEADER_BYTES + start,
+        );
+        let at = HEADER_BYTES + used - n;
+        bytes[at] = meta.0;
+        let mut w = at + 1;
+        w += varint::put(&mut bytes[w..], key.len() as u64);
+        bytes[w..w + key.len()].copy_from_slice(key);
+        w += key.len();
+        w += varint::put(&mut bytes[w..], value.len() as u64);
+        bytes[w..w + value.len()].copy_from_slice(value);
+        self.set_u16(16 + 2 * i, (used - n) as u16);
+        self.set_u16(10, (used - n + new_len) as u16);
+        Ok(())
     }
 
     fn push(

@@ -147,3 +147,50 @@ fn smallmap_hint_counters_count_hits_misses_and_not_found() {
     assert!(rate > 0.01 && rate < 0.07, "hint miss rate {rate}");
     map.destroy(&mut heap);
 }
+
+/// Iteration order is insertion order, and an overwrite keeps the pair's place (as a Redis
+/// listpack does, so HGETALL of a small hash lists fields as Redis would): checked against a
+/// `Vec` of pairs after every operation.
+#[test]
+fn smallmap_keeps_insertion_order_across_overwrites() {
+    for seed in 0..200u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut heap = Heap::new().unwrap();
+        let mut small = SmallMap::new(&mut heap).unwrap();
+        let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        for _ in 0..300 {
+            let key = format!("k{}", rng.gen_range(0..10)).into_bytes();
+            if rng.gen_bool(0.7) {
+                let value = vec![b'v'; rng.gen_range(0..40)];
+                let result = small.insert(&mut heap, &key, &value).unwrap();
+                let full = model.len() == 8;
+                match model.iter_mut().find(|(k, _)| *k == key) {
+                    Some(pair) => {
+                        assert!(matches!(result, SmallInsert::Replaced));
+                        pair.1 = value;
+                    }
+                    None if full => {
+                        assert!(matches!(result, SmallInsert::NeedsConversion));
+                    }
+                    None => {
+                        assert!(matches!(result, SmallInsert::Inserted));
+                        model.push((key, value));
+                    }
+                }
+            } else {
+                let was = model.iter().position(|(k, _)| *k == key);
+                assert_eq!(small.remove(&key), was.is_some());
+                if let Some(i) = was {
+                    model.remove(i);
+                }
+            }
+            small.validate().unwrap();
+            let got: Vec<(Vec<u8>, Vec<u8>)> = small
+                .iter()
+                .map(|(k, v)| (k.to_vec(), v.bytes.to_vec()))
+                .collect();
+            assert_eq!(got, model, "seed {seed}");
+        }
+        small.destroy(&mut heap);
+    }
+}
