@@ -184,3 +184,4 @@ pub fn encoding_name(t: u8) -> &'static str {
         _ => "unknown",
     }
 }
+

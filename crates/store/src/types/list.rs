@@ -25,7 +25,7 @@
 //! what one insert or delete in the middle moves (≤ 8 KiB) and what an index scan inside a chunk
 //! reads. A count bound (Redis's positive fill) was rejected: with tiny elements it would make
 //! chunks small and the per-chunk overhead large, and bytes are what memmove and scans cost.
-//! Buffers grow by doubling from 64 bytes up to 8 KiB, placing the data so that most of the free
+//! Buffers grow by a quarter from 64 bytes up to 8 KiB, placing the data so that most of the free
 //! space lies on the side that is growing; when the pushing side has no gap, the data is moved
 //! only if at least a quarter of the buffer is free (so a move of `used` bytes buys at least
 //! `cap/8` bytes of pushes), otherwise a new chunk starts: a full chunk fed at one end and drained
@@ -234,9 +234,12 @@ impl Chunk {
         } else if self.cap() >= CHUNK_MAX_BYTES {
             return false;
         } else {
-            // Grow; all the spare room goes to the side that grows, so a list pushed at one end
-            // fills its chunks to the brim.
-            let cap = (self.cap() * 2).clamp(used + s, CHUNK_MAX_BYTES);
+            // Grow by a quarter (rounded to 16 bytes, the allocator's granule): the slack of a
+            // list that stops growing averages ~12% instead of doubling's ~33%, for 4 copies per
+            // byte instead of 2 — chunks are at most 8 KiB. All the spare room goes to the side
+            // that grows, so a list pushed at one end fills its chunks to the brim.
+            let grown = (self.cap() + self.cap() / 4).next_multiple_of(16);
+            let cap = grown.clamp(used + s, CHUNK_MAX_BYTES);
             (cap, cap - used - s)
         };
         let before = match side {
