@@ -364,8 +364,60 @@ impl PageHash {
             self.check(heap);
             return Ok(None);
         };
-        let old = self.table.entry(&loc);
-        on_old(Self::value_ref(heap, old));
+        on_old(Self::value_ref(heap, self.table.entry(&loc)));
+        let old_meta = self.overwrite(heap, h, &loc, key, value, meta)?;
+        Ok(Some(old_meta))
+    }
+
+    /// Writes the value of `key` from its current one with one lookup: `f` sees the old value
+    /// (`None` if `key` is absent) and appends the new one to `out` (cleared first), returning
+    /// its meta, or returns `None` to leave the map as it is. Returns whether `f` wrote.
+    pub fn upsert_with(
+        &mut self,
+        heap: &mut Heap,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        f: impl FnOnce(Option<ValueRef<'_>>, &mut Vec<u8>) -> Option<Meta>,
+    ) -> Result<bool, MapError> {
+        let (h, loc) = self.find(heap, key);
+        out.clear();
+        let old = loc
+            .as_ref()
+            .map(|loc| Self::value_ref(heap, self.table.entry(loc)));
+        let Some(meta) = f(old, out) else {
+            return Ok(false);
+        };
+        if let Some(loc) = loc {
+            self.overwrite(heap, h, &loc, key, out, Some(meta))?;
+            return Ok(true);
+        }
+        let mut buf = [0u8; ENTRY_BUF_BYTES];
+        let n = self.build_entry(heap, h, key, None, out, meta, &mut buf)?;
+        let result = self.table.insert_new(heap, h, |_, slot| {
+            slot[..n].copy_from_slice(&buf[..n]);
+            n
+        });
+        if let Err(e) = result {
+            self.release(heap, &buf[..n]);
+            return Err(e);
+        }
+        self.check(heap);
+        Ok(true)
+    }
+
+    /// Replaces the value of the entry at `loc` (whose key is `key`, hash `h`); returns its old
+    /// meta. `meta: None` keeps it.
+    fn overwrite(
+        &mut self,
+        heap: &mut Heap,
+        h: u64,
+        loc: &Loc,
+        key: &[u8],
+        value: &[u8],
+        meta: Option<Meta>,
+    ) -> Result<Meta, MapError> {
+        let mut buf = [0u8; ENTRY_BUF_BYTES];
+        let old = self.table.entry(loc);
         let (k, v) = parse(old);
         let key_handle = k.out_of_line.then(|| raw::get_handle(&old[k.at..]));
         let old_meta = Meta(old[0]);
@@ -385,15 +437,15 @@ impl PageHash {
             meta.unwrap_or(old_meta),
             &mut buf,
         )?;
-        if !self.table.replace(&loc, &buf[..n]) {
-            self.table.remove_unmerged(&loc);
+        if !self.table.replace(loc, &buf[..n]) {
+            self.table.remove_unmerged(loc);
             self.table.insert_new(heap, h, |_, out| {
                 out[..n].copy_from_slice(&buf[..n]);
                 n
             })?;
         }
         self.check(heap);
-        Ok(Some(old_meta))
+        Ok(old_meta)
     }
 
     /// Encodes an entry into `buf`, moving the value and then the key out of line as needed to

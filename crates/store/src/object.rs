@@ -184,4 +184,3 @@ pub fn encoding_name(t: u8) -> &'static str {
         _ => "unknown",
     }
 }
-

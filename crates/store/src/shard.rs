@@ -399,6 +399,81 @@ impl Shard {
         Ok(())
     }
 
+    /// Writes the value of `key` from its current one with a single lookup (INCR…): `f` sees the
+    /// live entry (`None` if the key is missing or expired) and appends the new payload to `out`,
+    /// returning its tag — or `None` to write nothing — and a result. An existing key keeps its
+    /// TTL and LFU bits; a new one has no TTL. Only entries that own nothing (strings and inline
+    /// collections other than records) are rewritten: for a boxed or record entry `f` is only
+    /// asked for its result (it sees the tag and replies WRONGTYPE or reads it).
+    pub fn upsert_with<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Option<Entry<'_>>, &mut Vec<u8>) -> (Option<u8>, R),
+    ) -> Result<R, StoreError> {
+        if self.dbs[db].keys.is_none() {
+            self.dbs[db].keys = Some(PageHash::with_config(&mut self.heap, &self.map_config)?);
+        }
+        let keys = self.dbs[db].keys.as_mut().expect("created above");
+        let mut out = std::mem::take(&mut self.value_buf);
+        let mut result = None;
+        // (old tag if an entry was there, whether it had expired, new tag).
+        let mut written: Option<(Option<u8>, bool, u8)> = None;
+        let mut expired_unwritten = false;
+        // What an expired owning entry that gets overwritten held, released afterwards.
+        let mut released: Option<(u8, [u8; HANDLE_BYTES])> = None;
+        let wrote = keys.upsert_with(&mut self.heap, key, &mut out, |old, out| {
+            let stored = old.map(split);
+            // An expired entry is missing to `f`; if `f` writes, the new value replaces it.
+            let expired = stored.is_some_and(|e| e.expired(now_ms));
+            let entry = stored.filter(|_| !expired);
+            let owns = stored
+                .is_some_and(|e| object::is_boxed(e.tag) || e.tag == object::tag::HASH_RECORD);
+            if let Some(at) = entry.and_then(|e| e.expire_at_ms) {
+                out.extend_from_slice(&at.to_le_bytes());
+            }
+            let (tag, r) = f(entry, out);
+            result = Some(r);
+            let Some(tag) = tag.filter(|_| !owns || expired) else {
+                expired_unwritten = expired;
+                return None;
+            };
+            if owns && let Some(e) = stored {
+                let mut held = [0u8; HANDLE_BYTES];
+                let n = e.payload.len().min(HANDLE_BYTES);
+                held[..n].copy_from_slice(&e.payload[..n]);
+                released = Some((e.tag, held));
+            }
+            debug_assert!(!object::is_boxed(tag) && tag != object::tag::HASH_RECORD);
+            written = Some((stored.map(|e| e.tag), expired, tag));
+            Some(match entry {
+                Some(_) => old.expect("present").meta.with_tag(tag),
+                None => Meta::new(tag, false, 0),
+            })
+        });
+        self.value_buf = out;
+        wrote?;
+        if expired_unwritten {
+            self.delete_expired(db, key);
+        }
+        if let Some((tag, held)) = released {
+            release_payload(&mut self.heap, &mut self.shapes, tag, &held);
+        }
+        if let Some((old, expired, new)) = written {
+            let d = &mut self.dbs[db];
+            if let Some(old) = old {
+                d.tags[usize::from(old)] -= 1;
+            }
+            d.tags[usize::from(new)] += 1;
+            if expired {
+                d.expires -= 1;
+                self.expired_keys += 1;
+            }
+        }
+        Ok(result.expect("f runs once"))
+    }
+
     /// Stores a boxed collection under `key` (replacing whatever was there); the keyspace owns
     /// it from here on.
     pub fn put_object(

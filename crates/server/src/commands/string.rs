@@ -437,38 +437,53 @@ pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
+    /// Why INCR refused.
+    enum Refused {
+        WrongType,
+        NotInteger,
+        Overflow,
+    }
     let (db, now) = (ctx.db(), ctx.now_ms);
-    // The read also yields the TTL, so the write keeps it without reading the key again.
-    let current = ctx.shard(key).with_entry(db, key, now, |e| {
+    let add = |current: i64| current.checked_add(by).ok_or(Refused::Overflow);
+    let encode = |i: i64| {
+        let mut payload = smallvec::SmallVec::<[u8; 10]>::from_buf([0u8; 10]);
+        let len = value::encode_int_into(i, (&mut payload[..]).try_into().expect("10 bytes"));
+        payload.truncate(len);
+        payload
+    };
+    // One lookup: the value is rewritten where it is (keeping its TTL), or created.
+    let updated = ctx.shard(key).upsert_with(db, key, now, |e, out| {
+        let Some(e) = e else {
+            out.extend_from_slice(&encode(by));
+            return (Some(value::tag::STR_INT), Ok(by));
+        };
         if !is_string(e.tag) {
-            return Err(true);
+            return (None, Err(Refused::WrongType));
         }
-        let ttl = e.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
-        match Str::of(e.tag, e.payload) {
-            Str::Int(i) => Ok((i, ttl)),
-            Str::Bytes(b) => value::parse_i64(b).map(|i| (i, ttl)).ok_or(false),
+        let current = match Str::of(e.tag, e.payload) {
+            Str::Int(i) => i,
+            Str::Bytes(b) => match value::parse_i64(b) {
+                Some(i) => i,
+                None => return (None, Err(Refused::NotInteger)),
+            },
+        };
+        match add(current) {
+            Ok(next) => {
+                out.extend_from_slice(&encode(next));
+                (Some(value::tag::STR_INT), Ok(next))
+            }
+            Err(e) => (None, Err(e)),
         }
     });
-    let (current, ttl) = match current {
-        None => (0, Ttl::Clear),
-        Some(Ok(pair)) => pair,
-        Some(Err(true)) => return ctx.wrong_type(),
-        Some(Err(false)) => return ctx.not_integer(),
+    let next = match updated {
+        Err(_) => return ctx.oom(),
+        Ok(Ok(next)) => next,
+        Ok(Err(Refused::WrongType)) => return ctx.wrong_type(),
+        Ok(Err(Refused::NotInteger)) => return ctx.not_integer(),
+        Ok(Err(Refused::Overflow)) => {
+            return ctx.error("ERR increment or decrement would overflow");
+        }
     };
-    let Some(next) = current.checked_add(by) else {
-        ctx.error("ERR increment or decrement would overflow");
-        return;
-    };
-    let mut payload = [0u8; 10];
-    let len = value::encode_int_into(next, &mut payload);
-    if ctx
-        .shard(key)
-        .put(db, key, value::tag::STR_INT, &payload[..len], ttl, now)
-        .is_err()
-    {
-        ctx.oom();
-        return;
-    }
     ctx.touch(db, key);
     ctx.out.integer(next);
 }
