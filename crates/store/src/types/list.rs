@@ -36,7 +36,7 @@
 //! Memory: a full chunk of 10-byte elements holds 682 of them in 8184 of its 8192 bytes, plus
 //! 32 bytes of `Chunk` in the deque: ≈ 12.05 bytes per element. Redis's listpack spends 12
 //! (1 encoding byte + 10 + 1 backlen) plus a 32-byte quicklistNode and the listpack header per
-//! node; see docs/types-list.md for the measured figures. Elements that are integers are stored
+//! node; see docs/types.md for the measured figures. Elements that are integers are stored
 //! as text: a listpack's integer encoding saves at most 2–3 bytes for 10-digit numbers, and text
 //! lets LRANGE reply with a copy of the stored bytes.
 

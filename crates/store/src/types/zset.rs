@@ -28,7 +28,7 @@
 //! Bytes per member (20-byte members, integer scores): packed 1 + 1..3 + 1 + 20 ≈ 24 B;
 //! index ≈ 64 B in the map (one 64-byte piece for a 31-byte entry) + ≈ 40 B in the tree. Redis's
 //! skiplist encoding: node (≈ 48–64 B) + sds (32 B) + dictEntry (32 B) + bucket (8–16 B) ≈ 130 B.
-//! Measured figures are in `docs/types-zset.md`.
+//! Measured figures are in `docs/types.md`.
 
 use crate::object::{Object, tag};
 use crate::shard::{Shard, StoreError, Ttl};
