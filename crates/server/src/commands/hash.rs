@@ -550,29 +550,6 @@ fn random_fields(h: &HashRef<'_>, out: &mut ReplyWriter<'_>, count: i64, withval
     }
 }
 
-/// Parses a SCAN cursor as Redis's `strtoul` check does.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let (negative, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        return arg.is_empty().then_some(0);
-    }
-    let mut value: u64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    })
-}
 
 enum ScanError {
     Syntax,
@@ -605,7 +582,7 @@ fn scan_options(args: &[&[u8]]) -> Result<(Option<Glob>, usize), ScanError> {
 }
 
 pub fn hscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(args[2]) else {
+    let Some(cursor) = super::keys::parse_cursor(args[2]) else {
         return ctx.error("ERR invalid cursor");
     };
     let options = scan_options(args);

@@ -1566,29 +1566,6 @@ pub fn zdiffstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 // ---------------------------------------------------------------------------------------------
 // ZSCAN
 
-/// A SCAN cursor as Redis's `parseScanCursorOrReply` reads it (`strtoul`).
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let (negative, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        return arg.is_empty().then_some(0);
-    }
-    let mut value: u64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    })
-}
 
 /// `d2string`: how a listpack holds a score (ZSCAN of a small zset prints it so).
 fn d2string(s: f64) -> Vec<u8> {
@@ -1607,7 +1584,7 @@ fn d2string(s: f64) -> Vec<u8> {
 }
 
 pub fn zscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(args[2]) else {
+    let Some(cursor) = super::keys::parse_cursor(args[2]) else {
         return ctx.error("ERR invalid cursor");
     };
     let key = args[1];
