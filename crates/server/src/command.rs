@@ -323,7 +323,21 @@ pub fn run<'s>(
         now_ms,
         failed: false,
     };
-    (spec.handler)(&mut ctx, args);
+    // A bug in a handler must not take its I/O thread (and every client on it) down: the panic
+    // is logged by the panic hook, the client gets an error, and the server keeps serving.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        (spec.handler)(&mut ctx, args);
+    }));
+    if ran.is_err() {
+        crate::log::warning(&format!(
+            "command '{}' panicked; replied with an error",
+            spec.name
+        ));
+        ctx.error(&format!(
+            "ERR internal error while running '{}' (see the server log)",
+            spec.name
+        ));
+    }
     let failed = ctx.failed;
     let usec = started.elapsed().as_micros() as u64;
     let stat = &server.command_stats[index];

@@ -550,7 +550,6 @@ fn random_fields(h: &HashRef<'_>, out: &mut ReplyWriter<'_>, count: i64, withval
     }
 }
 
-
 enum ScanError {
     Syntax,
     NotInteger,

@@ -1566,7 +1566,6 @@ pub fn zdiffstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 // ---------------------------------------------------------------------------------------------
 // ZSCAN
 
-
 /// `d2string`: how a listpack holds a score (ZSCAN of a small zset prints it so).
 fn d2string(s: f64) -> Vec<u8> {
     if s == 0.0 {
