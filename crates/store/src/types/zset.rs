@@ -50,31 +50,11 @@ pub fn fits_packed(count: usize, member_len_max: usize) -> bool {
 /// The packed (inline) encoding.
 pub mod packed {
     use super::{Ordering, cmp_key};
+    use crate::types::zset_tree::{varint_get, varint_put};
 
     const HEADER_BYTES: usize = 2;
     /// `double2ll`'s range: |score| <= LLONG_MAX / 2.
     const INT_LIMIT: f64 = (i64::MAX / 2) as f64;
-
-    fn varint_put(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    fn varint_get(bytes: &[u8]) -> (u64, usize) {
-        let mut v = 0u64;
-        let mut shift = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return (v, i + 1);
-            }
-            shift += 7;
-        }
-        panic!("truncated varint in a packed zset");
-    }
 
     /// An empty packed zset.
     pub fn empty() -> Vec<u8> {

@@ -45,7 +45,7 @@ pub fn cmp_key(sa: f64, ma: &[u8], sb: f64, mb: &[u8]) -> Ordering {
     }
 }
 
-fn varint_put(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn varint_put(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -53,7 +53,7 @@ fn varint_put(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn varint_get(bytes: &[u8]) -> (u64, usize) {
+pub(crate) fn varint_get(bytes: &[u8]) -> (u64, usize) {
     let mut v = 0u64;
     let mut shift = 0;
     for (i, &b) in bytes.iter().enumerate() {
@@ -63,7 +63,7 @@ fn varint_get(bytes: &[u8]) -> (u64, usize) {
         }
         shift += 7;
     }
-    panic!("truncated varint in a zset leaf");
+    panic!("truncated varint in a sorted set");
 }
 
 /// Decodes the entry at `off` of a leaf: (score, member, offset of the next entry).
