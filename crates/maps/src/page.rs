@@ -377,6 +377,23 @@ impl Page {
         crate::raw::prefetch(&self.bytes[at]);
     }
 
+    /// Starts loading what a lookup in run `p` reads first: the header and `p`'s index slot.
+    #[inline]
+    pub fn prefetch_index(&self, p: usize) {
+        crate::raw::prefetch(&self.bytes[0]);
+        crate::raw::prefetch(&self.bytes[HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES]);
+    }
+
+    /// Starts loading run `p` itself (its first two cache lines), from its index slot.
+    #[inline]
+    pub fn prefetch_run_at(&self, p: usize) {
+        let (start, count) = self.slot(p);
+        if count > 0 {
+            crate::raw::prefetch(&self.bytes[start]);
+            crate::raw::prefetch(&self.bytes[(start + 64).min(PAGE_BYTES - 1)]);
+        }
+    }
+
     /// Number of entries homed at piece `p`.
     #[inline]
     pub fn piece_count(&self, p: usize) -> usize {

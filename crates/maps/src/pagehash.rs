@@ -279,6 +279,19 @@ impl PageHash {
         field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES)
     }
 
+    /// Hash of `key` for [`PageHash::prefetch`] (the hash every lookup of `key` computes).
+    #[inline]
+    pub fn hash_key(&self, key: &[u8]) -> u64 {
+        self.table.codec.hash(key)
+    }
+
+    /// Stage `stage` (0, 1, 2) of a lookup of the key with hash `h`, done ahead: see
+    /// `Table::prefetch`. A hint only: it changes nothing and costs a few loads.
+    #[inline]
+    pub fn prefetch(&self, h: u64, stage: u8) {
+        self.table.prefetch(h, stage);
+    }
+
     #[inline]
     pub fn get<'a>(&'a self, heap: &'a Heap, key: &[u8]) -> Option<ValueRef<'a>> {
         let (_, loc) = self.find(heap, key);

@@ -119,17 +119,17 @@ pub fn put_handle(out: &mut [u8], handle: u64) {
     crate::varint::put_le(out, handle, HANDLE_BYTES);
 }
 
-/// Asks the CPU to start loading the cache line of `byte` (a hint: no effect on memory).
+/// Asks the CPU to start loading the cache line of `value` (a hint: no effect on memory).
 #[inline]
-pub fn prefetch(byte: &u8) {
+pub fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has; it only hints the cache and
     // never faults, and the pointer comes from a live reference anyway.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            std::ptr::from_ref(byte).cast(),
+            std::ptr::from_ref(value).cast(),
         );
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = byte;
+    let _ = value;
 }

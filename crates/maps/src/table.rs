@@ -279,6 +279,27 @@ impl<C: Codec> Table<C> {
         unword(self.dir[slot])
     }
 
+    /// One stage of a lookup of hash `h` done ahead of time, so that lookups of several keys
+    /// overlap their cache misses instead of taking them one after another: stage 0 starts
+    /// loading the directory word, 1 the page's header and index slot, 2 the run. Each stage
+    /// reads what the previous one loaded; calling them in order over a batch of keys (all keys
+    /// stage 0, then all stage 1, ...) gives each load a batch's time to arrive.
+    #[inline]
+    pub fn prefetch(&self, h: u64, stage: u8) {
+        match stage {
+            0 => {
+                let slot = if self.global_depth == 0 {
+                    0
+                } else {
+                    (h >> (64 - u32::from(self.global_depth))) as usize
+                };
+                crate::raw::prefetch(&self.dir[slot]);
+            }
+            1 => pg(self.locate(h).0).prefetch_index(home_of(h)),
+            _ => pg(self.locate(h).0).prefetch_run_at(home_of(h)),
+        }
+    }
+
     #[inline]
     pub fn depths(page: &Page) -> Depths {
         if C::STORES_TENANT {

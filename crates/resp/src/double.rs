@@ -125,6 +125,16 @@ pub fn g17(value: f64) -> FormattedDouble {
     if special(value, &mut out) {
         return out;
     }
+    // Integral values below 1e17 have at most 17 digits, so `%.17g` prints them exactly as an
+    // integer: skip the two exact float formats (scores are mostly integers).
+    if value.fract() == 0.0 && value.abs() < 1e17 {
+        if value.to_bits() == (-0.0f64).to_bits() {
+            out.push_bytes(b"-0");
+        } else {
+            write!(out, "{}", value as i64).expect("at most 18 bytes");
+        }
+        return out;
+    }
     // 17 significant digits in scientific form decide the exponent X, as C's %g specifies.
     let mut sci = FormattedDouble::new();
     write!(sci, "{value:.16e}").expect("at most 25 bytes");
@@ -284,7 +294,7 @@ mod tests {
     }
 
     fn random_double(rng: &mut SmallRng) -> f64 {
-        match rng.gen_range(0..5) {
+        match rng.gen_range(0..6) {
             // Any bit pattern: subnormals, huge, NaN with payloads.
             0 => f64::from_bits(rng.r#gen()),
             // Short decimals, the values users type.
@@ -293,6 +303,8 @@ mod tests {
             2 => 10f64.powi(rng.gen_range(-6..19)) * rng.gen_range(0.5..10.0),
             // Integers near 2^53.
             3 => (rng.gen_range(0u64..1 << 55) as f64) * if rng.r#gen() { 1.0 } else { -1.0 },
+            // Integers across 1e17, where the integer fast path hands over to `%e` rounding.
+            4 => rng.gen_range(10_000_000_000_000_000u64..1_000_000_000_000_000_000) as f64,
             _ => rng.gen_range(-1e6..1e6),
         }
     }

@@ -15,6 +15,7 @@
 //! | `number`   | strict integer syntax of `*N` / `$L`                       | `string2ll` (`util.c`)        |
 //! | `error`    | the one error enum: protocol errors and their reply texts  | `addReplyError` calls         |
 //! | `reply`    | RESP2/RESP3 reply writer, deferred lengths                 | `addReply*`                   |
+//! | `peek`     | read-ahead: end and key of the next complete request       | —                             |
 //! | `double`   | `%.17g` and INCRBYFLOAT's human format, allocation-free    | `addReplyDouble`, `ld2string` |
 //! | `fuzz`     | [`fuzz_check`], the fuzz target's body, replayed in tests  | —                             |
 //!
@@ -27,6 +28,7 @@ mod fuzz;
 pub mod inline;
 mod number;
 mod parser;
+pub mod peek;
 pub mod reply;
 
 pub use error::ProtocolError;

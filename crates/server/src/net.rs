@@ -474,6 +474,8 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     // One clock read per batch, as Redis caches its time per event-loop turn: TTLs are in ms and
     // a batch runs in microseconds.
     let now_ms = unix_ms();
+    // End of the requests whose keys have been prefetched (`prefetch_ahead`).
+    let mut ahead = input.pos;
     while input.pos < input.filled
         && !state.close_after_reply
         && !state.close_now
@@ -482,6 +484,10 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
         if count == COMMANDS_PER_TURN || out.len() >= OUTPUT_PAUSE_BYTES {
             stopped_early = true;
             break;
+        }
+        if input.pos >= ahead {
+            ahead =
+                input.pos + prefetch_ahead(server, state.db, &input.query[input.pos..input.filled]);
         }
         let auth_required = !state.authenticated && server.config.read().requirepass.is_some();
         input.parser.set_auth_required(auth_required);
@@ -532,6 +538,49 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
         }
     }
     stopped_early
+}
+
+/// Requests read ahead per batch: a `-P 16` pipeline is one batch.
+const PREFETCH_BATCH: usize = 16;
+
+/// Starts loading the keyspace entries of the next few complete requests in `buf` (their second
+/// argument, the key of most commands), so that a pipelined batch waits for memory once rather
+/// than once per request: every key's directory word, then every page's index, then every run
+/// (`Shard::prefetch`). Only a hint: a shard that is busy is skipped, a second argument that is
+/// not a key costs a wasted load. Returns the bytes of the requests covered; a lone request is
+/// not prefetched (nothing to overlap it with).
+fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
+    let mut keys: smallvec::SmallVec<[(usize, &[u8]); PREFETCH_BATCH]> = smallvec::SmallVec::new();
+    let (mut at, mut requests) = (0, 0);
+    while requests < PREFETCH_BATCH {
+        let Some(peeked) = resp::peek::peek_multibulk(&buf[at..]) else {
+            break;
+        };
+        if let Some(key) = peeked.key {
+            let key = &buf[at + key.start..at + key.end];
+            keys.push((server.shard_of(key), key));
+        }
+        at += peeked.consumed;
+        requests += 1;
+    }
+    if requests < 2 {
+        return at;
+    }
+    let mut guards: smallvec::SmallVec<[Option<parking_lot::MutexGuard<'_, store::Shard>>; 16]> =
+        (0..server.shard_count()).map(|_| None).collect();
+    for &(shard, _) in &keys {
+        if guards[shard].is_none() {
+            guards[shard] = server.try_lock_shard(shard);
+        }
+    }
+    for stage in 0..3 {
+        for &(shard, key) in &keys {
+            if let Some(guard) = &guards[shard] {
+                guard.prefetch(db, key, stage);
+            }
+        }
+    }
+    at
 }
 
 fn flush(server: &Server, conn: &mut Conn) -> Result<(), ()> {

@@ -213,6 +213,11 @@ impl Server {
         (self.hasher.hash_one(key) % self.shards.len() as u64) as usize
     }
 
+    /// The shard's lock if it is free right now (for work that may simply be skipped).
+    pub fn try_lock_shard(&self, index: usize) -> Option<MutexGuard<'_, Shard>> {
+        self.shards[index].try_lock()
+    }
+
     pub fn lock_shard(&self, index: usize) -> MutexGuard<'_, Shard> {
         self.shards[index].lock()
     }

@@ -509,6 +509,15 @@ impl Shard {
         }
     }
 
+    /// Stage `stage` (0, 1, 2) of a lookup of `key` in `db`, done ahead of the command that
+    /// will look it up (see `maps::PageHash::prefetch`): loads cache lines, changes nothing.
+    #[inline]
+    pub fn prefetch(&self, db: usize, key: &[u8], stage: u8) {
+        if let Some(keys) = self.dbs.get(db).and_then(|d| d.keys.as_ref()) {
+            keys.prefetch(keys.hash_key(key), stage);
+        }
+    }
+
     /// Calls `f` with the value of `key` as a collection command needs it (see `Slot`),
     /// deleting the key first if its TTL has passed.
     pub fn with_slot<R>(
