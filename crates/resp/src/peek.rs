@@ -1,5 +1,6 @@
 //! A read-ahead over the query buffer: where the next complete multibulk request ends and where
-//! its second argument (the key of most commands) lies, without touching the parser's state.
+//! its first few arguments (the name, the key of most commands, a member or field) lie, without
+//! touching the parser's state.
 //!
 //! The server uses it to learn the keys of the requests waiting behind the one it is about to run,
 //! so it can start loading their keyspace entries into the cache all at once (a pipelined batch
@@ -17,13 +18,25 @@ use std::ops::Range;
 /// Requests with more arguments than this end the read-ahead (the peek stays cheap).
 pub const PEEK_ARGS_MAX: usize = 64;
 
+/// Arguments whose place a [`Peeked`] keeps.
+pub const PEEK_SPANS: usize = 4;
+
 /// One complete request found by [`peek_multibulk`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Peeked {
     /// Bytes the request occupies from the start of the buffer.
     pub consumed: usize,
-    /// Where the second argument lies in the buffer, if there is one.
-    pub key: Option<Range<usize>>,
+    /// Number of arguments, the name included.
+    pub argc: usize,
+    spans: [Range<usize>; PEEK_SPANS],
+}
+
+impl Peeked {
+    /// Where argument `index` (0 is the name) lies in the buffer, if the request has it and
+    /// `index < PEEK_SPANS`.
+    pub fn arg(&self, index: usize) -> Option<Range<usize>> {
+        (index < self.argc.min(PEEK_SPANS)).then(|| self.spans[index].clone())
+    }
 }
 
 /// The complete multibulk request at the start of `buf`, if there is one the peek understands.
@@ -35,7 +48,7 @@ pub fn peek_multibulk(buf: &[u8]) -> Option<Peeked> {
     if argc == 0 || argc > PEEK_ARGS_MAX {
         return None;
     }
-    let mut key = None;
+    let mut spans: [Range<usize>; PEEK_SPANS] = Default::default();
     for index in 0..argc {
         if buf.get(at) != Some(&b'$') {
             return None;
@@ -45,12 +58,16 @@ pub fn peek_multibulk(buf: &[u8]) -> Option<Peeked> {
         if buf.get(end..end + 2)? != b"\r\n" {
             return None;
         }
-        if index == 1 {
-            key = Some(body..end);
+        if let Some(span) = spans.get_mut(index) {
+            *span = body..end;
         }
         at = end + 2;
     }
-    Some(Peeked { consumed: at, key })
+    Some(Peeked {
+        consumed: at,
+        argc,
+        spans,
+    })
 }
 
 /// A decimal of 1..=10 digits at `at` followed by CRLF: its value and the offset after the CRLF.
@@ -82,9 +99,13 @@ mod tests {
     fn finds_the_key_and_the_end() {
         let buf = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n";
         let first = peek_multibulk(buf).expect("complete");
-        assert_eq!(&buf[first.key.clone().expect("key")], b"key:1");
+        assert_eq!(first.argc, 3);
+        assert_eq!(&buf[first.arg(0).expect("name")], b"SET");
+        assert_eq!(&buf[first.arg(1).expect("key")], b"key:1");
+        assert_eq!(&buf[first.arg(2).expect("value")], b"v");
+        assert_eq!(first.arg(3), None);
         let second = peek_multibulk(&buf[first.consumed..]).expect("complete");
-        assert_eq!(second.key, None);
+        assert_eq!(second.arg(1), None);
         assert_eq!(first.consumed + second.consumed, buf.len());
     }
 
@@ -148,7 +169,10 @@ mod tests {
             match parser.parse(&buf) {
                 Ok(Some(Request::Command(command))) => {
                     assert_eq!(command.consumed(), peeked.consumed);
-                    assert_eq!(command.get(1), peeked.key.map(|k| &buf[k]));
+                    assert_eq!(command.len(), peeked.argc);
+                    for i in 0..PEEK_SPANS {
+                        assert_eq!(command.get(i), peeked.arg(i).map(|a| &buf[a]));
+                    }
                 }
                 other => panic!("peek accepted {buf:?}, parser gave {other:?}"),
             }

@@ -244,6 +244,26 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
     Some((index, COMMANDS[index]))
 }
 
+/// For commands that look up one member or field of the collection at their key: which
+/// argument it is (the read-ahead in `net.rs` prefetches it). Names compared case-insensitively.
+pub fn member_arg(name: &[u8]) -> Option<usize> {
+    // Only set, hash and sorted-set commands qualify; the first letter rules out the rest cheaply.
+    if !matches!(name.first()?.to_ascii_lowercase(), b's' | b'h' | b'z') || name.len() > 12 {
+        return None;
+    }
+    let mut lower = [0u8; 12];
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    match &lower[..name.len()] {
+        b"sadd" | b"srem" | b"sismember" | b"smismember" | b"hset" | b"hsetnx" | b"hget"
+        | b"hmget" | b"hmset" | b"hdel" | b"hexists" | b"hstrlen" | b"hincrby"
+        | b"hincrbyfloat" | b"zscore" | b"zmscore" | b"zrem" | b"zrank" | b"zrevrank" => Some(2),
+        b"zadd" | b"zincrby" => Some(3),
+        _ => None,
+    }
+}
+
 thread_local! {
     /// Name → table index. foldhash rather than SipHash: the names are ours, not an attacker's.
     static INDEX: std::collections::HashMap<Vec<u8>, usize, foldhash::fast::FixedState> =

@@ -546,19 +546,23 @@ const PREFETCH_BATCH: usize = 16;
 /// Starts loading the keyspace entries of the next few complete requests in `buf` (their second
 /// argument, the key of most commands), so that a pipelined batch waits for memory once rather
 /// than once per request: every key's directory word, then every page's index, then every run
-/// (`Shard::prefetch`). Only a hint: a shard that is busy is skipped, a second argument that is
-/// not a key costs a wasted load. Returns the bytes of the requests covered; a lone request is
-/// not prefetched (nothing to overlap it with).
+/// (`Shard::prefetch`); then the same for the member or field of set, hash and sorted-set
+/// commands in their collection's map (`command::member_arg`). Only a hint: a shard that is
+/// busy is skipped, an argument that is not a key costs a wasted load. Returns the bytes of the
+/// requests covered; a lone request is not prefetched (nothing to overlap it with).
 fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
-    let mut keys: smallvec::SmallVec<[(usize, &[u8]); PREFETCH_BATCH]> = smallvec::SmallVec::new();
+    // (shard, key, member or field).
+    type Ahead<'b> = (usize, &'b [u8], Option<&'b [u8]>);
+    let mut batch: smallvec::SmallVec<[Ahead<'_>; PREFETCH_BATCH]> = smallvec::SmallVec::new();
     let (mut at, mut requests) = (0, 0);
     while requests < PREFETCH_BATCH {
         let Some(peeked) = resp::peek::peek_multibulk(&buf[at..]) else {
             break;
         };
-        if let Some(key) = peeked.key {
-            let key = &buf[at + key.start..at + key.end];
-            keys.push((server.shard_of(key), key));
+        let arg = |i: usize| peeked.arg(i).map(|r| &buf[at + r.start..at + r.end]);
+        if let (Some(name), Some(key)) = (arg(0), arg(1)) {
+            let member = crate::command::member_arg(name).and_then(arg);
+            batch.push((server.shard_of(key), key, member));
         }
         at += peeked.consumed;
         requests += 1;
@@ -568,16 +572,38 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
     }
     let mut guards: smallvec::SmallVec<[Option<parking_lot::MutexGuard<'_, store::Shard>>; 16]> =
         (0..server.shard_count()).map(|_| None).collect();
-    for &(shard, _) in &keys {
+    for &(shard, ..) in &batch {
         if guards[shard].is_none() {
             guards[shard] = server.try_lock_shard(shard);
         }
     }
     for stage in 0..3 {
-        for &(shard, key) in &keys {
+        for &(shard, key, _) in &batch {
             if let Some(guard) = &guards[shard] {
                 guard.prefetch(db, key, stage);
             }
+        }
+    }
+    let mut maps: smallvec::SmallVec<[(&maps::PageHash, u64); PREFETCH_BATCH]> =
+        smallvec::SmallVec::new();
+    // A pipeline usually targets one collection: look its map up once per run of equal keys.
+    let mut last: Option<(&[u8], Option<&maps::PageHash>)> = None;
+    for &(shard, key, member) in &batch {
+        let (Some(guard), Some(member)) = (&guards[shard], member) else {
+            continue;
+        };
+        let map = match last {
+            Some((k, map)) if k == key => map,
+            _ => guard.members_map(db, key),
+        };
+        last = Some((key, map));
+        if let Some(map) = map {
+            maps.push((map, map.hash_key(member)));
+        }
+    }
+    for stage in 0..3 {
+        for &(map, hash) in &maps {
+            map.prefetch(hash, stage);
         }
     }
     at

@@ -130,6 +130,17 @@ pub(crate) unsafe fn object_of<'a>(payload: &[u8]) -> &'a mut Object {
     unsafe { &mut *address(payload) }
 }
 
+/// A shared view of the object a handle payload points to.
+///
+/// # Safety
+/// `payload` must be the payload of a live keyspace entry with a boxed tag, and no mutable
+/// reference to the object may exist for `'a` (a `&Shard` borrow for `'a` guarantees both).
+pub(crate) unsafe fn object_ref<'a>(payload: &[u8]) -> &'a Object {
+    // SAFETY: per the contract, the address came from `Box::into_raw`, the box is still owned by
+    // the entry and nothing mutates it for `'a`.
+    unsafe { &*address(payload) }
+}
+
 /// Takes back ownership of the object a handle payload owns.
 ///
 /// # Safety

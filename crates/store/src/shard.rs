@@ -518,6 +518,25 @@ impl Shard {
         }
     }
 
+    /// The PageHash that holds the members of the collection at `key`, when it has one (sets
+    /// and hashes in the pages encoding, sorted-set indexes): for prefetching a member's lookup
+    /// ahead of the command (`PageHash::prefetch`). Expired or not, the map is only read.
+    pub fn members_map(&self, db: usize, key: &[u8]) -> Option<&PageHash> {
+        let entry = split(self.dbs.get(db)?.keys.as_ref()?.get(&self.heap, key)?);
+        if !object::is_boxed(entry.tag) {
+            return None;
+        }
+        // SAFETY: a boxed entry's payload is the handle of the live object it owns; `&self` keeps
+        // the entry, and so the object, alive and unchanged for the returned borrow.
+        let object = unsafe { object::object_ref(entry.payload) };
+        match object {
+            Object::Set(crate::types::set::SetObj::Pages(map)) => Some(map),
+            Object::Hash(crate::types::hash::HashObj::Pages(map)) => Some(map),
+            Object::ZSet(zset) => Some(zset.members_map()),
+            _ => None,
+        }
+    }
+
     /// Calls `f` with the value of `key` as a collection command needs it (see `Slot`),
     /// deleting the key first if its TTL has passed.
     pub fn with_slot<R>(

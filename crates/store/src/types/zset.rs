@@ -182,6 +182,11 @@ impl ZSetObj {
         })
     }
 
+    /// The member → score map (for prefetching a member's lookup).
+    pub fn members_map(&self) -> &PageHash {
+        &self.map
+    }
+
     /// Builds an index holding `entries` (members distinct).
     pub fn from_entries<'a>(
         heap: &mut Heap,
@@ -601,6 +606,13 @@ impl ZMut<'_> {
         // A copy of the member: the tree it points into changes while it is removed.
         let member = held::Member::from(m);
         o.remove_entry(h, s, member.as_slice());
+        // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer): start
+        // loading the next member's map entry now, while the reply goes out.
+        if let Some((_, next)) = if max { o.tree.last() } else { o.tree.first() } {
+            let hash = o.map.hash_key(next);
+            o.map.prefetch(hash, 0);
+            o.map.prefetch(hash, 1);
+        }
         Some(r)
     }
 
