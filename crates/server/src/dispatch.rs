@@ -6,26 +6,29 @@ use crate::command::{self, COMMANDS, flag};
 use crate::server::Server;
 use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
-/// Runs one command from `args` (at least one argument), appending its reply to `out`.
+/// Runs one command from `args` (at least one argument), appending its reply to `out`. `mark`
+/// is when work on it began (see `command::run`).
 pub fn dispatch(
     server: &Server,
     state: &mut ClientState,
     out: &mut Vec<u8>,
     args: &[&[u8]],
     now_ms: u64,
+    mark: &mut Instant,
 ) {
-    let mark = out.len();
+    let reply_at = out.len();
     state
         .shared
         .last_interaction_ms
         .store(now_ms, Ordering::Relaxed);
-    let queued = route(server, state, out, args, now_ms);
+    let queued = route(server, state, out, args, now_ms, mark);
     match state.reply_mode {
         ReplyMode::On => {}
-        ReplyMode::Off => out.truncate(mark),
+        ReplyMode::Off => out.truncate(reply_at),
         ReplyMode::Skip => {
-            out.truncate(mark);
+            out.truncate(reply_at);
             // SKIP drops exactly the next command's reply; CLIENT REPLY SKIP itself set it.
             if !queued.is_client_reply {
                 state.reply_mode = ReplyMode::On;
@@ -52,6 +55,7 @@ fn route(
     out: &mut Vec<u8>,
     args: &[&[u8]],
     now_ms: u64,
+    mark: &mut Instant,
 ) -> Routed {
     let is_client_reply = args.len() >= 2
         && args[0].eq_ignore_ascii_case(b"client")
@@ -92,7 +96,7 @@ fn route(
         return routed;
     }
     let mut locks = command::locks_for(server, spec, args);
-    command::run(server, state, out, &mut locks, index, args, now_ms);
+    command::run(server, state, out, &mut locks, index, args, now_ms, mark);
     state.shared.last_cmd.store(index + 1, Ordering::Relaxed);
     routed
 }
@@ -107,6 +111,7 @@ pub fn run_queued<'s>(
     now_ms: u64,
 ) {
     ReplyWriter::new(out, state.protocol).array_len(queue.len());
+    let mut mark = Instant::now();
     for queued in queue {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
         let spec = COMMANDS[queued.index];
@@ -117,6 +122,15 @@ pub fn run_queued<'s>(
             ReplyWriter::new(out, state.protocol).error(b"NOAUTH Authentication required.");
             continue;
         }
-        command::run(server, state, out, locks, queued.index, &args, now_ms);
+        command::run(
+            server,
+            state,
+            out,
+            locks,
+            queued.index,
+            &args,
+            now_ms,
+            &mut mark,
+        );
     }
 }

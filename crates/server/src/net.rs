@@ -474,6 +474,8 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     // One clock read per batch, as Redis caches its time per event-loop turn: TTLs are in ms and
     // a batch runs in microseconds.
     let now_ms = unix_ms();
+    // Start of the next command's time (`command::run`): one clock read per command.
+    let mut mark = Instant::now();
     // End of the requests whose keys have been prefetched (`prefetch_ahead`).
     let mut ahead = input.pos;
     while input.pos < input.filled
@@ -517,11 +519,12 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
             Request::Command(command) => {
                 let consumed = command.consumed();
                 let args: smallvec::SmallVec<[&[u8]; 8]> = command.args().collect();
-                dispatch::dispatch(server, state, out, &args, now_ms);
+                dispatch::dispatch(server, state, out, &args, now_ms, &mut mark);
                 input.pos += consumed;
                 count += 1;
                 if server.ready_pending.load(Ordering::Relaxed) {
                     crate::blocking::serve_ready(server, now_ms);
+                    mark = Instant::now();
                 }
             }
         }
