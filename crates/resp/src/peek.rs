@@ -1,8 +1,8 @@
 //! A read-ahead over the query buffer: where the next complete multibulk request ends and where
-//! its first few arguments (the name, the key of most commands, a member or field) lie, without
-//! touching the parser's state.
+//! its arguments lie, without touching the parser's state.
 //!
-//! The server uses it to learn the keys of the requests waiting behind the one it is about to run,
+//! The server uses it to learn the keys (and set, hash and sorted-set members) of the requests
+//! waiting behind the one it is about to run,
 //! so it can start loading their keyspace entries into the cache all at once (a pipelined batch
 //! then waits for memory once instead of once per request). Nothing here decides anything: a
 //! buffer the peek does not understand — inline requests, a partial request, malformed or very
@@ -18,56 +18,51 @@ use std::ops::Range;
 /// Requests with more arguments than this end the read-ahead (the peek stays cheap).
 pub const PEEK_ARGS_MAX: usize = 64;
 
-/// Arguments whose place a [`Peeked`] keeps.
-pub const PEEK_SPANS: usize = 4;
-
 /// One complete request found by [`peek_multibulk`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Peeked {
     /// Bytes the request occupies from the start of the buffer.
     pub consumed: usize,
     /// Number of arguments, the name included.
     pub argc: usize,
-    spans: [Range<usize>; PEEK_SPANS],
 }
 
-impl Peeked {
-    /// Where argument `index` (0 is the name) lies in the buffer, if the request has it and
-    /// `index < PEEK_SPANS`.
-    pub fn arg(&self, index: usize) -> Option<Range<usize>> {
-        (index < self.argc.min(PEEK_SPANS)).then(|| self.spans[index].clone())
-    }
-}
-
-/// The complete multibulk request at the start of `buf`, if there is one the peek understands.
-pub fn peek_multibulk(buf: &[u8]) -> Option<Peeked> {
+/// The complete multibulk request at the start of `buf`, if there is one the peek understands;
+/// `arg(index, span)` is called for each argument in order (0 is the name), with where it lies
+/// in `buf`, once the whole request is known to be there.
+pub fn peek_multibulk(buf: &[u8], mut arg: impl FnMut(usize, Range<usize>)) -> Option<Peeked> {
     if buf.first() != Some(&b'*') {
         return None;
     }
-    let (argc, mut at) = number_line(buf, 1)?;
+    let (argc, first) = number_line(buf, 1)?;
     if argc == 0 || argc > PEEK_ARGS_MAX {
         return None;
     }
-    let mut spans: [Range<usize>; PEEK_SPANS] = Default::default();
-    for index in 0..argc {
-        if buf.get(at) != Some(&b'$') {
-            return None;
-        }
-        let (len, body) = number_line(buf, at + 1)?;
-        let end = body.checked_add(len)?;
-        if buf.get(end..end + 2)? != b"\r\n" {
-            return None;
-        }
-        if let Some(span) = spans.get_mut(index) {
-            *span = body..end;
-        }
-        at = end + 2;
+    let mut at = first;
+    for _ in 0..argc {
+        at = bulk_end(buf, at)?;
     }
-    Some(Peeked {
-        consumed: at,
-        argc,
-        spans,
-    })
+    let consumed = at;
+    at = first;
+    for index in 0..argc {
+        let (len, body) = number_line(buf, at + 1).expect("checked above");
+        arg(index, body..body + len);
+        at = body + len + 2;
+    }
+    Some(Peeked { consumed, argc })
+}
+
+/// Where the bulk `$<len>\r\n<body>\r\n` at `at` ends, if it is complete and well formed.
+fn bulk_end(buf: &[u8], at: usize) -> Option<usize> {
+    if buf.get(at) != Some(&b'$') {
+        return None;
+    }
+    let (len, body) = number_line(buf, at + 1)?;
+    let end = body.checked_add(len)?;
+    if buf.get(end..end + 2)? != b"\r\n" {
+        return None;
+    }
+    Some(end + 2)
 }
 
 /// A decimal of 1..=10 digits at `at` followed by CRLF: its value and the offset after the CRLF.
@@ -95,17 +90,23 @@ mod tests {
     use super::*;
     use crate::{Parser, Request};
 
+    fn peek_args(buf: &[u8]) -> Option<(Peeked, Vec<&[u8]>)> {
+        let mut args = Vec::new();
+        let peeked = peek_multibulk(buf, |i, span| {
+            assert_eq!(i, args.len());
+            args.push(&buf[span]);
+        })?;
+        Some((peeked, args))
+    }
+
     #[test]
-    fn finds_the_key_and_the_end() {
+    fn finds_the_arguments_and_the_end() {
         let buf = b"*3\r\n$3\r\nSET\r\n$5\r\nkey:1\r\n$1\r\nv\r\n*1\r\n$4\r\nPING\r\n";
-        let first = peek_multibulk(buf).expect("complete");
+        let (first, args) = peek_args(buf).expect("complete");
         assert_eq!(first.argc, 3);
-        assert_eq!(&buf[first.arg(0).expect("name")], b"SET");
-        assert_eq!(&buf[first.arg(1).expect("key")], b"key:1");
-        assert_eq!(&buf[first.arg(2).expect("value")], b"v");
-        assert_eq!(first.arg(3), None);
-        let second = peek_multibulk(&buf[first.consumed..]).expect("complete");
-        assert_eq!(second.arg(1), None);
+        assert_eq!(args, [&b"SET"[..], b"key:1", b"v"]);
+        let (second, args) = peek_args(&buf[first.consumed..]).expect("complete");
+        assert_eq!(args, [&b"PING"[..]]);
         assert_eq!(first.consumed + second.consumed, buf.len());
     }
 
@@ -124,12 +125,10 @@ mod tests {
             b"*1\r\n:3\r\n",
             b"*1\r\n$\r\n\r\n",
         ] {
-            assert_eq!(
-                peek_multibulk(buf),
-                None,
-                "{:?}",
-                String::from_utf8_lossy(buf)
-            );
+            let mut called = false;
+            let peeked = peek_multibulk(buf, |_, _| called = true);
+            assert_eq!(peeked, None, "{:?}", String::from_utf8_lossy(buf));
+            assert!(!called, "arguments reported for an incomplete request");
         }
     }
 
@@ -162,7 +161,7 @@ mod tests {
                     buf.truncate(at);
                 }
             }
-            let Some(peeked) = peek_multibulk(&buf) else {
+            let Some((peeked, args)) = peek_args(&buf) else {
                 continue;
             };
             let mut parser = Parser::default();
@@ -170,9 +169,7 @@ mod tests {
                 Ok(Some(Request::Command(command))) => {
                     assert_eq!(command.consumed(), peeked.consumed);
                     assert_eq!(command.len(), peeked.argc);
-                    for i in 0..PEEK_SPANS {
-                        assert_eq!(command.get(i), peeked.arg(i).map(|a| &buf[a]));
-                    }
+                    assert!(command.args().eq(args.iter().copied()));
                 }
                 other => panic!("peek accepted {buf:?}, parser gave {other:?}"),
             }

@@ -546,31 +546,56 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
 /// Requests read ahead per batch: a `-P 16` pipeline is one batch.
 const PREFETCH_BATCH: usize = 16;
 
-/// Starts loading the keyspace entries of the next few complete requests in `buf` (their second
-/// argument, the key of most commands), so that a pipelined batch waits for memory once rather
+/// Keys prefetched per batch at most.
+const PREFETCH_KEYS_MAX: usize = 64;
+
+/// Starts loading the keyspace entries of the next few complete requests in `buf` (their keys,
+/// from the command table's key specs), so that a pipelined batch waits for memory once rather
 /// than once per request: every key's directory word, then every page's index, then every run
 /// (`Shard::prefetch`); then the same for the member or field of set, hash and sorted-set
 /// commands in their collection's map (`command::member_arg`). Only a hint: a shard that is
-/// busy is skipped, an argument that is not a key costs a wasted load. Returns the bytes of the
-/// requests covered; a lone request is not prefetched (nothing to overlap it with).
+/// busy is skipped. Returns the bytes of the requests covered; a lone key is not prefetched
+/// (nothing to overlap it with).
 fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
     // (shard, key, member or field).
     type Ahead<'b> = (usize, &'b [u8], Option<&'b [u8]>);
     let mut batch: smallvec::SmallVec<[Ahead<'_>; PREFETCH_BATCH]> = smallvec::SmallVec::new();
+    let mut spans: smallvec::SmallVec<[std::ops::Range<usize>; 24]> = smallvec::SmallVec::new();
     let (mut at, mut requests) = (0, 0);
-    while requests < PREFETCH_BATCH {
-        let Some(peeked) = resp::peek::peek_multibulk(&buf[at..]) else {
+    while requests < PREFETCH_BATCH && batch.len() < PREFETCH_KEYS_MAX {
+        spans.clear();
+        let Some(peeked) = resp::peek::peek_multibulk(&buf[at..], |_, span| spans.push(span))
+        else {
             break;
         };
-        let arg = |i: usize| peeked.arg(i).map(|r| &buf[at + r.start..at + r.end]);
+        let arg = |i: usize| spans.get(i).map(|r| &buf[at + r.start..at + r.end]);
         if let (Some(name), Some(key)) = (arg(0), arg(1)) {
             let member = crate::command::member_arg(name).and_then(arg);
             batch.push((server.shard_of(key), key, member));
+            // Multi-key commands (MSET, MGET, DEL…): the rest of their keys, from the key spec.
+            if peeked.argc >= 4
+                && let Some((_, spec)) = crate::command::lookup(name)
+                && let crate::command::Keys::Range { first: 1, last, step } = spec.keys
+                && last != 1
+                && step > 0
+            {
+                let end = if last < 0 {
+                    peeked.argc as isize + last
+                } else {
+                    last.min(peeked.argc as isize - 1)
+                };
+                let mut i = 1 + step as isize;
+                while i <= end && batch.len() < PREFETCH_KEYS_MAX {
+                    let key = arg(i as usize).expect("i < argc");
+                    batch.push((server.shard_of(key), key, None));
+                    i += step as isize;
+                }
+            }
         }
         at += peeked.consumed;
         requests += 1;
     }
-    if requests < 2 {
+    if batch.len() < 2 {
         return at;
     }
     let mut guards: smallvec::SmallVec<[Option<parking_lot::MutexGuard<'_, store::Shard>>; 16]> =
