@@ -1215,3 +1215,48 @@ static CORE: &[Spec] = &[
 ];
 
 const ALLOW_BUSY_: u32 = flag::ALLOW_BUSY;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command `member_arg` names exists, has one key at 1 and can carry an argument at the
+    /// member's position; case does not matter, and other commands have no member argument.
+    #[test]
+    fn member_args_name_real_single_key_commands() {
+        let mut named = 0;
+        for spec in COMMANDS.iter() {
+            let Some(at) = member_arg(spec.name.as_bytes()) else {
+                continue;
+            };
+            named += 1;
+            assert!(
+                matches!(
+                    spec.keys,
+                    Keys::Range {
+                        first: 1,
+                        last: 1,
+                        step: 1
+                    }
+                ),
+                "{}",
+                spec.name
+            );
+            assert!(spec.arity.unsigned_abs() as usize > at, "{}", spec.name);
+            let upper = spec.name.to_ascii_uppercase();
+            assert_eq!(member_arg(upper.as_bytes()), Some(at));
+        }
+        assert_eq!(named, 21);
+        for name in [
+            &b"get"[..],
+            b"set",
+            b"smembers",
+            b"hgetall",
+            b"zrange",
+            b"",
+            b"s",
+        ] {
+            assert_eq!(member_arg(name), None, "{}", String::from_utf8_lossy(name));
+        }
+    }
+}

@@ -575,7 +575,11 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
             // Multi-key commands (MSET, MGET, DEL…): the rest of their keys, from the key spec.
             if peeked.argc >= 4
                 && let Some((_, spec)) = crate::command::lookup(name)
-                && let crate::command::Keys::Range { first: 1, last, step } = spec.keys
+                && let crate::command::Keys::Range {
+                    first: 1,
+                    last,
+                    step,
+                } = spec.keys
                 && last != 1
                 && step > 0
             {
