@@ -1,4 +1,4 @@
-//! Hash values: four encodings chosen by content and size, converting automatically.
+//! Hash values: five encodings chosen by content and size, converting automatically.
 //!
 //! ```text
 //!  tag  encoding   OBJECT ENCODING  holds                                   chosen while
@@ -7,17 +7,33 @@
 //!                                                                           values ≤ 64 B, ≤ 64
 //!                                                                           fields, ≤ 512 B record
 //!   4   small      listpack         boxed `maps::SmallMap`                  ≤ 8 pairs of ≤ 64 B
+//!  14   flat       listpack or      boxed `maps::FlatMap`                   strings ≤ 256 B, the
+//!                  hashtable (*)                                            buffer ≤ 32 KiB
 //!   6   ints       hashtable        boxed `IntHash` (hash_ints.rs)          every field and value
-//!                                                                           a canonical i64, > 8
+//!                                                                           a canonical i64, past
+//!                                                                           what a flat one holds
 //!   5   pages      hashtable        boxed `maps::PageHash`                  anything larger
 //! ```
 //! Conversions (each rebuilds the whole hash, so each is amortised by the growth that caused it):
-//! record → small/ints/pages when a pair breaks a record's bounds (an integer field name, a long
-//! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → ints
-//! (all integers) or pages past 8 pairs or 64-byte strings; ints → small/pages when a non-integer
-//! arrives; pages → small when HDEL leaves ≤ 4 pairs that fit one. A new hash starts as a record,
-//! or small when its first field looks like an integer (integer field names are data, not a
-//! shape: `mediabucket:<n> <id>` would otherwise spend the shape tree).
+//! record → small/flat when a pair breaks a record's bounds (an integer field name, a long
+//! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → flat
+//! past 8 pairs or 64-byte strings; flat → ints (all integers) or pages when its buffer would
+//! pass 32 KiB or a string is longer than `FLAT_BYTES_MAX`; ints → flat/pages when a non-integer
+//! arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash starts as a record, or small when
+//! its first field looks like an integer (integer field names are data, not a shape:
+//! `mediabucket:<n> <id>` would otherwise spend the shape tree).
+//!
+//! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
+//! than 128 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
+//! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
+//! hashtable back). Records and small maps are within those bounds by construction; pages and
+//! ints only exist past them (a flat buffer holds 128 pairs of 64 B, ~17 KB); a flat hash keeps
+//! a sticky `hashtable` bit. The bit is lost when RENAME or COPY moves a hash across shards
+//! (the portable form carries no encoding), where Redis keeps the object's encoding.
+//!
+//! Flat bounds: 256 B per field or value keeps the length varints ≤ 2 bytes and ≥ ~60 of the
+//! longest pairs in one 32 KiB buffer, while covering the values the listpack bound (64 B) turns
+//! away for Redis; a longer string goes to pages, which keep long values out of line anyway.
 //!
 //! Shape holds: a record holds its shape once. Writes work on a copy of the record; `record::set`
 //! and `remove` move the copy's hold, and the keyspace releases the *stored* record's shape when
@@ -35,6 +51,7 @@ use crate::object::{Object, tag};
 use crate::shard::{Shard, Slot, StoreError, Ttl};
 use heap::Heap;
 use ints::{IntHash, int_pair};
+use maps::flat::{FlatInsert, FlatMap};
 use maps::{PageHash, SmallInsert, SmallMap};
 use shape::record;
 use shape::{ShapeId, ShapeTree, TooComplex};
@@ -47,14 +64,23 @@ pub const SMALL_PAIRS_MAX: usize = 8;
 pub const VALUE_BYTES_MAX: usize = 64;
 /// Largest record, in bytes (it is rewritten whole on every change).
 pub const RECORD_BYTES_MAX: usize = 512;
-/// A pages hash that HDEL shrinks to this many pairs becomes small again (hysteresis: it grew
-/// past 8).
+/// A pages hash that HDEL shrinks to this many pairs becomes flat (hysteresis: it grew past
+/// 32 KiB or held a long string).
 pub const SHRINK_PAIRS: usize = 4;
+/// Longest field or value a flat hash holds (see the module doc for why 256).
+pub const FLAT_BYTES_MAX: usize = 256;
+/// Redis's hash-max-listpack-entries: past it OBJECT ENCODING says "hashtable" for good.
+pub const LISTPACK_ENTRIES_MAX: usize = 128;
 
 /// The boxed encodings of a hash.
 #[derive(Debug)]
 pub enum HashObj {
     Small(SmallMap),
+    /// `hashtable`: the hash has passed Redis's listpack bounds (see the module doc).
+    Flat {
+        map: FlatMap,
+        hashtable: bool,
+    },
     Pages(Box<PageHash>),
     Ints(Box<IntHash>),
 }
@@ -90,9 +116,40 @@ fn fits_small(field: &[u8], value: &[u8]) -> bool {
     field.len() <= VALUE_BYTES_MAX && value.len() <= VALUE_BYTES_MAX
 }
 
-/// Builds the boxed encoding for `pairs` (distinct fields), in order.
-fn build(heap: &mut Heap, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<HashObj, StoreError> {
-    if pairs.len() <= SMALL_PAIRS_MAX && pairs.iter().all(|(f, v)| fits_small(f, v)) {
+fn fits_flat(field: &[u8], value: &[u8]) -> bool {
+    field.len() <= FLAT_BYTES_MAX && value.len() <= FLAT_BYTES_MAX
+}
+
+/// A flat map of `pairs`, or `None` when a string is too long or they do not fit 32 KiB.
+fn build_flat(pairs: &[(Vec<u8>, Vec<u8>)]) -> Option<FlatMap> {
+    if !pairs.iter().all(|(f, v)| fits_flat(f, v)) {
+        return None;
+    }
+    // A cheap bound first: each pair needs its bytes, two length bytes and >= 3 of slot.
+    let bytes: usize = pairs.iter().map(|(f, v)| f.len() + v.len() + 5).sum();
+    if bytes > maps::flat::BYTES_MAX {
+        return None;
+    }
+    let mut m = FlatMap::new_map();
+    for (f, v) in pairs {
+        if m.insert(f, v) == FlatInsert::Full {
+            return None;
+        }
+    }
+    Some(m)
+}
+
+/// Builds the boxed encoding for `pairs` (distinct fields), in order. `hashtable`: the hash
+/// has already passed the listpack bounds (so it is not made small again).
+fn build(
+    heap: &mut Heap,
+    pairs: &[(Vec<u8>, Vec<u8>)],
+    hashtable: bool,
+) -> Result<HashObj, StoreError> {
+    let hashtable = hashtable
+        || pairs.len() > LISTPACK_ENTRIES_MAX
+        || !pairs.iter().all(|(f, v)| fits_small(f, v));
+    if !hashtable && pairs.len() <= SMALL_PAIRS_MAX {
         let mut m = SmallMap::new(heap)?;
         for (f, v) in pairs {
             let done = m.insert(heap, f, v);
@@ -103,7 +160,16 @@ fn build(heap: &mut Heap, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<HashObj, Store
         }
         return Ok(HashObj::Small(m));
     }
-    let ints: Option<Vec<(i64, i64)>> = pairs.iter().map(|(f, v)| int_pair(f, v)).collect();
+    let ints: Option<Vec<(i64, i64)>> = if pairs.len() > LISTPACK_ENTRIES_MAX {
+        pairs.iter().map(|(f, v)| int_pair(f, v)).collect()
+    } else {
+        None
+    };
+    if ints.is_none()
+        && let Some(map) = build_flat(pairs)
+    {
+        return Ok(HashObj::Flat { map, hashtable });
+    }
     if let Some(ints) = ints {
         let mut t = IntHash::with_capacity(ints.len());
         for (k, v) in ints {
@@ -126,7 +192,7 @@ impl HashObj {
         match self {
             HashObj::Small(m) => m.destroy(heap),
             HashObj::Pages(p) => p.destroy(heap),
-            HashObj::Ints(_) => {}
+            HashObj::Ints(_) | HashObj::Flat { .. } => {}
         }
     }
 
@@ -135,14 +201,27 @@ impl HashObj {
             HashObj::Small(m) => m.memory_bytes(),
             HashObj::Pages(p) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
             HashObj::Ints(t) => t.memory_bytes(),
+            HashObj::Flat { map, .. } => map.memory_bytes(),
         }
     }
 
     pub fn encoding_name(&self) -> &'static str {
         match self {
-            HashObj::Small(_) => "listpack",
-            HashObj::Pages(_) | HashObj::Ints(_) => "hashtable",
+            HashObj::Small(_)
+            | HashObj::Flat {
+                hashtable: false, ..
+            } => "listpack",
+            HashObj::Pages(_)
+            | HashObj::Ints(_)
+            | HashObj::Flat {
+                hashtable: true, ..
+            } => "hashtable",
         }
+    }
+
+    /// Whether the hash has passed Redis's listpack bounds (OBJECT ENCODING "hashtable").
+    fn is_hashtable(&self) -> bool {
+        self.encoding_name() == "hashtable"
     }
 
     /// The keyspace tag of this encoding.
@@ -151,6 +230,7 @@ impl HashObj {
             HashObj::Small(_) => tag::HASH_SMALL,
             HashObj::Pages(_) => tag::HASH_PAGES,
             HashObj::Ints(_) => tag::HASH_INTS,
+            HashObj::Flat { .. } => tag::HASH_FLAT,
         }
     }
 
@@ -159,6 +239,7 @@ impl HashObj {
             HashObj::Small(m) => m.len(),
             HashObj::Pages(p) => p.len(),
             HashObj::Ints(t) => t.len(),
+            HashObj::Flat { map, .. } => map.len(),
         }
     }
 
@@ -244,6 +325,9 @@ impl HashRef<'_> {
                     .iter(heap)
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
                 HashObj::Ints(t) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
+                HashObj::Flat { map, .. } => map
+                    .iter()
+                    .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v))),
             },
         }
     }
@@ -255,13 +339,14 @@ impl HashRef<'_> {
         out
     }
 
-    /// Whether the encoding is one Redis reports as a listpack (HSCAN returns it whole).
+    /// Whether HSCAN returns the hash whole at cursor 0 (records, small and flat maps: at
+    /// most 32 KiB, as Redis does for its listpacks).
     pub fn is_compact(&self) -> bool {
         matches!(
             self,
             HashRef::Record { .. }
                 | HashRef::Obj {
-                    obj: HashObj::Small(_),
+                    obj: HashObj::Small(_) | HashObj::Flat { .. },
                     ..
                 }
         )
@@ -286,6 +371,10 @@ impl HashRef<'_> {
             } => t
                 .sample(r)
                 .map(|(k, v)| (k.to_string().into_bytes(), v.to_string().into_bytes())),
+            HashRef::Obj {
+                obj: HashObj::Flat { map, .. },
+                ..
+            } => map.sample(r).map(|(k, v)| (k.to_vec(), v.to_vec())),
             _ => {
                 let pick = (r % len as u64) as usize;
                 let mut out = None;
@@ -339,6 +428,7 @@ fn obj_get<'a>(obj: &'a HashObj, heap: &'a Heap, field: &[u8]) -> Option<Value<'
     match obj {
         HashObj::Small(m) => m.get(field).map(|v| Value::Bytes(v.bytes)),
         HashObj::Pages(p) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
+        HashObj::Flat { map, .. } => map.get(field).map(Value::Bytes),
         HashObj::Ints(t) => {
             let k = record::canonical_i64(field).filter(|&k| k != i64::MIN)?;
             t.get(k).map(Value::Int)
@@ -404,7 +494,7 @@ impl HashMut<'_> {
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = record::iter(self.tree, r)
             .map(|(k, v)| (k.to_vec(), v.to_vec()))
             .collect();
-        let obj = build(self.heap, &pairs)?;
+        let obj = build(self.heap, &pairs, false)?;
         record::release(self.tree, r);
         self.work = Work::Owned(obj);
         Ok(())
@@ -437,6 +527,7 @@ impl HashMut<'_> {
             return Ok(new);
         }
         // The pair does not fit the encoding: rebuild with it included.
+        let hashtable = obj.is_hashtable();
         let mut pairs = HashRef::Obj { obj, heap }.pairs();
         let new = if let Some(pair) = pairs.iter_mut().find(|(f, _)| f == field) {
             pair.1 = value.to_vec();
@@ -445,7 +536,7 @@ impl HashMut<'_> {
             pairs.push((field.to_vec(), value.to_vec()));
             true
         };
-        let rebuilt = build(heap, &pairs)?;
+        let rebuilt = build(heap, &pairs, hashtable)?;
         std::mem::replace(obj, rebuilt).destroy(heap);
         Ok(new)
     }
@@ -473,6 +564,7 @@ impl HashMut<'_> {
                 .filter(|&k| k != i64::MIN)
                 .is_some_and(|k| t.remove(k)),
             HashObj::Pages(p) => p.remove(heap, field),
+            HashObj::Flat { map, .. } => map.remove(field),
         };
         self.changed |= found;
         if let HashObj::Pages(p) = obj
@@ -480,9 +572,11 @@ impl HashMut<'_> {
             && p.len() <= SHRINK_PAIRS
             && !p.is_empty()
         {
+            // A few pairs left in an 8 KiB page: a flat map holds them in ~100 B. It stays a
+            // "hashtable" for OBJECT ENCODING, as Redis never converts back.
             let pairs = HashRef::Obj { obj, heap }.pairs();
-            if pairs.iter().all(|(f, v)| fits_small(f, v)) {
-                let rebuilt = build(heap, &pairs)?;
+            if pairs.iter().all(|(f, v)| fits_flat(f, v)) {
+                let rebuilt = build(heap, &pairs, true)?;
                 std::mem::replace(obj, rebuilt).destroy(heap);
             }
         }
@@ -506,6 +600,16 @@ fn obj_set(
             SmallInsert::NeedsConversion => None,
         },
         HashObj::Ints(t) => int_pair(field, value).map(|(k, v)| t.insert(k, v)),
+        HashObj::Flat { map, hashtable } if fits_flat(field, value) => {
+            match map.insert(field, value) {
+                FlatInsert::Full => None,
+                done => {
+                    *hashtable |= map.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+                    Some(done == FlatInsert::Inserted)
+                }
+            }
+        }
+        HashObj::Flat { .. } => None,
     })
 }
 
