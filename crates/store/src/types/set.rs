@@ -115,25 +115,23 @@ impl SetObj {
     /// Adds `m`; true if it was new. Converts INTS to FLAT or PAGES when `m` is not an
     /// integer, FLAT to PAGES when `m` is too long or the buffer is full.
     pub fn insert(&mut self, heap: &mut Heap, m: &[u8]) -> Result<bool, StoreError> {
-        match self {
-            SetObj::Ints(s) => match parse_i64(m) {
-                Some(v) => return Ok(s.insert(heap, v as u64)?),
-                None => self.convert(heap, Some(m))?,
-            },
-            SetObj::Flat(f) if m.len() <= FLAT_MEMBER_BYTES_MAX => match f.insert(m, b"") {
-                FlatInsert::Inserted => return Ok(true),
-                FlatInsert::Replaced => return Ok(false),
-                FlatInsert::Full => self.convert(heap, None)?,
-            },
-            SetObj::Flat(f) if f.contains(m) => return Ok(false),
-            SetObj::Flat(_) => self.convert(heap, None)?,
-            SetObj::Pages(_) => {}
+        // Bounded: each pass answers or converts one step up (INTS → FLAT → PAGES).
+        for _ in 0..3 {
+            match self {
+                SetObj::Ints(s) => match parse_i64(m) {
+                    Some(v) => return Ok(s.insert(heap, v as u64)?),
+                    None => self.convert(heap)?,
+                },
+                SetObj::Flat(f) if m.len() <= FLAT_MEMBER_BYTES_MAX => match f.insert(m, b"") {
+                    FlatInsert::Inserted => return Ok(true),
+                    FlatInsert::Replaced => return Ok(false),
+                    FlatInsert::Full => self.convert(heap)?,
+                },
+                SetObj::Flat(_) => self.convert(heap)?,
+                SetObj::Pages(p) => return Ok(!p.insert(heap, m, b"")?),
+            }
         }
-        match self {
-            SetObj::Pages(p) => Ok(!p.insert(heap, m, b"")?),
-            SetObj::Flat(f) => Ok(f.insert(m, b"") == FlatInsert::Inserted),
-            SetObj::Ints(_) => unreachable!("converted above"),
-        }
+        unreachable!("PAGES takes any member")
     }
 
     /// Removes `m`; true if it was there.
@@ -145,18 +143,17 @@ impl SetObj {
         }
     }
 
-    /// Rewrites an INTS or FLAT set as the next encoding up: INTS (a non-integer `incoming`
-    /// arrived) becomes FLAT when it and `incoming` fit one, else PAGES; FLAT becomes PAGES.
-    fn convert(&mut self, heap: &mut Heap, incoming: Option<&[u8]>) -> Result<(), StoreError> {
+    /// Rewrites an INTS or FLAT set as the next encoding up: INTS (a non-integer arrived)
+    /// becomes FLAT when its members fit one, else PAGES; FLAT becomes PAGES.
+    fn convert(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
         let next = {
             let members: Vec<Member<'_>> = match &*self {
                 SetObj::Ints(s) => s.iter().map(|v| Member::Int(v as i64)).collect(),
                 SetObj::Flat(f) => f.iter().map(|(k, _)| Member::Bytes(k)).collect(),
                 SetObj::Pages(_) => return Ok(()),
             };
-            let extra = incoming.map(Member::Bytes);
             if matches!(self, SetObj::Ints(_))
-                && let Some(flat) = build_flat(members.iter().copied().chain(extra))
+                && let Some(flat) = build_flat(members.iter().copied())
             {
                 SetObj::Flat(flat)
             } else {
