@@ -6,7 +6,7 @@
 //! fields (small → flat → pages on a long string, pages → flat with the shrink), and big integer /
 //! string hashes of up to ~4000 fields (flat → pages past 32 KiB). After every step the touched
 //! key is compared whole, its tag checked against the rules the module doc states, its OBJECT
-//! ENCODING against Redis 7.0's rule (listpack until it ever held > 128 pairs or a string
+//! ENCODING against Redis 7.0's rule (listpack until it ever held > 512 pairs or a string
 //! > 64 B), and at
 //! the end every key is deleted and the shape tree must be back to its root: a hold leaked or
 //! released twice by a conversion would show there. `IntHash` has its own model test with its
@@ -263,7 +263,7 @@ fn records_keep_insertion_order_and_release_their_shapes() {
     // Conversions in both directions on one key.
     hash::update(&mut shard, 0, b"user:7", 0, false, |h| h.set(b"12", b"x")).unwrap();
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_SMALL);
-    // small → flat past 8 pairs, still a listpack to OBJECT ENCODING until 128 pairs.
+    // small → flat past 8 pairs, still a listpack to OBJECT ENCODING until 512 pairs.
     let grow = |shard: &mut Shard, from: usize, to: usize| {
         hash::update(shard, 0, b"user:7", 0, false, |h| {
             for i in from..to {
@@ -276,15 +276,15 @@ fn records_keep_insertion_order_and_release_their_shapes() {
     grow(&mut shard, 0, 4);
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
     assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
-    // Five record pairs + f0..f122: 128 pairs.
-    grow(&mut shard, 4, 123);
+    // Five record pairs + f0..f506: 512 pairs.
+    grow(&mut shard, 4, 507);
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
     assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
-    grow(&mut shard, 123, 125);
+    grow(&mut shard, 507, 509);
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
     assert_eq!(shard.encoding(0, b"user:7", 0), Some("hashtable"));
     // flat → pages past 32 KiB.
-    grow(&mut shard, 125, 5000);
+    grow(&mut shard, 509, 5000);
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_PAGES);
     for i in 0..100 {
         shard.remove(0, format!("user:{i}").as_bytes(), 0);

@@ -24,11 +24,11 @@
 //! `mediabucket:<n> <id>` would otherwise spend the shape tree).
 //!
 //! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
-//! than 128 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
+//! than 512 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
 //! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
-//! hashtable back). Records and small maps are within those bounds by construction; pages and
-//! ints only exist past them (a flat buffer holds 128 pairs of 64 B, ~17 KB); a flat hash keeps
-//! a sticky `hashtable` bit. The bit is lost when RENAME or COPY moves a hash across shards
+//! hashtable back). Records and small maps are within those bounds by construction, ints only
+//! exist past them; flat and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte
+//! strings need ~70 KB, more than a flat buffer, so a pages hash may still be a "listpack"). The bit is lost when RENAME or COPY moves a hash across shards
 //! (the portable form carries no encoding), where Redis keeps the object's encoding.
 //!
 //! Flat bounds: 256 B per field or value keeps the length varints ≤ 2 bytes and ≥ ~60 of the
@@ -69,8 +69,9 @@ pub const RECORD_BYTES_MAX: usize = 512;
 pub const SHRINK_PAIRS: usize = 4;
 /// Longest field or value a flat hash holds (see the module doc for why 256).
 pub const FLAT_BYTES_MAX: usize = 256;
-/// Redis's hash-max-listpack-entries: past it OBJECT ENCODING says "hashtable" for good.
-pub const LISTPACK_ENTRIES_MAX: usize = 128;
+/// Redis's hash-max-listpack-entries (512 in 7.0; zsets use 128): past it OBJECT ENCODING says
+/// "hashtable" for good.
+pub const LISTPACK_ENTRIES_MAX: usize = 512;
 
 /// The boxed encodings of a hash.
 #[derive(Debug)]
@@ -81,7 +82,9 @@ pub enum HashObj {
         map: FlatMap,
         hashtable: bool,
     },
-    Pages(Box<PageHash>),
+    /// The bool is the same sticky `hashtable` bit: a hash of <= 512 pairs with values near
+    /// 64 B outgrows a flat buffer while Redis still calls it a listpack.
+    Pages(Box<PageHash>, bool),
     Ints(Box<IntHash>),
 }
 
@@ -184,14 +187,14 @@ fn build(
             return Err(e.into());
         }
     }
-    Ok(HashObj::Pages(Box::new(p)))
+    Ok(HashObj::Pages(Box::new(p), hashtable))
 }
 
 impl HashObj {
     pub fn destroy(self, heap: &mut Heap) {
         match self {
             HashObj::Small(m) => m.destroy(heap),
-            HashObj::Pages(p) => p.destroy(heap),
+            HashObj::Pages(p, _) => p.destroy(heap),
             HashObj::Ints(_) | HashObj::Flat { .. } => {}
         }
     }
@@ -199,24 +202,19 @@ impl HashObj {
     pub fn memory_bytes(&self) -> usize {
         match self {
             HashObj::Small(m) => m.memory_bytes(),
-            HashObj::Pages(p) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
+            HashObj::Pages(p, _) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
             HashObj::Ints(t) => t.memory_bytes(),
             HashObj::Flat { map, .. } => map.memory_bytes(),
         }
     }
 
     pub fn encoding_name(&self) -> &'static str {
-        match self {
-            HashObj::Small(_)
-            | HashObj::Flat {
-                hashtable: false, ..
-            } => "listpack",
-            HashObj::Pages(_)
-            | HashObj::Ints(_)
-            | HashObj::Flat {
-                hashtable: true, ..
-            } => "hashtable",
-        }
+        let hashtable = match self {
+            HashObj::Small(_) => false,
+            HashObj::Ints(_) => true,
+            HashObj::Flat { hashtable, .. } | HashObj::Pages(_, hashtable) => *hashtable,
+        };
+        if hashtable { "hashtable" } else { "listpack" }
     }
 
     /// Whether the hash has passed Redis's listpack bounds (OBJECT ENCODING "hashtable").
@@ -228,7 +226,7 @@ impl HashObj {
     pub fn tag(&self) -> u8 {
         match self {
             HashObj::Small(_) => tag::HASH_SMALL,
-            HashObj::Pages(_) => tag::HASH_PAGES,
+            HashObj::Pages(..) => tag::HASH_PAGES,
             HashObj::Ints(_) => tag::HASH_INTS,
             HashObj::Flat { .. } => tag::HASH_FLAT,
         }
@@ -237,7 +235,7 @@ impl HashObj {
     pub fn len(&self) -> usize {
         match self {
             HashObj::Small(m) => m.len(),
-            HashObj::Pages(p) => p.len(),
+            HashObj::Pages(p, _) => p.len(),
             HashObj::Ints(t) => t.len(),
             HashObj::Flat { map, .. } => map.len(),
         }
@@ -321,7 +319,7 @@ impl HashRef<'_> {
                 HashObj::Small(m) => m
                     .iter()
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Pages(p) => p
+                HashObj::Pages(p, _) => p
                     .iter(heap)
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
                 HashObj::Ints(t) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
@@ -360,7 +358,7 @@ impl HashRef<'_> {
         }
         match self {
             HashRef::Obj {
-                obj: HashObj::Pages(p),
+                obj: HashObj::Pages(p, _),
                 heap,
             } => p
                 .sample(heap, r)
@@ -395,7 +393,7 @@ impl HashRef<'_> {
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Value<'_>, Value<'_>)) -> u64 {
         match self {
             HashRef::Obj {
-                obj: HashObj::Pages(p),
+                obj: HashObj::Pages(p, _),
                 heap,
             } => {
                 let mut cursor = cursor;
@@ -427,7 +425,7 @@ impl HashRef<'_> {
 fn obj_get<'a>(obj: &'a HashObj, heap: &'a Heap, field: &[u8]) -> Option<Value<'a>> {
     match obj {
         HashObj::Small(m) => m.get(field).map(|v| Value::Bytes(v.bytes)),
-        HashObj::Pages(p) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
+        HashObj::Pages(p, _) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
         HashObj::Flat { map, .. } => map.get(field).map(Value::Bytes),
         HashObj::Ints(t) => {
             let k = record::canonical_i64(field).filter(|&k| k != i64::MIN)?;
@@ -563,20 +561,21 @@ impl HashMut<'_> {
             HashObj::Ints(t) => record::canonical_i64(field)
                 .filter(|&k| k != i64::MIN)
                 .is_some_and(|k| t.remove(k)),
-            HashObj::Pages(p) => p.remove(heap, field),
+            HashObj::Pages(p, _) => p.remove(heap, field),
             HashObj::Flat { map, .. } => map.remove(field),
         };
         self.changed |= found;
-        if let HashObj::Pages(p) = obj
+        if let HashObj::Pages(p, _) = obj
             && found
             && p.len() <= SHRINK_PAIRS
             && !p.is_empty()
         {
-            // A few pairs left in an 8 KiB page: a flat map holds them in ~100 B. It stays a
-            // "hashtable" for OBJECT ENCODING, as Redis never converts back.
+            // A few pairs left in an 8 KiB page: a flat map holds them in ~100 B. OBJECT
+            // ENCODING does not change (the sticky bit moves along).
+            let hashtable = obj.is_hashtable();
             let pairs = HashRef::Obj { obj, heap }.pairs();
             if pairs.iter().all(|(f, v)| fits_flat(f, v)) {
-                let rebuilt = build(heap, &pairs, true)?;
+                let rebuilt = build(heap, &pairs, hashtable)?;
                 std::mem::replace(obj, rebuilt).destroy(heap);
             }
         }
@@ -593,7 +592,11 @@ fn obj_set(
     value: &[u8],
 ) -> Result<Option<bool>, StoreError> {
     Ok(match obj {
-        HashObj::Pages(p) => Some(!p.insert(heap, field, value)?),
+        HashObj::Pages(p, hashtable) => {
+            let new = !p.insert(heap, field, value)?;
+            *hashtable |= p.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+            Some(new)
+        }
         HashObj::Small(m) => match m.insert(heap, field, value)? {
             SmallInsert::Inserted => Some(true),
             SmallInsert::Replaced => Some(false),
