@@ -28,7 +28,7 @@
 //! bytes go dead. When the table would pass 85% of its slots used (live + tombstones) or the
 //! arena has no room, a rebuild rehashes the live entries into a fresh buffer sized for 70% load
 //! and a quarter of free arena: every rebuild moves at most the live bytes and is paid for by the
-//! >= ~15% of inserts since the last one, so inserts are amortised O(1). A removal that leaves
+//! ~15% or more of inserts since the last one, so inserts are amortised O(1). A removal that leaves
 //! fewer than a quarter of the slots live shrinks the buffer the same way. If the rebuilt buffer
 //! would pass `BYTES_MAX`, `insert` answers [`FlatInsert::Full`] and changes nothing; the caller
 //! converts to a `PageHash`.
@@ -488,7 +488,7 @@ impl FlatMap {
         let arena = &self.buf[self.arena_start()..self.arena_start() + end];
         let bad = || format!("entry at {offset} runs past the arena end {end}");
         let mut at = offset;
-        for _ in 0..1 + usize::from(self.values) {
+        for _ in 0..=usize::from(self.values) {
             let rest = arena.get(at..).filter(|r| !r.is_empty()).ok_or_else(bad)?;
             // Lengths stay below BYTES_MAX: three varint bytes at most.
             let n = rest
@@ -504,6 +504,15 @@ impl FlatMap {
             }
         }
         Ok(at - offset)
+    }
+}
+
+impl<'a> IntoIterator for &'a FlatMap {
+    type Item = (&'a [u8], &'a [u8]);
+    type IntoIter = Iter<'a>;
+
+    fn into_iter(self) -> Iter<'a> {
+        self.iter()
     }
 }
 

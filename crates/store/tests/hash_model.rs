@@ -6,9 +6,8 @@
 //! fields (small → flat → pages on a long string, pages → flat with the shrink), and big integer /
 //! string hashes of up to ~4000 fields (flat → pages past 32 KiB). After every step the touched
 //! key is compared whole, its tag checked against the rules the module doc states, its OBJECT
-//! ENCODING against Redis 7.0's rule (listpack until it ever held > 512 pairs or a string
-//! > 64 B), and at
-//! the end every key is deleted and the shape tree must be back to its root: a hold leaked or
+//! ENCODING against Redis 7.0's rule (listpack until it ever held more than 512 pairs or a
+//! string longer than 64 B), and at the end every key is deleted and the shape tree must be back to its root: a hold leaked or
 //! released twice by a conversion would show there. `IntHash` has its own model test with its
 //! invariant validator. Set `DENSEKV_SEED` to change the seed.
 
