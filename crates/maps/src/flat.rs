@@ -18,20 +18,22 @@
 //!
 //! **Addressing.** The home slot of a key is `fastrange(h, slots) = (h * slots) >> 64` of its
 //! 64-bit hash (the crate's per-process seeded foldhash), so the slot count need not be a power
-//! of two and a rebuild grows the table by ~1.2x rather than 2x: slack stays small. Collisions
+//! of two and a rebuild grows the table by 1.125x rather than 2x: slack stays small. Collisions
 //! probe linearly; a probe compares the hint byte (the hash's low eight bits, which `fastrange`
 //! hardly uses) before it touches the offset and key, so a miss reads ~1 key in 256 candidates.
 //!
 //! **Changes.** An insert appends its entry to the arena. A removal turns its slot into a
 //! tombstone (or empty when the next slot is empty, which ends no probe chain) and leaves its
 //! entry's bytes dead; a value replaced by one of another length is appended anew and the old
-//! bytes go dead. When the table would pass 85% of its slots used (live + tombstones) or the
-//! arena has no room, a rebuild rehashes the live entries into a fresh buffer sized for 70% load
-//! and a quarter of free arena: every rebuild moves at most the live bytes and is paid for by the
-//! ~15% or more of inserts since the last one, so inserts are amortised O(1). A removal that leaves
-//! fewer than a quarter of the slots live shrinks the buffer the same way. If the rebuilt buffer
-//! would pass `BYTES_MAX`, `insert` answers [`FlatInsert::Full`] and changes nothing; the caller
-//! converts to a `PageHash`.
+//! bytes go dead. When the table would pass 90% of its slots used (live + tombstones), a rebuild
+//! rehashes the live entries into a fresh buffer sized for 80% load, with arena room for the
+//! entries the table takes before it is 90% full again (at their average size), so the two run
+//! out together; an arena that runs out first is compacted into a buffer with the same slot
+//! count. A rebuild moves at most the live bytes and is paid for by the 1/9 or more of inserts
+//! since the last one, so inserts are amortised O(1) (~9 entry copies each). A removal that
+//! leaves fewer than a quarter of the slots live shrinks the buffer the same way. If the rebuilt
+//! buffer would pass `BYTES_MAX`, `insert` answers [`FlatInsert::Full`] and changes nothing; the
+//! caller converts to a `PageHash`.
 //!
 //! **Invariants** (checked by [`FlatMap::validate`]):
 //! `3 x slots + arena capacity == buf.len() <= BYTES_MAX`;
@@ -39,11 +41,12 @@
 //! `sum(live entry bytes) + dead_bytes == arena_end <= arena capacity`;
 //! every occupied slot's hint is its key's, and a lookup of its key finds that slot.
 //!
-//! **Bytes per entry.** 3 bytes of slot / load (~0.78 on average: 3.9 B) + the length varints
-//! (1 B each below 128) + the key (and value) + ~1/8 of it as arena slack. A set member `m:123`
-//! costs ~10.5 B in all (5 of them the member), a pair `f12` -> `v12` ~12 B. Redis 7.0's
+//! **Bytes per entry.** 3 bytes of slot / load (~0.85 on average: 3.5 B) + the length varints
+//! (1 B each below 128) + the key (and value) + ~6% of it as arena slack. Computed over the
+//! buffers alone: 1,000 sets of 1,000 `m:<i>` members cost 4.7 B per member beyond its bytes,
+//! 1,000 hashes of 100 `f<i>` -> `v<i>` pairs 6.5 B per pair. Redis 7.0's
 //! hashtable spends ~70 B per element (dictEntry, bucket, two sds headers and malloc slack);
-//! its listpack (hashes <= 128 fields) ~2 B per string plus the strings, with no hashing (a
+//! its listpack (hashes <= 512 pairs) ~2 B per string plus the strings, with no hashing (a
 //! lookup is a linear scan).
 
 use crate::hash::{BytesHasher, splitmix};
@@ -58,11 +61,12 @@ const TOMB: u8 = 1;
 /// Hint, offset.
 const SLOT_BYTES: usize = 3;
 /// A table with more used slots (live + tombstones) than this percentage is rebuilt.
-const LOAD_MAX_PCT: usize = 85;
-/// The load a rebuild sizes the table for.
-const LOAD_REBUILD_PCT: usize = 70;
-/// A rebuild leaves `live bytes / ARENA_SLACK_DIV` of free arena for the next inserts.
-const ARENA_SLACK_DIV: usize = 4;
+const LOAD_MAX_PCT: usize = 90;
+/// The load a rebuild sizes the table for: it grows by 90/80 = 1.125x, so the table is 85% full
+/// on average (3.5 B of slot per entry).
+const LOAD_REBUILD_PCT: usize = 80;
+/// A rebuild leaves at least `live bytes / ARENA_SLACK_DIV` of free arena.
+const ARENA_SLACK_DIV: usize = 16;
 /// Tries of the rejection sampler before it falls back to the next occupied slot.
 const SAMPLE_TRIES: usize = 64;
 
@@ -254,7 +258,7 @@ impl FlatMap {
         let value = if self.values { value } else { &[] };
         let need = entry_bytes(self.values, key.len(), value.len());
         let h = hasher().hash(key);
-        if self.slot_count == 0 && self.rebuild(1, need).is_err() {
+        if self.slot_count == 0 && self.rebuild(1, need, true).is_err() {
             return FlatInsert::Full;
         }
         match self.find(key, h) {
@@ -270,7 +274,7 @@ impl FlatMap {
                 let over =
                     (used + usize::from(grows)) * 100 > self.slot_count as usize * LOAD_MAX_PCT;
                 if over || self.arena_free() < need {
-                    if self.rebuild(1, need).is_err() {
+                    if self.rebuild(1, need, over).is_err() {
                         return FlatInsert::Full;
                     }
                     slot = self.find(key, h).expect_err("the key is not in the map");
@@ -298,7 +302,7 @@ impl FlatMap {
         }
         if self.arena_free() < need {
             // The rebuild keeps the old entry; its bytes go dead below, in the new arena.
-            self.rebuild(0, need)?;
+            self.rebuild(0, need, false)?;
             let slot = self
                 .find(key, hasher().hash(key))
                 .expect("the key is in the map");
@@ -357,18 +361,27 @@ impl FlatMap {
             };
         } else if self.len as usize * 4 < self.slot_count as usize {
             // Shrinking needs no more bytes than the map has, so it cannot fail.
-            let _ = self.rebuild(0, 0);
+            let _ = self.rebuild(0, 0, true);
         }
         true
     }
 
     /// Rehashes the live entries into a buffer sized for `extra_entries` more entries of
     /// `extra_bytes` in all; `Err` (nothing changed) when it would pass `BYTES_MAX`.
-    fn rebuild(&mut self, extra_entries: usize, extra_bytes: usize) -> Result<(), ()> {
+    fn rebuild(&mut self, extra_entries: usize, extra_bytes: usize, resize: bool) -> Result<(), ()> {
         let live_entries = self.len as usize + extra_entries;
         let live_bytes = self.arena_end as usize - self.dead_bytes as usize + extra_bytes;
-        let slots = (live_entries * 100 / LOAD_REBUILD_PCT + 1).max(4);
-        let arena = live_bytes + live_bytes / ARENA_SLACK_DIV;
+        let keep = self.slot_count as usize;
+        let slots = if !resize && (live_entries + 1) * 100 <= keep * LOAD_MAX_PCT {
+            keep
+        } else {
+            (live_entries * 100 / LOAD_REBUILD_PCT + 1).max(4)
+        };
+        // Room for the entries the table takes before it must grow (at their average size), so
+        // the arena and the table run out together; at least 1/16 for value replacements.
+        let headroom = (slots * LOAD_MAX_PCT / 100).saturating_sub(live_entries);
+        let slack = (headroom * live_bytes / live_entries.max(1)).max(live_bytes / ARENA_SLACK_DIV);
+        let arena = live_bytes + slack;
         let total = slots * SLOT_BYTES + arena;
         if total > BYTES_MAX {
             return Err(());

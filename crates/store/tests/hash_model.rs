@@ -36,7 +36,7 @@ fn field(rng: &mut SmallRng, family: u8) -> Vec<u8> {
         }
         b'u' | b'n' => rng.gen_range(-3..20).to_string().into_bytes(),
         b'b' => rng.gen_range(0..300).to_string().into_bytes(),
-        b'i' => rng.gen_range(0..4000).to_string().into_bytes(),
+        b'i' => rng.gen_range(0..10_000).to_string().into_bytes(),
         b'g' => format!("field:{}", rng.gen_range(0..4000)).into_bytes(),
         _ => match rng.gen_range(0..8) {
             0 => vec![b'F'; 70],
