@@ -160,14 +160,6 @@ impl FlatMap {
         self.buf.len()
     }
 
-    /// Bytes the buffer of this map plus one more entry of these lengths would need at least:
-    /// callers use it to decide on a conversion before trying.
-    pub fn bytes_with(&self, key_len: usize, value_len: usize) -> usize {
-        let live = self.arena_end as usize - self.dead_bytes as usize;
-        let slots = (self.len() + 1) * 100 / LOAD_MAX_PCT + 1;
-        slots * SLOT_BYTES + live + entry_bytes(self.values, key_len, value_len)
-    }
-
     #[inline]
     fn hint_of(&self, h: u64) -> u8 {
         if self.same_hints {
@@ -368,7 +360,12 @@ impl FlatMap {
 
     /// Rehashes the live entries into a buffer sized for `extra_entries` more entries of
     /// `extra_bytes` in all; `Err` (nothing changed) when it would pass `BYTES_MAX`.
-    fn rebuild(&mut self, extra_entries: usize, extra_bytes: usize, resize: bool) -> Result<(), ()> {
+    fn rebuild(
+        &mut self,
+        extra_entries: usize,
+        extra_bytes: usize,
+        resize: bool,
+    ) -> Result<(), ()> {
         let live_entries = self.len as usize + extra_entries;
         let live_bytes = self.arena_end as usize - self.dead_bytes as usize + extra_bytes;
         let keep = self.slot_count as usize;

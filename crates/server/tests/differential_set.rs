@@ -88,7 +88,9 @@ fn members(g: &mut Gen, max: usize) -> Vec<Vec<u8>> {
 
 /// Many members at once, to cross the 128 (small) and 512 (intset) thresholds.
 fn bulk_members(g: &mut Gen) -> Vec<Vec<u8>> {
-    let n = *g.pick(&[100, 127, 128, 129, 200, 511, 512, 513, 600, 1000, 2500, 3000]);
+    let n = *g.pick(&[
+        100, 127, 128, 129, 200, 511, 512, 513, 600, 1000, 2500, 3000,
+    ]);
     let start = g.rng.gen_range(-300i64..300);
     match g.below(3) {
         0 => (0..n)

@@ -9,26 +9,25 @@
 //!   4   small      listpack         boxed `maps::SmallMap`                  ≤ 8 pairs of ≤ 64 B
 //!  14   flat       listpack or      boxed `maps::FlatMap`                   strings ≤ 256 B, the
 //!                  hashtable (*)                                            buffer ≤ 32 KiB
-//!   6   ints       hashtable        boxed `IntHash` (hash_ints.rs)          every field and value
-//!                                                                           a canonical i64, past
-//!                                                                           what a flat one holds
-//!   5   pages      hashtable        boxed `maps::PageHash`                  anything larger
+//!   6   ints       listpack or      boxed `IntHash` (hash_ints.rs)          every field and value
+//!                  hashtable (*)                                            a canonical i64, > 8
+//!   5   pages      as flat (*)      boxed `maps::PageHash`                  anything larger
 //! ```
 //! Conversions (each rebuilds the whole hash, so each is amortised by the growth that caused it):
-//! record → small/flat when a pair breaks a record's bounds (an integer field name, a long
-//! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → flat
-//! past 8 pairs or 64-byte strings; flat → ints (all integers) or pages when its buffer would
-//! pass 32 KiB or a string is longer than `FLAT_BYTES_MAX`; ints → flat/pages when a non-integer
-//! arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash starts as a record, or small when
+//! record → small/ints/flat when a pair breaks a record's bounds (an integer field name, a long
+//! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → ints
+//! (all integers) or flat past 8 pairs or 64-byte strings; flat → ints (all integers) or pages
+//! when its buffer would pass 32 KiB or a string is longer than `FLAT_BYTES_MAX`; ints →
+//! flat/pages when a non-integer arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash starts as a record, or small when
 //! its first field looks like an integer (integer field names are data, not a shape:
 //! `mediabucket:<n> <id>` would otherwise spend the shape tree).
 //!
 //! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
 //! than 512 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
 //! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
-//! hashtable back). Records and small maps are within those bounds by construction, ints only
-//! exist past them; flat and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte
-//! strings need ~70 KB, more than a flat buffer, so a pages hash may still be a "listpack"). The bit is lost when RENAME or COPY moves a hash across shards
+//! hashtable back). Records and small maps are within those bounds by construction; flat, ints
+//! and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte strings need ~70 KB, more
+//! than a flat buffer, so even a pages hash may still be a "listpack"). The bit is lost when RENAME or COPY moves a hash across shards
 //! (the portable form carries no encoding), where Redis keeps the object's encoding.
 //!
 //! Flat bounds: 256 B per field or value keeps the length varints ≤ 2 bytes and ≥ ~60 of the
@@ -85,7 +84,8 @@ pub enum HashObj {
     /// The bool is the same sticky `hashtable` bit: a hash of <= 512 pairs with values near
     /// 64 B outgrows a flat buffer while Redis still calls it a listpack.
     Pages(Box<PageHash>, bool),
-    Ints(Box<IntHash>),
+    /// With the sticky `hashtable` bit (Redis keeps 9..512 integer pairs in a listpack).
+    Ints(Box<IntHash>, bool),
 }
 
 /// A read of a hash that met another type.
@@ -163,22 +163,18 @@ fn build(
         }
         return Ok(HashObj::Small(m));
     }
-    let ints: Option<Vec<(i64, i64)>> = if pairs.len() > LISTPACK_ENTRIES_MAX {
-        pairs.iter().map(|(f, v)| int_pair(f, v)).collect()
-    } else {
-        None
-    };
-    if ints.is_none()
-        && let Some(map) = build_flat(pairs)
-    {
-        return Ok(HashObj::Flat { map, hashtable });
-    }
+    // Integer pairs go to the int table whatever their count: ~8 B per pair where a flat map
+    // spends the digits plus ~6 B (the `mediabucket` workload: 8.6 B per field against 20).
+    let ints: Option<Vec<(i64, i64)>> = pairs.iter().map(|(f, v)| int_pair(f, v)).collect();
     if let Some(ints) = ints {
         let mut t = IntHash::with_capacity(ints.len());
         for (k, v) in ints {
             t.insert(k, v);
         }
-        return Ok(HashObj::Ints(Box::new(t)));
+        return Ok(HashObj::Ints(Box::new(t), hashtable));
+    }
+    if let Some(map) = build_flat(pairs) {
+        return Ok(HashObj::Flat { map, hashtable });
     }
     let mut p = PageHash::with_config(heap, &map_config())?;
     for (f, v) in pairs {
@@ -195,7 +191,7 @@ impl HashObj {
         match self {
             HashObj::Small(m) => m.destroy(heap),
             HashObj::Pages(p, _) => p.destroy(heap),
-            HashObj::Ints(_) | HashObj::Flat { .. } => {}
+            HashObj::Ints(..) | HashObj::Flat { .. } => {}
         }
     }
 
@@ -203,7 +199,7 @@ impl HashObj {
         match self {
             HashObj::Small(m) => m.memory_bytes(),
             HashObj::Pages(p, _) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
-            HashObj::Ints(t) => t.memory_bytes(),
+            HashObj::Ints(t, _) => t.memory_bytes(),
             HashObj::Flat { map, .. } => map.memory_bytes(),
         }
     }
@@ -211,8 +207,9 @@ impl HashObj {
     pub fn encoding_name(&self) -> &'static str {
         let hashtable = match self {
             HashObj::Small(_) => false,
-            HashObj::Ints(_) => true,
-            HashObj::Flat { hashtable, .. } | HashObj::Pages(_, hashtable) => *hashtable,
+            HashObj::Flat { hashtable, .. }
+            | HashObj::Pages(_, hashtable)
+            | HashObj::Ints(_, hashtable) => *hashtable,
         };
         if hashtable { "hashtable" } else { "listpack" }
     }
@@ -227,7 +224,7 @@ impl HashObj {
         match self {
             HashObj::Small(_) => tag::HASH_SMALL,
             HashObj::Pages(..) => tag::HASH_PAGES,
-            HashObj::Ints(_) => tag::HASH_INTS,
+            HashObj::Ints(..) => tag::HASH_INTS,
             HashObj::Flat { .. } => tag::HASH_FLAT,
         }
     }
@@ -236,7 +233,7 @@ impl HashObj {
         match self {
             HashObj::Small(m) => m.len(),
             HashObj::Pages(p, _) => p.len(),
-            HashObj::Ints(t) => t.len(),
+            HashObj::Ints(t, _) => t.len(),
             HashObj::Flat { map, .. } => map.len(),
         }
     }
@@ -322,7 +319,7 @@ impl HashRef<'_> {
                 HashObj::Pages(p, _) => p
                     .iter(heap)
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Ints(t) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
+                HashObj::Ints(t, _) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
                 HashObj::Flat { map, .. } => map
                     .iter()
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v))),
@@ -364,7 +361,7 @@ impl HashRef<'_> {
                 .sample(heap, r)
                 .map(|(k, v)| (k.to_vec(), v.bytes.to_vec())),
             HashRef::Obj {
-                obj: HashObj::Ints(t),
+                obj: HashObj::Ints(t, _),
                 ..
             } => t
                 .sample(r)
@@ -411,7 +408,7 @@ impl HashRef<'_> {
                 cursor
             }
             HashRef::Obj {
-                obj: HashObj::Ints(t),
+                obj: HashObj::Ints(t, _),
                 ..
             } => t.scan(cursor, count, |k, v| f(Value::Int(k), Value::Int(v))),
             _ => {
@@ -427,7 +424,7 @@ fn obj_get<'a>(obj: &'a HashObj, heap: &'a Heap, field: &[u8]) -> Option<Value<'
         HashObj::Small(m) => m.get(field).map(|v| Value::Bytes(v.bytes)),
         HashObj::Pages(p, _) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
         HashObj::Flat { map, .. } => map.get(field).map(Value::Bytes),
-        HashObj::Ints(t) => {
+        HashObj::Ints(t, _) => {
             let k = record::canonical_i64(field).filter(|&k| k != i64::MIN)?;
             t.get(k).map(Value::Int)
         }
@@ -558,7 +555,7 @@ impl HashMut<'_> {
         };
         let found = match obj {
             HashObj::Small(m) => m.remove(field),
-            HashObj::Ints(t) => record::canonical_i64(field)
+            HashObj::Ints(t, _) => record::canonical_i64(field)
                 .filter(|&k| k != i64::MIN)
                 .is_some_and(|k| t.remove(k)),
             HashObj::Pages(p, _) => p.remove(heap, field),
@@ -602,7 +599,11 @@ fn obj_set(
             SmallInsert::Replaced => Some(false),
             SmallInsert::NeedsConversion => None,
         },
-        HashObj::Ints(t) => int_pair(field, value).map(|(k, v)| t.insert(k, v)),
+        HashObj::Ints(t, hashtable) => int_pair(field, value).map(|(k, v)| {
+            let new = t.insert(k, v);
+            *hashtable |= t.len() > LISTPACK_ENTRIES_MAX;
+            new
+        }),
         HashObj::Flat { map, hashtable } if fits_flat(field, value) => {
             match map.insert(field, value) {
                 FlatInsert::Full => None,
