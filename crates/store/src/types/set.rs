@@ -26,7 +26,7 @@
 //! length varints stay <= 2 bytes, a 32 KiB set still holds >= ~100 of the longest members (so a
 //! few long ones do not flip a set to pages early), and a probe's key compare stays short; longer
 //! members are what PageHash keeps out of line anyway. A FLAT set is 1 B of hint + 2 B of offset
-//! per slot (70-85% full) + 1 B of length + the member + ~1/8 of arena slack: 1,000 `m:<i>`
+//! per slot (80-90% full) + 1 B of length + the member + ~6% of arena slack: 1,000 `m:<i>`
 //! members cost ~10 KB, where a PageHash spends two 8 KiB pages.
 //! "Integer" means the canonical decimal text of an i64 (`value::parse_i64`): "7" is one, "07"
 //! and "+7" are strings, exactly Redis's `isSdsRepresentableAsLongLong`. The inline layouts are in
