@@ -25,6 +25,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod flat;
 mod hash;
 mod hint;
 mod intmap;

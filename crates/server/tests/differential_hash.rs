@@ -6,8 +6,10 @@
 //! Key families steer hashes across every encoding and conversion of `store::types::hash`:
 //! `u*` get record-like field names (name, email, …) with the odd long value or integer field
 //! (record → small/pages), `n*` integer fields and values (small → ints past 8, ints → pages on a
-//! non-integer), `r*` arbitrary binary fields (small ↔ pages around 8 and the shrink at 4), `b*`
-//! hundreds of fields (large pages and ints). The usual string pool (`k*` …) gets SET, so hash
+//! non-integer), `r*` arbitrary binary fields (small → flat around 8, flat → pages on a long
+//! value, pages → flat with the shrink at 4), `b*` up to 2,500 fields in bulk HSETs (flat past
+//! 512 fields, where OBJECT ENCODING turns "hashtable", then pages or ints past 32 KiB).
+//! OBJECT ENCODING is compared exactly: listpack until a hash ever passed 512 fields or 64 B. The usual string pool (`k*` …) gets SET, so hash
 //! commands on it reply WRONGTYPE. Every 40 batches the pool is compared whole: HGETALL sorted,
 //! HLEN, a full HSCAN (with and without MATCH), TYPE, and the keyspace checkpoint.
 
@@ -53,7 +55,7 @@ fn field_for(g: &mut Gen, key: &[u8]) -> Vec<u8> {
             _ => g.rng.gen_range(-3..24).to_string().into_bytes(),
         },
         Some(b'b') => {
-            let i = g.rng.gen_range(0..400);
+            let i = g.rng.gen_range(0..2500);
             if key == b"b0" {
                 i.to_string().into_bytes()
             } else {
@@ -170,7 +172,12 @@ fn next_command(g: &mut Gen) -> Cmd {
         0..=9 => {
             let name = if g.chance(0.9) { "HSET" } else { "HMSET" };
             let mut a = vec![g.name(name), key.clone()];
-            for _ in 0..g.rng.gen_range(1..5) {
+            let pairs = if key.first() == Some(&b'b') && g.chance(0.3) {
+                200
+            } else {
+                g.rng.gen_range(1..5)
+            };
+            for _ in 0..pairs {
                 a.push(field_for(g, &key));
                 a.push(value_for(g, &key));
             }
@@ -203,6 +210,7 @@ fn next_command(g: &mut Gen) -> Cmd {
             }
             a
         }
+        22 => vec![g.name("OBJECT"), b"ENCODING".to_vec(), key],
         23 => vec![g.name("HEXISTS"), key.clone(), field_for(g, &key)],
         24 => return Cmd::new(vec![g.name("HKEYS"), key]).with(Check::Sorted),
         25 => return Cmd::new(vec![g.name("HVALS"), key]).with(Check::Sorted),
@@ -268,6 +276,7 @@ fn compare_hashes(twin: &mut Twin, keys: &[Vec<u8>]) {
     for key in keys {
         twin.one(&cmd!["TYPE", key]);
         twin.one(&cmd!["HLEN", key]);
+        twin.one(&cmd!["OBJECT", "ENCODING", key]);
         twin.one(&cmd!["HGETALL", key].with(Check::SortedPairs));
         for extra in [&[][..], &[&b"MATCH"[..], b"*1*"], &[&b"COUNT"[..], b"3"]] {
             let ours = hscan_all(&mut twin.densekv, key, extra);

@@ -11,8 +11,9 @@
 //!   ENCODING and MEMORY USAGE (by shape only: the encodings differ by design). Keys hash to
 //!   different shards, so RENAME/COPY/MOVE/LMOVE/SMOVE/*STORE between random keys move every
 //!   encoding across shards. Now and then a key is grown past its type's conversion thresholds
-//!   (hashes of 9+ pairs, of integers only, or with values over 64 bytes; sets over 128 members
-//!   and over 512 integers; sorted sets over 128 members or with members over 64 bytes; lists of
+//!   (hashes of 9+ pairs, of integers only, or with values over 64 bytes, and of 200..2,000 pairs,
+//!   through the flat encoding and past it; sets over 128 members, over 512 integers and of
+//!   1,000..3,000 members; sorted sets over 128 members or with members over 64 bytes; lists of
 //!   hundreds of elements), and cross-type stores (ZUNIONSTORE over sets, SORT … STORE over a
 //!   hash) replace keys of another type;
 //! - SORT and SORT_RO over lists, sets and sorted sets: numeric (collections holding words then
@@ -643,7 +644,21 @@ fn grow(g: &mut Gen) -> Cmd {
     };
     let base = g.rng.gen_range(-1000i64..1000);
     let mut a;
-    match g.below(8) {
+    match g.below(10) {
+        8 => {
+            // A flat hash, or one past 32 KiB (pages).
+            a = vec![g.name("HSET"), key];
+            for i in 0..g.rng.gen_range(200..2000) {
+                a.push(format!("field:{}", base + i).into_bytes());
+                a.push(format!("value:{i}").into_bytes());
+            }
+        }
+        9 => {
+            // A flat set, or one past 32 KiB (pages).
+            a = vec![g.name("SADD"), key];
+            let n = g.rng.gen_range(1000..3000);
+            a.extend((0..n).map(|i| format!("member:{}", base + i).into_bytes()));
+        }
         0 => {
             // Integer fields and values only: 9 to 12 pairs.
             a = vec![g.name("HSET"), key];

@@ -5,8 +5,10 @@
 //! The pool holds set keys (`s0`…`s11`), plain strings written by SET (so WRONGTYPE paths run)
 //! and a few awkward key names. Members overlap on purpose: small and large integers (every
 //! intset width, i64 bounds, non-canonical forms like "007" that must stay strings), short
-//! strings, edge values (empty, binary, CR LF) and members over 64 bytes; bulk SADDs push sets
-//! across the 128 and 512 thresholds. Bad arguments (arity, counts, numkeys, LIMIT, cursors,
+//! strings, edge values (empty, binary, CR LF) and members over 64 and 256 bytes; bulk SADDs
+//! push sets across the 128 and 512 thresholds and to 1,000..3,000 members, past what a flat set
+//! holds (32 KiB), so small → flat → pages runs. OBJECT ENCODING is compared exactly (Redis 7.0:
+//! "intset" or "hashtable"). Bad arguments (arity, counts, numkeys, LIMIT, cursors,
 //! options) are mixed in. (The other collection types are not on this branch yet; once merged,
 //! their writers belong in the pool too.)
 //!
@@ -66,7 +68,11 @@ fn member(g: &mut Gen) -> Vec<u8> {
             .to_string()
             .into_bytes(),
         13 => {
-            let n = g.rng.gen_range(60..70);
+            let n = if g.chance(0.2) {
+                g.rng.gen_range(250..262)
+            } else {
+                g.rng.gen_range(60..70)
+            };
             let c = b'a' + g.below(3) as u8;
             vec![c; n]
         }
@@ -82,7 +88,9 @@ fn members(g: &mut Gen, max: usize) -> Vec<Vec<u8>> {
 
 /// Many members at once, to cross the 128 (small) and 512 (intset) thresholds.
 fn bulk_members(g: &mut Gen) -> Vec<Vec<u8>> {
-    let n = *g.pick(&[100, 127, 128, 129, 200, 511, 512, 513, 600]);
+    let n = *g.pick(&[
+        100, 127, 128, 129, 200, 511, 512, 513, 600, 1000, 2500, 3000,
+    ]);
     let start = g.rng.gen_range(-300i64..300);
     match g.below(3) {
         0 => (0..n)
@@ -275,6 +283,7 @@ fn next_commands(g: &mut Gen) -> Vec<Cmd> {
                 std::iter::once(key).chain(m).collect(),
             ))
         }
+        11 => Cmd::new(vec![g.name("OBJECT"), b"ENCODING".to_vec(), set_key(g)]),
         14 | 15 => Cmd::new(vec![g.name("SCARD"), set_key(g)]),
         16 => return vec![Cmd::new(vec![g.name("SMEMBERS"), set_key(g)]).with(Check::Sorted)],
         17 | 18 => return srandmember(g),
@@ -368,6 +377,7 @@ fn compare_sets(twin: &mut Twin, pool: &[Vec<u8>]) {
         let key = format!("s{i}").into_bytes();
         let t = twin.one(&cmd!["TYPE", key]);
         twin.one(&cmd!["SCARD", key]);
+        twin.one(&cmd!["OBJECT", "ENCODING", key]);
         twin.one(&cmd!["SMEMBERS", key].with(Check::Sorted));
         if t == b"+set\r\n" {
             let extras: [&[&[u8]]; 3] = [&[], &[b"COUNT", b"3"], &[b"MATCH", b"*1*"]];

@@ -9,12 +9,16 @@
 //!   6   hash   ints     ("hashtable")       handle → Object::Hash
 //!   7   list   chunks   ("quicklist"/"listpack")  handle → Object::List
 //!   8   set    intset   ("intset")          inline bytes
-//!   9   set    small    ("listpack")        inline bytes
+//!   9   set    small    ("hashtable")       inline bytes
 //!  10   set    pages    ("hashtable")       handle → Object::Set
 //!  11   set    ints     ("hashtable")       handle → Object::Set
 //!  12   zset   packed   ("listpack")        inline bytes
 //!  13   zset   index    ("skiplist")        handle → Object::ZSet
+//!  14   hash   flat     ("listpack"/"hashtable")  handle → Object::Hash
+//!  15   set    flat     ("hashtable")       handle → Object::Set
 //!
+//!
+//!  Meta tags are four bits: 14 and 15 are the last two.
 //!  handle payload: 8 bytes, little-endian address of a `Box<Object>` (global allocator)
 //! ```
 //! Inline encodings are rewritten whole on every change (they are small and bounded, as Redis's
@@ -44,6 +48,8 @@ pub mod tag {
     pub const SET_INTS: u8 = 11;
     pub const ZSET_PACKED: u8 = 12;
     pub const ZSET_INDEX: u8 = 13;
+    pub const HASH_FLAT: u8 = 14;
+    pub const SET_FLAT: u8 = 15;
 }
 
 /// Whether entries with `tag` hold a handle to a boxed `Object` rather than inline bytes.
@@ -58,6 +64,8 @@ pub fn is_boxed(t: u8) -> bool {
             | tag::SET_PAGES
             | tag::SET_INTS
             | tag::ZSET_INDEX
+            | tag::HASH_FLAT
+            | tag::SET_FLAT
     )
 }
 
@@ -180,15 +188,24 @@ pub fn tag_name(t: u8) -> Option<&'static str> {
         tag::SET_INTS => "set_ints",
         tag::ZSET_PACKED => "zset_packed",
         tag::ZSET_INDEX => "zset_index",
+        tag::HASH_FLAT => "hash_flat",
+        tag::SET_FLAT => "set_flat",
         _ => return None,
     })
 }
 
-/// The OBJECT ENCODING name of an inline collection tag (boxed ones ask their object).
+/// The OBJECT ENCODING name of an inline collection tag (boxed ones ask their object: a flat or
+/// ints hash answers by its history). Redis 7.0 has no listpack sets (they came in 7.2): a set
+/// of strings is a "hashtable" however small.
 pub fn encoding_name(t: u8) -> &'static str {
     match t {
-        tag::HASH_RECORD | tag::HASH_SMALL | tag::SET_SMALL | tag::ZSET_PACKED => "listpack",
-        tag::HASH_PAGES | tag::HASH_INTS | tag::SET_PAGES | tag::SET_INTS => "hashtable",
+        tag::HASH_RECORD | tag::HASH_SMALL | tag::HASH_FLAT | tag::ZSET_PACKED => "listpack",
+        tag::HASH_PAGES
+        | tag::HASH_INTS
+        | tag::SET_SMALL
+        | tag::SET_PAGES
+        | tag::SET_INTS
+        | tag::SET_FLAT => "hashtable",
         tag::LIST => "quicklist",
         tag::SET_INTSET => "intset",
         tag::ZSET_INDEX => "skiplist",

@@ -43,9 +43,9 @@ impl Kind {
     pub fn of_tag(tag: u8) -> Kind {
         match tag {
             tag::STR_EMBSTR | tag::STR_RAW | tag::STR_INT => Kind::String,
-            3..=6 => Kind::Hash,
+            3..=6 | 14 => Kind::Hash,
             7 => Kind::List,
-            8..=11 => Kind::Set,
+            8..=11 | 15 => Kind::Set,
             _ => Kind::ZSet,
         }
     }

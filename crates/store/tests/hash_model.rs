@@ -2,10 +2,12 @@
 //!
 //! One seeded stream of HSET / HDEL / HGET / whole-hash reads per key family runs on a `Shard`
 //! and on a `BTreeMap<field, value>` per key. Families steer each encoding and every conversion:
-//! record-like names (record ↔ small/pages), integers (small → ints → pages), binary fields
-//! (small ↔ pages with the shrink), and big integer / string hashes. After every step the
-//! touched key is compared whole, its tag checked against the rules the module doc states, and at
-//! the end every key is deleted and the shape tree must be back to its root: a hold leaked or
+//! record-like names (record → small/flat), integers (small → ints → flat/pages), binary
+//! fields (small → flat → pages on a long string, pages → flat with the shrink), and big integer /
+//! string hashes of up to ~4000 fields (flat → pages past 32 KiB). After every step the touched
+//! key is compared whole, its tag checked against the rules the module doc states, its OBJECT
+//! ENCODING against Redis 7.0's rule (listpack until it ever held more than 512 pairs or a
+//! string longer than 64 B), and at the end every key is deleted and the shape tree must be back to its root: a hold leaked or
 //! released twice by a conversion would show there. `IntHash` has its own model test with its
 //! invariant validator. Set `DENSEKV_SEED` to change the seed.
 
@@ -34,8 +36,11 @@ fn field(rng: &mut SmallRng, family: u8) -> Vec<u8> {
         }
         b'u' | b'n' => rng.gen_range(-3..20).to_string().into_bytes(),
         b'b' => rng.gen_range(0..300).to_string().into_bytes(),
+        b'i' => rng.gen_range(0..10_000).to_string().into_bytes(),
+        b'g' => format!("field:{}", rng.gen_range(0..4000)).into_bytes(),
         _ => match rng.gen_range(0..8) {
             0 => vec![b'F'; 70],
+            1 if rng.gen_bool(0.2) => vec![b'L'; 300],
             1 => Vec::new(),
             _ => format!("f{}", rng.gen_range(0..14)).into_bytes(),
         },
@@ -43,6 +48,12 @@ fn field(rng: &mut SmallRng, family: u8) -> Vec<u8> {
 }
 
 fn value(rng: &mut SmallRng, family: u8) -> Vec<u8> {
+    if family == b'i' {
+        return rng
+            .gen_range(-10..2_000_000_000i64)
+            .to_string()
+            .into_bytes();
+    }
     match rng.gen_range(0..30) {
         0 => vec![b'v'; 65],
         1 => b"007".to_vec(),
@@ -68,10 +79,11 @@ fn read(shard: &mut Shard, key: &[u8]) -> Option<(u8, Pairs)> {
     })
 }
 
-fn check(shard: &mut Shard, key: &[u8], model: &Model, step: usize) {
+/// Checks `key` against its model; returns its tag (0 when missing).
+fn check(shard: &mut Shard, key: &[u8], model: &Model, hashtable: bool, step: usize) -> u8 {
     let Some((t, pairs)) = read(shard, key) else {
         assert!(model.is_empty(), "step {step}: {key:?} missing");
-        return;
+        return 0;
     };
     let mut sorted = pairs.clone();
     sorted.sort();
@@ -83,15 +95,26 @@ fn check(shard: &mut Shard, key: &[u8], model: &Model, step: usize) {
     let fits_small = model
         .iter()
         .all(|(f, v)| f.len() <= hash::VALUE_BYTES_MAX && v.len() <= hash::VALUE_BYTES_MAX);
+    let fits_flat = model
+        .iter()
+        .all(|(f, v)| f.len() <= hash::FLAT_BYTES_MAX && v.len() <= hash::FLAT_BYTES_MAX);
     match t {
         tag::HASH_RECORD => assert!(fits_small, "step {step}: record with a long value"),
         tag::HASH_SMALL => assert!(model.len() <= hash::SMALL_PAIRS_MAX && fits_small),
+        tag::HASH_FLAT => assert!(fits_flat, "step {step}: flat hash with a long string"),
         tag::HASH_INTS => assert!(ints, "step {step}: ints hash holds a non-integer"),
         // Pages hold anything: they do not convert back to ints once a non-integer left, and a
         // long value overwritten by a short one leaves a few short pairs there until a delete.
         tag::HASH_PAGES => {}
         other => panic!("step {step}: tag {other}"),
     }
+    let want = if hashtable { "hashtable" } else { "listpack" };
+    assert_eq!(
+        shard.encoding(0, key, 0),
+        Some(want),
+        "step {step}: OBJECT ENCODING of {key:?} (tag {t})"
+    );
+    t
 }
 
 #[test]
@@ -99,14 +122,17 @@ fn hash_encodings_match_a_btreemap() {
     let seed = seed();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut shard = Shard::new(&ShardConfig::default()).expect("shard");
-    let keys: Vec<Vec<u8>> = ["u0", "u1", "u2", "n0", "n1", "r0", "r1", "b0"]
+    let keys: Vec<Vec<u8>> = ["u0", "u1", "u2", "n0", "n1", "r0", "r1", "b0", "i0", "g0"]
         .iter()
         .map(|k| k.as_bytes().to_vec())
         .collect();
     let mut models: HashMap<Vec<u8>, Model> = HashMap::new();
+    // Keys whose hash has passed Redis's listpack bounds since it was created.
+    let mut hashtable: HashMap<Vec<u8>, bool> = HashMap::new();
+    let mut tags_seen = std::collections::BTreeSet::new();
     // Operation kinds switched on and off per phase, so hashes both grow large and drain.
     let mut weights = [4u32, 3, 2, 1];
-    for step in 0..60_000 {
+    for step in 0..120_000 {
         if step % 5_000 == 0 {
             for w in &mut weights {
                 *w = rng.gen_range(0..5);
@@ -144,8 +170,11 @@ fn hash_encodings_match_a_btreemap() {
                 .unwrap()
                 .unwrap();
                 let mut want = 0;
+                let sticky = hashtable.entry(key.clone()).or_default();
                 for (f, v) in pairs {
+                    *sticky |= f.len() > hash::VALUE_BYTES_MAX || v.len() > hash::VALUE_BYTES_MAX;
                     want += usize::from(model.insert(f, v).is_none());
+                    *sticky |= model.len() > hash::LISTPACK_ENTRIES_MAX;
                 }
                 assert_eq!(created, want, "step {step}: new fields");
             }
@@ -175,7 +204,20 @@ fn hash_encodings_match_a_btreemap() {
                 assert_eq!(got.as_ref(), model.get(&f), "step {step}: get");
             }
         }
-        check(&mut shard, &key, model, step);
+        if model.is_empty() {
+            hashtable.remove(&key);
+        }
+        let sticky = hashtable.get(&key).copied().unwrap_or(false);
+        tags_seen.insert(check(&mut shard, &key, model, sticky, step));
+    }
+    for t in [
+        tag::HASH_RECORD,
+        tag::HASH_SMALL,
+        tag::HASH_FLAT,
+        tag::HASH_INTS,
+        tag::HASH_PAGES,
+    ] {
+        assert!(tags_seen.contains(&t), "no step saw tag {t}: {tags_seen:?}");
     }
     for key in &keys {
         shard.remove(0, key, 0);
@@ -217,6 +259,29 @@ fn records_keep_insertion_order_and_release_their_shapes() {
     // Conversions in both directions on one key.
     hash::update(&mut shard, 0, b"user:7", 0, false, |h| h.set(b"12", b"x")).unwrap();
     assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_SMALL);
+    // small → flat past 8 pairs, still a listpack to OBJECT ENCODING until 512 pairs.
+    let grow = |shard: &mut Shard, from: usize, to: usize| {
+        hash::update(shard, 0, b"user:7", 0, false, |h| {
+            for i in from..to {
+                h.set(format!("f{i}").as_bytes(), b"v")?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    };
+    grow(&mut shard, 0, 4);
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
+    assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
+    // Five record pairs + f0..f506: 512 pairs.
+    grow(&mut shard, 4, 507);
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
+    assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
+    grow(&mut shard, 507, 509);
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
+    assert_eq!(shard.encoding(0, b"user:7", 0), Some("hashtable"));
+    // flat → pages past 32 KiB.
+    grow(&mut shard, 509, 5000);
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_PAGES);
     for i in 0..100 {
         shard.remove(0, format!("user:{i}").as_bytes(), 0);
     }

@@ -1,11 +1,12 @@
 //! Model-based randomized test of the set encodings and their conversions: the same adds,
 //! removes, pops and stores go to a shard's sets and to `BTreeSet` models. Operation kinds are
 //! switched on and off per round at random, and member pools are chosen so each round lives
-//! in a different encoding (integers only: intset then ints; short strings: small then pages;
-//! long strings: pages from the start; mixes crossing from intset to small to pages). After each
-//! step the set's answers (len, membership of present and absent members, all members, random
-//! picks) must match the model, the tag must be the one the content rules imply, and
-//! `set::validate` checks the layout invariants.
+//! in a different encoding (integers only: intset then ints; short strings: small then flat;
+//! thousands of short strings: flat then pages past 32 KiB; long strings: flat, and pages past
+//! 256 B; mixes crossing from intset to small to flat). After each step the set's answers (len,
+//! membership of present and absent members, all members, random picks) must match the model,
+//! the tag must be the one the content rules imply, OBJECT ENCODING must be Redis 7.0's ("intset"
+//! or "hashtable"), and `set::validate` checks the layout invariants.
 
 use heap::HeapConfig;
 use rand::rngs::SmallRng;
@@ -40,6 +41,7 @@ enum Pool {
     Short,
     Long,
     Mixed,
+    Many,
 }
 
 fn member(rng: &mut SmallRng, pool: Pool) -> Vec<u8> {
@@ -52,7 +54,15 @@ fn member(rng: &mut SmallRng, pool: Pool) -> Vec<u8> {
             _ => rng.gen_range(-10i64..10).to_string().into_bytes(),
         },
         Pool::Short => format!("s{}", rng.gen_range(0..200)).into_bytes(),
-        Pool::Long => vec![b'a' + rng.gen_range(0..20u8); rng.gen_range(60..80)],
+        Pool::Long => {
+            let n = if rng.gen_bool(0.05) {
+                300
+            } else {
+                rng.gen_range(60..80)
+            };
+            vec![b'a' + rng.gen_range(0..20u8); n]
+        }
+        Pool::Many => format!("member:{}", rng.gen_range(0..6000)).into_bytes(),
         Pool::Mixed => match rng.gen_range(0..6) {
             0 => b"007".to_vec(),
             1 => b"-0".to_vec(),
@@ -74,6 +84,10 @@ fn check_tag(t: u8, model: &BTreeSet<Vec<u8>>, all_ints_ever: bool) {
             "small set past its bounds"
         ),
         tag::SET_INTS => assert!(ints && all_ints_ever, "ints set holding a string"),
+        tag::SET_FLAT => assert!(
+            model.iter().all(|m| m.len() <= set::FLAT_MEMBER_BYTES_MAX),
+            "flat set with a long member"
+        ),
         tag::SET_PAGES => {}
         other => panic!("tag {other} is not a set"),
     }
@@ -106,9 +120,14 @@ fn run(seed: u64) {
             Pool::Short,
             Pool::Long,
             Pool::Mixed,
-        ][rng.gen_range(0..5)];
+            Pool::Many,
+        ][rng.gen_range(0..6)];
         let enabled: [bool; 5] = std::array::from_fn(|_| rng.gen_bool(0.7));
-        let bulk = rng.gen_range(1..40);
+        let bulk = if matches!(pool, Pool::Many) {
+            rng.gen_range(40..200)
+        } else {
+            rng.gen_range(1..40)
+        };
         for _step in 0..300 {
             let k = rng.gen_range(0..KEYS);
             let key = format!("set{k}").into_bytes();
@@ -211,7 +230,14 @@ fn check(
         Some(got) => {
             assert!(!got.is_empty(), "an empty set was kept");
             assert_eq!(&got, model);
-            check_tag(tag_of(shard, key).unwrap(), model, ints_ever);
+            let t = tag_of(shard, key).unwrap();
+            check_tag(t, model, ints_ever);
+            let want = if t == tag::SET_INTSET {
+                "intset"
+            } else {
+                "hashtable"
+            };
+            assert_eq!(shard.encoding(0, key, 0), Some(want));
             let probe = member(rng, pool);
             let answer = set::read(shard, 0, key, 0, |v| {
                 (
@@ -238,15 +264,15 @@ fn sets_match_the_model() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5E7_0002);
-    for i in 0..4 {
+    for i in 0..6 {
         run(seed + i);
     }
 }
 
 /// The thresholds, one step at a time: 512 integers stay an intset, the 513th makes an ints set;
-/// a string into a 127-integer intset makes a small set, into a 128-integer one a pages set; 128
-/// short strings stay small, the 129th or a 65-byte one makes pages; a string into an ints set
-/// makes pages.
+/// a string into a 127-integer intset makes a small set, into a 128-integer one a flat set; 128
+/// short strings stay small, the 129th or a 65-byte one makes flat; a string into an ints set
+/// makes flat; a 257-byte member or a full 32 KiB buffer makes pages.
 #[test]
 fn conversions_happen_exactly_at_the_thresholds() {
     let mut shard = shard(7);
@@ -261,8 +287,8 @@ fn conversions_happen_exactly_at_the_thresholds() {
         );
     }
     assert_eq!(add(&mut shard, b"i", b"512"), tag::SET_INTS);
-    assert_eq!(add(&mut shard, b"i", b"x"), tag::SET_PAGES);
-    for (n, expect) in [(127, tag::SET_SMALL), (128, tag::SET_PAGES)] {
+    assert_eq!(add(&mut shard, b"i", b"x"), tag::SET_FLAT);
+    for (n, expect) in [(127, tag::SET_SMALL), (128, tag::SET_FLAT)] {
         let key = format!("n{n}").into_bytes();
         for i in 0..n {
             add(&mut shard, &key, i.to_string().as_bytes());
@@ -279,9 +305,18 @@ fn conversions_happen_exactly_at_the_thresholds() {
             tag::SET_SMALL
         );
     }
-    assert_eq!(add(&mut shard, b"s", b"m128"), tag::SET_PAGES);
+    assert_eq!(add(&mut shard, b"s", b"m128"), tag::SET_FLAT);
+    assert_eq!(shard.encoding(0, b"s", 0), Some("hashtable"));
+    let mut i = 129;
+    while add(&mut shard, b"s", format!("m{i}").as_bytes()) == tag::SET_FLAT {
+        i += 1;
+    }
+    assert_eq!(tag_of(&mut shard, b"s"), Some(tag::SET_PAGES));
+    assert!(i > 2500, "a flat set of short members holds thousands: {i}");
     assert_eq!(add(&mut shard, b"l", &[b'z'; 64]), tag::SET_SMALL);
-    assert_eq!(add(&mut shard, b"l", &[b'z'; 65]), tag::SET_PAGES);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 65]), tag::SET_FLAT);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 256]), tag::SET_FLAT);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 257]), tag::SET_PAGES);
     assert_eq!(add(&mut shard, b"w", b"1"), tag::SET_INTSET);
     assert_eq!(
         add(&mut shard, b"w", i64::MIN.to_string().as_bytes()),

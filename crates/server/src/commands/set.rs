@@ -692,7 +692,7 @@ pub fn sscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     let mut found: Vec<Vec<u8>> = Vec::new();
     let _ = set::read(ctx.shard(key), db, key, now, |v| {
-        if v.is_inline() {
+        if v.scans_whole() {
             v.for_each(|m| found.push(member_text(m)));
             cursor = 0;
             return;

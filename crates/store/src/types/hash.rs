@@ -1,4 +1,4 @@
-//! Hash values: four encodings chosen by content and size, converting automatically.
+//! Hash values: five encodings chosen by content and size, converting automatically.
 //!
 //! ```text
 //!  tag  encoding   OBJECT ENCODING  holds                                   chosen while
@@ -7,17 +7,32 @@
 //!                                                                           values ≤ 64 B, ≤ 64
 //!                                                                           fields, ≤ 512 B record
 //!   4   small      listpack         boxed `maps::SmallMap`                  ≤ 8 pairs of ≤ 64 B
-//!   6   ints       hashtable        boxed `IntHash` (hash_ints.rs)          every field and value
-//!                                                                           a canonical i64, > 8
-//!   5   pages      hashtable        boxed `maps::PageHash`                  anything larger
+//!  14   flat       listpack or      boxed `maps::FlatMap`                   strings ≤ 256 B, the
+//!                  hashtable (*)                                            buffer ≤ 32 KiB
+//!   6   ints       listpack or      boxed `IntHash` (hash_ints.rs)          every field and value
+//!                  hashtable (*)                                            a canonical i64, > 8
+//!   5   pages      as flat (*)      boxed `maps::PageHash`                  anything larger
 //! ```
 //! Conversions (each rebuilds the whole hash, so each is amortised by the growth that caused it):
-//! record → small/ints/pages when a pair breaks a record's bounds (an integer field name, a long
+//! record → small/ints/flat when a pair breaks a record's bounds (an integer field name, a long
 //! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → ints
-//! (all integers) or pages past 8 pairs or 64-byte strings; ints → small/pages when a non-integer
-//! arrives; pages → small when HDEL leaves ≤ 4 pairs that fit one. A new hash starts as a record,
-//! or small when its first field looks like an integer (integer field names are data, not a
-//! shape: `mediabucket:<n> <id>` would otherwise spend the shape tree).
+//! (all integers) or flat past 8 pairs or 64-byte strings; flat → ints (all integers) or pages
+//! when its buffer would pass 32 KiB or a string is longer than `FLAT_BYTES_MAX`; ints →
+//! flat/pages when a non-integer arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash starts as a record, or small when
+//! its first field looks like an integer (integer field names are data, not a shape:
+//! `mediabucket:<n> <id>` would otherwise spend the shape tree).
+//!
+//! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
+//! than 512 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
+//! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
+//! hashtable back). Records and small maps are within those bounds by construction; flat, ints
+//! and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte strings need ~70 KB, more
+//! than a flat buffer, so even a pages hash may still be a "listpack"). The bit is lost when RENAME or COPY moves a hash across shards
+//! (the portable form carries no encoding), where Redis keeps the object's encoding.
+//!
+//! Flat bounds: 256 B per field or value keeps the length varints ≤ 2 bytes and ≥ ~60 of the
+//! longest pairs in one 32 KiB buffer, while covering the values the listpack bound (64 B) turns
+//! away for Redis; a longer string goes to pages, which keep long values out of line anyway.
 //!
 //! Shape holds: a record holds its shape once. Writes work on a copy of the record; `record::set`
 //! and `remove` move the copy's hold, and the keyspace releases the *stored* record's shape when
@@ -35,6 +50,7 @@ use crate::object::{Object, tag};
 use crate::shard::{Shard, Slot, StoreError, Ttl};
 use heap::Heap;
 use ints::{IntHash, int_pair};
+use maps::flat::{FlatInsert, FlatMap};
 use maps::{PageHash, SmallInsert, SmallMap};
 use shape::record;
 use shape::{ShapeId, ShapeTree, TooComplex};
@@ -47,16 +63,29 @@ pub const SMALL_PAIRS_MAX: usize = 8;
 pub const VALUE_BYTES_MAX: usize = 64;
 /// Largest record, in bytes (it is rewritten whole on every change).
 pub const RECORD_BYTES_MAX: usize = 512;
-/// A pages hash that HDEL shrinks to this many pairs becomes small again (hysteresis: it grew
-/// past 8).
+/// A pages hash that HDEL shrinks to this many pairs becomes flat (hysteresis: it grew past
+/// 32 KiB or held a long string).
 pub const SHRINK_PAIRS: usize = 4;
+/// Longest field or value a flat hash holds (see the module doc for why 256).
+pub const FLAT_BYTES_MAX: usize = 256;
+/// Redis's hash-max-listpack-entries (512 in 7.0; zsets use 128): past it OBJECT ENCODING says
+/// "hashtable" for good.
+pub const LISTPACK_ENTRIES_MAX: usize = 512;
 
 /// The boxed encodings of a hash.
 #[derive(Debug)]
 pub enum HashObj {
     Small(SmallMap),
-    Pages(Box<PageHash>),
-    Ints(Box<IntHash>),
+    /// `hashtable`: the hash has passed Redis's listpack bounds (see the module doc).
+    Flat {
+        map: FlatMap,
+        hashtable: bool,
+    },
+    /// The bool is the same sticky `hashtable` bit: a hash of <= 512 pairs with values near
+    /// 64 B outgrows a flat buffer while Redis still calls it a listpack.
+    Pages(Box<PageHash>, bool),
+    /// With the sticky `hashtable` bit (Redis keeps 9..512 integer pairs in a listpack).
+    Ints(Box<IntHash>, bool),
 }
 
 /// A read of a hash that met another type.
@@ -90,9 +119,40 @@ fn fits_small(field: &[u8], value: &[u8]) -> bool {
     field.len() <= VALUE_BYTES_MAX && value.len() <= VALUE_BYTES_MAX
 }
 
-/// Builds the boxed encoding for `pairs` (distinct fields), in order.
-fn build(heap: &mut Heap, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<HashObj, StoreError> {
-    if pairs.len() <= SMALL_PAIRS_MAX && pairs.iter().all(|(f, v)| fits_small(f, v)) {
+fn fits_flat(field: &[u8], value: &[u8]) -> bool {
+    field.len() <= FLAT_BYTES_MAX && value.len() <= FLAT_BYTES_MAX
+}
+
+/// A flat map of `pairs`, or `None` when a string is too long or they do not fit 32 KiB.
+fn build_flat(pairs: &[(Vec<u8>, Vec<u8>)]) -> Option<FlatMap> {
+    if !pairs.iter().all(|(f, v)| fits_flat(f, v)) {
+        return None;
+    }
+    // A cheap bound first: each pair needs its bytes, two length bytes and >= 3 of slot.
+    let bytes: usize = pairs.iter().map(|(f, v)| f.len() + v.len() + 5).sum();
+    if bytes > maps::flat::BYTES_MAX {
+        return None;
+    }
+    let mut m = FlatMap::new_map();
+    for (f, v) in pairs {
+        if m.insert(f, v) == FlatInsert::Full {
+            return None;
+        }
+    }
+    Some(m)
+}
+
+/// Builds the boxed encoding for `pairs` (distinct fields), in order. `hashtable`: the hash
+/// has already passed the listpack bounds (so it is not made small again).
+fn build(
+    heap: &mut Heap,
+    pairs: &[(Vec<u8>, Vec<u8>)],
+    hashtable: bool,
+) -> Result<HashObj, StoreError> {
+    let hashtable = hashtable
+        || pairs.len() > LISTPACK_ENTRIES_MAX
+        || !pairs.iter().all(|(f, v)| fits_small(f, v));
+    if !hashtable && pairs.len() <= SMALL_PAIRS_MAX {
         let mut m = SmallMap::new(heap)?;
         for (f, v) in pairs {
             let done = m.insert(heap, f, v);
@@ -103,13 +163,18 @@ fn build(heap: &mut Heap, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<HashObj, Store
         }
         return Ok(HashObj::Small(m));
     }
+    // Integer pairs go to the int table whatever their count: ~8 B per pair where a flat map
+    // spends the digits plus ~6 B (the `mediabucket` workload: 8.6 B per field against 20).
     let ints: Option<Vec<(i64, i64)>> = pairs.iter().map(|(f, v)| int_pair(f, v)).collect();
     if let Some(ints) = ints {
         let mut t = IntHash::with_capacity(ints.len());
         for (k, v) in ints {
             t.insert(k, v);
         }
-        return Ok(HashObj::Ints(Box::new(t)));
+        return Ok(HashObj::Ints(Box::new(t), hashtable));
+    }
+    if let Some(map) = build_flat(pairs) {
+        return Ok(HashObj::Flat { map, hashtable });
     }
     let mut p = PageHash::with_config(heap, &map_config())?;
     for (f, v) in pairs {
@@ -118,47 +183,58 @@ fn build(heap: &mut Heap, pairs: &[(Vec<u8>, Vec<u8>)]) -> Result<HashObj, Store
             return Err(e.into());
         }
     }
-    Ok(HashObj::Pages(Box::new(p)))
+    Ok(HashObj::Pages(Box::new(p), hashtable))
 }
 
 impl HashObj {
     pub fn destroy(self, heap: &mut Heap) {
         match self {
             HashObj::Small(m) => m.destroy(heap),
-            HashObj::Pages(p) => p.destroy(heap),
-            HashObj::Ints(_) => {}
+            HashObj::Pages(p, _) => p.destroy(heap),
+            HashObj::Ints(..) | HashObj::Flat { .. } => {}
         }
     }
 
     pub fn memory_bytes(&self) -> usize {
         match self {
             HashObj::Small(m) => m.memory_bytes(),
-            HashObj::Pages(p) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
-            HashObj::Ints(t) => t.memory_bytes(),
+            HashObj::Pages(p, _) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
+            HashObj::Ints(t, _) => t.memory_bytes(),
+            HashObj::Flat { map, .. } => map.memory_bytes(),
         }
     }
 
     pub fn encoding_name(&self) -> &'static str {
-        match self {
-            HashObj::Small(_) => "listpack",
-            HashObj::Pages(_) | HashObj::Ints(_) => "hashtable",
-        }
+        let hashtable = match self {
+            HashObj::Small(_) => false,
+            HashObj::Flat { hashtable, .. }
+            | HashObj::Pages(_, hashtable)
+            | HashObj::Ints(_, hashtable) => *hashtable,
+        };
+        if hashtable { "hashtable" } else { "listpack" }
+    }
+
+    /// Whether the hash has passed Redis's listpack bounds (OBJECT ENCODING "hashtable").
+    fn is_hashtable(&self) -> bool {
+        self.encoding_name() == "hashtable"
     }
 
     /// The keyspace tag of this encoding.
     pub fn tag(&self) -> u8 {
         match self {
             HashObj::Small(_) => tag::HASH_SMALL,
-            HashObj::Pages(_) => tag::HASH_PAGES,
-            HashObj::Ints(_) => tag::HASH_INTS,
+            HashObj::Pages(..) => tag::HASH_PAGES,
+            HashObj::Ints(..) => tag::HASH_INTS,
+            HashObj::Flat { .. } => tag::HASH_FLAT,
         }
     }
 
     pub fn len(&self) -> usize {
         match self {
             HashObj::Small(m) => m.len(),
-            HashObj::Pages(p) => p.len(),
-            HashObj::Ints(t) => t.len(),
+            HashObj::Pages(p, _) => p.len(),
+            HashObj::Ints(t, _) => t.len(),
+            HashObj::Flat { map, .. } => map.len(),
         }
     }
 
@@ -240,10 +316,13 @@ impl HashRef<'_> {
                 HashObj::Small(m) => m
                     .iter()
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Pages(p) => p
+                HashObj::Pages(p, _) => p
                     .iter(heap)
                     .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Ints(t) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
+                HashObj::Ints(t, _) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
+                HashObj::Flat { map, .. } => map
+                    .iter()
+                    .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v))),
             },
         }
     }
@@ -255,13 +334,14 @@ impl HashRef<'_> {
         out
     }
 
-    /// Whether the encoding is one Redis reports as a listpack (HSCAN returns it whole).
+    /// Whether HSCAN returns the hash whole at cursor 0 (records, small and flat maps: at
+    /// most 32 KiB, as Redis does for its listpacks).
     pub fn is_compact(&self) -> bool {
         matches!(
             self,
             HashRef::Record { .. }
                 | HashRef::Obj {
-                    obj: HashObj::Small(_),
+                    obj: HashObj::Small(_) | HashObj::Flat { .. },
                     ..
                 }
         )
@@ -275,17 +355,21 @@ impl HashRef<'_> {
         }
         match self {
             HashRef::Obj {
-                obj: HashObj::Pages(p),
+                obj: HashObj::Pages(p, _),
                 heap,
             } => p
                 .sample(heap, r)
                 .map(|(k, v)| (k.to_vec(), v.bytes.to_vec())),
             HashRef::Obj {
-                obj: HashObj::Ints(t),
+                obj: HashObj::Ints(t, _),
                 ..
             } => t
                 .sample(r)
                 .map(|(k, v)| (k.to_string().into_bytes(), v.to_string().into_bytes())),
+            HashRef::Obj {
+                obj: HashObj::Flat { map, .. },
+                ..
+            } => map.sample(r).map(|(k, v)| (k.to_vec(), v.to_vec())),
             _ => {
                 let pick = (r % len as u64) as usize;
                 let mut out = None;
@@ -306,7 +390,7 @@ impl HashRef<'_> {
     pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Value<'_>, Value<'_>)) -> u64 {
         match self {
             HashRef::Obj {
-                obj: HashObj::Pages(p),
+                obj: HashObj::Pages(p, _),
                 heap,
             } => {
                 let mut cursor = cursor;
@@ -324,7 +408,7 @@ impl HashRef<'_> {
                 cursor
             }
             HashRef::Obj {
-                obj: HashObj::Ints(t),
+                obj: HashObj::Ints(t, _),
                 ..
             } => t.scan(cursor, count, |k, v| f(Value::Int(k), Value::Int(v))),
             _ => {
@@ -338,8 +422,9 @@ impl HashRef<'_> {
 fn obj_get<'a>(obj: &'a HashObj, heap: &'a Heap, field: &[u8]) -> Option<Value<'a>> {
     match obj {
         HashObj::Small(m) => m.get(field).map(|v| Value::Bytes(v.bytes)),
-        HashObj::Pages(p) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
-        HashObj::Ints(t) => {
+        HashObj::Pages(p, _) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
+        HashObj::Flat { map, .. } => map.get(field).map(Value::Bytes),
+        HashObj::Ints(t, _) => {
             let k = record::canonical_i64(field).filter(|&k| k != i64::MIN)?;
             t.get(k).map(Value::Int)
         }
@@ -404,7 +489,7 @@ impl HashMut<'_> {
         let pairs: Vec<(Vec<u8>, Vec<u8>)> = record::iter(self.tree, r)
             .map(|(k, v)| (k.to_vec(), v.to_vec()))
             .collect();
-        let obj = build(self.heap, &pairs)?;
+        let obj = build(self.heap, &pairs, false)?;
         record::release(self.tree, r);
         self.work = Work::Owned(obj);
         Ok(())
@@ -437,6 +522,7 @@ impl HashMut<'_> {
             return Ok(new);
         }
         // The pair does not fit the encoding: rebuild with it included.
+        let hashtable = obj.is_hashtable();
         let mut pairs = HashRef::Obj { obj, heap }.pairs();
         let new = if let Some(pair) = pairs.iter_mut().find(|(f, _)| f == field) {
             pair.1 = value.to_vec();
@@ -445,7 +531,7 @@ impl HashMut<'_> {
             pairs.push((field.to_vec(), value.to_vec()));
             true
         };
-        let rebuilt = build(heap, &pairs)?;
+        let rebuilt = build(heap, &pairs, hashtable)?;
         std::mem::replace(obj, rebuilt).destroy(heap);
         Ok(new)
     }
@@ -469,20 +555,24 @@ impl HashMut<'_> {
         };
         let found = match obj {
             HashObj::Small(m) => m.remove(field),
-            HashObj::Ints(t) => record::canonical_i64(field)
+            HashObj::Ints(t, _) => record::canonical_i64(field)
                 .filter(|&k| k != i64::MIN)
                 .is_some_and(|k| t.remove(k)),
-            HashObj::Pages(p) => p.remove(heap, field),
+            HashObj::Pages(p, _) => p.remove(heap, field),
+            HashObj::Flat { map, .. } => map.remove(field),
         };
         self.changed |= found;
-        if let HashObj::Pages(p) = obj
+        if let HashObj::Pages(p, _) = obj
             && found
             && p.len() <= SHRINK_PAIRS
             && !p.is_empty()
         {
+            // A few pairs left in an 8 KiB page: a flat map holds them in ~100 B. OBJECT
+            // ENCODING does not change (the sticky bit moves along).
+            let hashtable = obj.is_hashtable();
             let pairs = HashRef::Obj { obj, heap }.pairs();
-            if pairs.iter().all(|(f, v)| fits_small(f, v)) {
-                let rebuilt = build(heap, &pairs)?;
+            if pairs.iter().all(|(f, v)| fits_flat(f, v)) {
+                let rebuilt = build(heap, &pairs, hashtable)?;
                 std::mem::replace(obj, rebuilt).destroy(heap);
             }
         }
@@ -499,13 +589,31 @@ fn obj_set(
     value: &[u8],
 ) -> Result<Option<bool>, StoreError> {
     Ok(match obj {
-        HashObj::Pages(p) => Some(!p.insert(heap, field, value)?),
+        HashObj::Pages(p, hashtable) => {
+            let new = !p.insert(heap, field, value)?;
+            *hashtable |= p.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+            Some(new)
+        }
         HashObj::Small(m) => match m.insert(heap, field, value)? {
             SmallInsert::Inserted => Some(true),
             SmallInsert::Replaced => Some(false),
             SmallInsert::NeedsConversion => None,
         },
-        HashObj::Ints(t) => int_pair(field, value).map(|(k, v)| t.insert(k, v)),
+        HashObj::Ints(t, hashtable) => int_pair(field, value).map(|(k, v)| {
+            let new = t.insert(k, v);
+            *hashtable |= t.len() > LISTPACK_ENTRIES_MAX;
+            new
+        }),
+        HashObj::Flat { map, hashtable } if fits_flat(field, value) => {
+            match map.insert(field, value) {
+                FlatInsert::Full => None,
+                done => {
+                    *hashtable |= map.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+                    Some(done == FlatInsert::Inserted)
+                }
+            }
+        }
+        HashObj::Flat { .. } => None,
     })
 }
 

@@ -1,19 +1,33 @@
-//! Set values: four encodings chosen by content and size, converted automatically, never back
+//! Set values: five encodings chosen by content and size, converted automatically, never back
 //! down (as Redis never turns a hashtable set back into an intset).
 //!
 //! ```text
 //!  tag  encoding           OBJECT ENCODING  holds                               where
 //!   8   SET_INTSET         "intset"         <= 512 integers, sorted, 2/4/8 B    inline bytes
-//!   9   SET_SMALL          "listpack"       <= 128 members of <= 64 B, hinted   inline bytes
+//!   9   SET_SMALL          "hashtable"      <= 128 members of <= 64 B, hinted   inline bytes
+//!  15   SET_FLAT           "hashtable"      members of <= 256 B: maps::FlatMap  boxed, <= 32 KiB
 //!  10   SET_PAGES          "hashtable"      any members: PageHash, empty values boxed
 //!  11   SET_INTS           "hashtable"      integers: maps::IntSet              boxed
 //!
-//!  new set, first member:   integer -> INTSET;  <= 64 B -> SMALL;  else PAGES
+//!  new set, first member:   integer -> INTSET;  <= 64 B -> SMALL;  <= 256 B -> FLAT;  else PAGES
 //!  INTSET + integer, full (512)          -> INTS
-//!  INTSET + non-integer: fits SMALL      -> SMALL, else PAGES
-//!  SMALL + member past 128 or > 64 B     -> PAGES
-//!  INTS + non-integer                    -> PAGES
+//!  INTSET + non-integer: fits SMALL      -> SMALL, else FLAT (or PAGES if it does not fit)
+//!  SMALL + member past 128 or > 64 B     -> FLAT (PAGES for a member > 256 B)
+//!  FLAT + member > 256 B, or past 32 KiB -> PAGES
+//!  INTS + non-integer                    -> FLAT if all fit, else PAGES
 //! ```
+//! Redis 7.0 reports every set of strings as "hashtable" (listpack sets came in 7.2), so only
+//! the intset's name differs, and no conversion ever changes what OBJECT ENCODING says except
+//! intset -> hashtable, exactly where Redis converts.
+//!
+//! FLAT bounds. The buffer stays <= 32 KiB (`maps::flat::BYTES_MAX`): past it a PageHash, whose
+//! pages fill to ~60-90%, costs no more, and a bigger buffer would make each rebuild (a copy of
+//! the whole set) a visible latency step. Members are <= `FLAT_MEMBER_BYTES_MAX` = 256 B: the
+//! length varints stay <= 2 bytes, a 32 KiB set still holds >= ~100 of the longest members (so a
+//! few long ones do not flip a set to pages early), and a probe's key compare stays short; longer
+//! members are what PageHash keeps out of line anyway. A FLAT set is 1 B of hint + 2 B of offset
+//! per slot (80-90% full) + 1 B of length + the member + ~6% of arena slack: 1,000 `m:<i>`
+//! members cost ~10 KB, where a PageHash spends two 8 KiB pages.
 //! "Integer" means the canonical decimal text of an i64 (`value::parse_i64`): "7" is one, "07"
 //! and "+7" are strings, exactly Redis's `isSdsRepresentableAsLongLong`. The inline layouts are in
 //! `set_inline.rs`. A member of a PAGES set is a PageHash key with an empty value: 4 bytes of
@@ -35,7 +49,11 @@ use crate::shard::{Shard, Slot, StoreError, Ttl};
 use crate::value::{Kind, parse_i64};
 use heap::Heap;
 use inline::{INTSET_ENTRIES_MAX, SMALL_ENTRIES_MAX, SMALL_VALUE_MAX_BYTES, intset, small};
+use maps::flat::{self, FlatInsert, FlatMap};
 use maps::{IntSet, PageHash};
+
+/// Longest member a FLAT set holds (see the module doc for why 256).
+pub const FLAT_MEMBER_BYTES_MAX: usize = 256;
 
 /// The boxed encodings of a set.
 #[derive(Debug)]
@@ -44,6 +62,8 @@ pub enum SetObj {
     Pages(PageHash),
     /// Integers only (`i64` stored as its two's-complement `u64`).
     Ints(IntSet),
+    /// Members of <= `FLAT_MEMBER_BYTES_MAX` bytes in one buffer of <= 32 KiB.
+    Flat(FlatMap),
 }
 
 impl SetObj {
@@ -51,6 +71,7 @@ impl SetObj {
         match self {
             SetObj::Pages(p) => p.destroy(heap),
             SetObj::Ints(s) => s.destroy(heap),
+            SetObj::Flat(_) => {}
         }
     }
 
@@ -58,6 +79,7 @@ impl SetObj {
         match self {
             SetObj::Pages(p) => p.memory_bytes(),
             SetObj::Ints(s) => s.memory_bytes(),
+            SetObj::Flat(f) => f.memory_bytes(),
         }
     }
 
@@ -73,6 +95,7 @@ impl SetObj {
         match self {
             SetObj::Pages(p) => p.len(),
             SetObj::Ints(s) => s.len(),
+            SetObj::Flat(f) => f.len(),
         }
     }
 
@@ -85,21 +108,30 @@ impl SetObj {
         match self {
             SetObj::Pages(_) => tag::SET_PAGES,
             SetObj::Ints(_) => tag::SET_INTS,
+            SetObj::Flat(_) => tag::SET_FLAT,
         }
     }
 
-    /// Adds `m`; true if it was new. Converts INTS to PAGES when `m` is not an integer.
+    /// Adds `m`; true if it was new. Converts INTS to FLAT or PAGES when `m` is not an
+    /// integer, FLAT to PAGES when `m` is too long or the buffer is full.
     pub fn insert(&mut self, heap: &mut Heap, m: &[u8]) -> Result<bool, StoreError> {
-        if let SetObj::Ints(s) = self {
-            match parse_i64(m) {
-                Some(v) => return Ok(s.insert(heap, v as u64)?),
-                None => self.convert_to_pages(heap)?,
+        // Bounded: each pass answers or converts one step up (INTS → FLAT → PAGES).
+        for _ in 0..3 {
+            match self {
+                SetObj::Ints(s) => match parse_i64(m) {
+                    Some(v) => return Ok(s.insert(heap, v as u64)?),
+                    None => self.convert(heap)?,
+                },
+                SetObj::Flat(f) if m.len() <= FLAT_MEMBER_BYTES_MAX => match f.insert(m, b"") {
+                    FlatInsert::Inserted => return Ok(true),
+                    FlatInsert::Replaced => return Ok(false),
+                    FlatInsert::Full => self.convert(heap)?,
+                },
+                SetObj::Flat(_) => self.convert(heap)?,
+                SetObj::Pages(p) => return Ok(!p.insert(heap, m, b"")?),
             }
         }
-        let SetObj::Pages(p) = self else {
-            unreachable!("converted above")
-        };
-        Ok(!p.insert(heap, m, b"")?)
+        unreachable!("PAGES takes any member")
     }
 
     /// Removes `m`; true if it was there.
@@ -107,27 +139,33 @@ impl SetObj {
         match self {
             SetObj::Pages(p) => p.remove(heap, m),
             SetObj::Ints(s) => parse_i64(m).is_some_and(|v| s.remove(heap, v as u64)),
+            SetObj::Flat(f) => f.remove(m),
         }
     }
 
-    /// Rewrites an INTS set as PAGES (a non-integer arrived).
-    fn convert_to_pages(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
-        let SetObj::Ints(s) = self else { return Ok(()) };
-        let mut pages = new_pages(heap)?;
-        let mut digits = itoa_buf();
-        for v in s.iter() {
-            let text = format_i64(&mut digits, v as i64);
-            if let Err(e) = pages.insert(heap, text, b"") {
-                pages.destroy(heap);
-                return Err(e.into());
+    /// Rewrites an INTS or FLAT set as the next encoding up: INTS (a non-integer arrived)
+    /// becomes FLAT when its members fit one, else PAGES; FLAT becomes PAGES.
+    fn convert(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
+        let next = {
+            let members: Vec<Member<'_>> = match &*self {
+                SetObj::Ints(s) => s.iter().map(|v| Member::Int(v as i64)).collect(),
+                SetObj::Flat(f) => f.iter().map(|(k, _)| Member::Bytes(k)).collect(),
+                SetObj::Pages(_) => return Ok(()),
+            };
+            if matches!(self, SetObj::Ints(_))
+                && let Some(flat) = build_flat(members.iter().copied())
+            {
+                SetObj::Flat(flat)
+            } else {
+                SetObj::Pages(build_pages(heap, members.iter().copied())?)
             }
-        }
-        let old = std::mem::replace(self, SetObj::Pages(pages));
-        old.destroy(heap);
+        };
+        std::mem::replace(self, next).destroy(heap);
         Ok(())
     }
 
-    /// A new boxed set of the distinct `members` (INTS when all are integers).
+    /// A new boxed set of the distinct `members`: INTS when they are integers an intset can no
+    /// longer take (a full one overflowing, or more), else FLAT when they fit one, else PAGES.
     fn build<'m>(
         heap: &mut Heap,
         members: impl Iterator<Item = Member<'m>> + Clone,
@@ -135,29 +173,71 @@ impl SetObj {
         let all_ints = members
             .clone()
             .all(|m| matches!(m, Member::Int(_)) || m.as_int().is_some());
-        let mut set = if all_ints {
-            SetObj::Ints(IntSet::new(heap)?)
-        } else {
-            SetObj::Pages(new_pages(heap)?)
-        };
-        let mut digits = itoa_buf();
-        for m in members {
-            let result = match (&mut set, m) {
-                (SetObj::Ints(s), m) => s
-                    .insert(heap, m.as_int().expect("all integers") as u64)
-                    .map(|_| ()),
-                (SetObj::Pages(p), Member::Int(v)) => {
-                    p.insert(heap, format_i64(&mut digits, v), b"").map(|_| ())
+        if all_ints && members.clone().count() >= INTSET_ENTRIES_MAX {
+            let mut s = IntSet::new(heap)?;
+            for m in members {
+                if let Err(e) = s.insert(heap, m.as_int().expect("all integers") as u64) {
+                    s.destroy(heap);
+                    return Err(e.into());
                 }
-                (SetObj::Pages(p), Member::Bytes(b)) => p.insert(heap, b, b"").map(|_| ()),
-            };
-            if let Err(e) = result {
-                set.destroy(heap);
-                return Err(e.into());
             }
+            return Ok(SetObj::Ints(s));
         }
-        Ok(set)
+        if let Some(flat) = build_flat(members.clone()) {
+            return Ok(SetObj::Flat(flat));
+        }
+        Ok(SetObj::Pages(build_pages(heap, members)?))
     }
+}
+
+/// A FLAT set of the distinct `members`, or `None` when one is too long or they do not fit.
+fn build_flat<'m>(members: impl Iterator<Item = Member<'m>> + Clone) -> Option<FlatMap> {
+    // A cheap bound first, so a large set is not half built before it is refused: each member
+    // needs its bytes, a length byte and >= 3 bytes of slot.
+    let mut bytes = 0usize;
+    for m in members.clone() {
+        let len = match m {
+            Member::Int(_) => 20,
+            Member::Bytes(b) if b.len() > FLAT_MEMBER_BYTES_MAX => return None,
+            Member::Bytes(b) => b.len(),
+        };
+        bytes += len + 4;
+        if bytes > flat::BYTES_MAX {
+            return None;
+        }
+    }
+    let mut f = FlatMap::new_set();
+    let mut digits = itoa_buf();
+    for m in members {
+        let text = match m {
+            Member::Int(v) => format_i64(&mut digits, v),
+            Member::Bytes(b) => b,
+        };
+        if f.insert(text, b"") == FlatInsert::Full {
+            return None;
+        }
+    }
+    Some(f)
+}
+
+/// A PAGES set of the distinct `members`.
+fn build_pages<'m>(
+    heap: &mut Heap,
+    members: impl Iterator<Item = Member<'m>>,
+) -> Result<PageHash, StoreError> {
+    let mut pages = new_pages(heap)?;
+    let mut digits = itoa_buf();
+    for m in members {
+        let text = match m {
+            Member::Int(v) => format_i64(&mut digits, v),
+            Member::Bytes(b) => b,
+        };
+        if let Err(e) = pages.insert(heap, text, b"") {
+            pages.destroy(heap);
+            return Err(e.into());
+        }
+    }
+    Ok(pages)
 }
 
 /// Probes per insert for a set's PageHash (the maps default is 16). Set entries are short (4
@@ -253,6 +333,7 @@ pub enum SetView<'a> {
     Small(&'a [u8]),
     Pages(&'a PageHash, &'a Heap),
     Ints(&'a IntSet, &'a Heap),
+    Flat(&'a FlatMap),
 }
 
 impl<'a> SetView<'a> {
@@ -260,6 +341,7 @@ impl<'a> SetView<'a> {
         match set {
             SetObj::Pages(p) => SetView::Pages(p, heap),
             SetObj::Ints(s) => SetView::Ints(s, heap),
+            SetObj::Flat(f) => SetView::Flat(f),
         }
     }
 
@@ -278,6 +360,7 @@ impl<'a> SetView<'a> {
             SetView::Small(b) => small::len(b),
             SetView::Pages(p, _) => p.len(),
             SetView::Ints(s, _) => s.len(),
+            SetView::Flat(f) => f.len(),
         }
     }
 
@@ -285,9 +368,13 @@ impl<'a> SetView<'a> {
         self.len() == 0
     }
 
-    /// Whether the view is one of the inline encodings (SSCAN returns them whole).
-    pub fn is_inline(&self) -> bool {
-        matches!(self, SetView::Intset(_) | SetView::Small(_))
+    /// Whether SSCAN returns the set whole at cursor 0: the inline encodings and FLAT (at most
+    /// 32 KiB), as Redis does for its intsets.
+    pub fn scans_whole(&self) -> bool {
+        matches!(
+            self,
+            SetView::Intset(_) | SetView::Small(_) | SetView::Flat(_)
+        )
     }
 
     #[inline]
@@ -297,6 +384,7 @@ impl<'a> SetView<'a> {
             SetView::Small(b) => small::contains(b, m),
             SetView::Pages(p, heap) => p.contains_key(heap, m),
             SetView::Ints(s, _) => parse_i64(m).is_some_and(|v| s.contains(v as u64)),
+            SetView::Flat(f) => f.contains(m),
         }
     }
 
@@ -307,6 +395,7 @@ impl<'a> SetView<'a> {
             SetView::Small(b) => small::members(b).for_each(|m| f(Member::Bytes(m))),
             SetView::Pages(p, heap) => p.iter(heap).for_each(|(k, _)| f(Member::Bytes(k))),
             SetView::Ints(s, _) => s.iter().for_each(|v| f(Member::Int(v as i64))),
+            SetView::Flat(m) => m.iter().for_each(|(k, _)| f(Member::Bytes(k))),
         }
     }
 
@@ -322,14 +411,16 @@ impl<'a> SetView<'a> {
             SetView::Small(b) => Member::Bytes(small::get(b, (r % len) as usize)),
             SetView::Pages(p, heap) => Member::Bytes(p.sample(heap, r)?.0),
             SetView::Ints(s, _) => Member::Int(s.sample(r)? as i64),
+            SetView::Flat(f) => Member::Bytes(f.sample(r)?.0),
         })
     }
 
     /// One SSCAN step from `cursor`: calls `f` for one bucket's members and returns the next
-    /// cursor (0 = done). Inline sets are visited whole and always return 0.
+    /// cursor (0 = done). Inline and FLAT sets are visited whole and always return 0 (Redis does
+    /// the same for its compact encodings; a FLAT set is <= 32 KiB, so one reply is bounded).
     pub fn scan_step(&self, cursor: u64, mut f: impl FnMut(Member<'_>)) -> u64 {
         match self {
-            SetView::Intset(_) | SetView::Small(_) => {
+            SetView::Intset(_) | SetView::Small(_) | SetView::Flat(_) => {
                 self.for_each(f);
                 0
             }
@@ -346,6 +437,7 @@ impl<'a> SetView<'a> {
             SetView::Small(b) => out.extend(small::members(b).map(Member::Bytes)),
             SetView::Pages(p, heap) => out.extend(p.iter(heap).map(|(k, _)| Member::Bytes(k))),
             SetView::Ints(s, _) => out.extend(s.iter().map(|v| Member::Int(v as i64))),
+            SetView::Flat(f) => out.extend(f.iter().map(|(k, _)| Member::Bytes(k))),
         }
         out
     }
@@ -550,7 +642,9 @@ fn build_from_view(heap: &mut Heap, view: SetView<'_>) -> Result<SetObj, StoreEr
     match view {
         SetView::Intset(b) => SetObj::build(heap, intset::iter(b).map(Member::Int)),
         SetView::Small(b) => SetObj::build(heap, small::members(b).map(Member::Bytes)),
-        SetView::Pages(..) | SetView::Ints(..) => unreachable!("only inline sets are rebuilt"),
+        SetView::Pages(..) | SetView::Ints(..) | SetView::Flat(_) => {
+            unreachable!("only inline sets are rebuilt")
+        }
     }
 }
 
@@ -701,6 +795,13 @@ pub fn pop(
                         f(Member::Int(v as i64));
                         s.remove(heap, v);
                     }
+                    SetObj::Flat(flat) => {
+                        let (m, _) = flat.sample(r).expect("count < len: not empty");
+                        f(Member::Bytes(m));
+                        scratch.clear();
+                        scratch.extend_from_slice(m);
+                        flat.remove(&scratch);
+                    }
                 }
             }
             Ok(Found::Boxed(count, None, false))
@@ -844,6 +945,12 @@ pub fn validate(shard: &mut Shard, db: usize, key: &[u8], now_ms: u64) -> Result
             match set {
                 SetObj::Pages(p) => p.validate(heap),
                 SetObj::Ints(s) => s.validate(heap),
+                SetObj::Flat(f) => {
+                    if f.iter().any(|(m, _)| m.len() > FLAT_MEMBER_BYTES_MAX) {
+                        return Err("flat set member past its bound".into());
+                    }
+                    f.validate()
+                }
             }
         }
         _ => Err("not a set".into()),
