@@ -52,6 +52,10 @@ pub mod tag {
     pub const SET_FLAT: u8 = 15;
 }
 
+// Every boxed collection pays for one `Object` (plus its malloc header): large parts of the
+// variants (a PageHash is 104 bytes) are boxed so it stays at 48.
+const _: () = assert!(std::mem::size_of::<Object>() <= 48);
+
 /// Whether entries with `tag` hold a handle to a boxed `Object` rather than inline bytes.
 #[inline]
 pub fn is_boxed(t: u8) -> bool {

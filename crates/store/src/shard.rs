@@ -530,8 +530,8 @@ impl Shard {
         // the entry, and so the object, alive and unchanged for the returned borrow.
         let object = unsafe { object::object_ref(entry.payload) };
         match object {
-            Object::Set(crate::types::set::SetObj::Pages(map)) => Some(map),
-            Object::Hash(crate::types::hash::HashObj::Pages(map)) => Some(map),
+            Object::Set(crate::types::set::SetObj::Pages(map))
+            | Object::Hash(crate::types::hash::HashObj::Pages(map, _)) => Some(map),
             Object::ZSet(zset) => Some(zset.members_map()),
             _ => None,
         }

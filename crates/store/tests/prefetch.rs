@@ -41,8 +41,8 @@ fn members_map_is_the_collections_own() {
     }
     let members: Vec<Vec<u8>> = (0..7u8).map(|i| vec![b'z', i]).collect();
     let zset = ZSetObj::from_entries(heap, members.iter().map(|m| (1.0, m.as_slice()))).unwrap();
-    let set = Object::Set(SetObj::Pages(set));
-    let hash = Object::Hash(HashObj::Pages(Box::new(hash)));
+    let set = Object::Set(SetObj::Pages(Box::new(set)));
+    let hash = Object::Hash(HashObj::Pages(Box::new(hash), true));
     shard
         .put_object(0, b"s", ctag::SET_PAGES, set, Ttl::Clear, 0)
         .unwrap();

@@ -59,9 +59,9 @@ pub const FLAT_MEMBER_BYTES_MAX: usize = 256;
 #[derive(Debug)]
 pub enum SetObj {
     /// Any members: a PageHash whose values are all empty.
-    Pages(PageHash),
+    Pages(Box<PageHash>),
     /// Integers only (`i64` stored as its two's-complement `u64`).
-    Ints(IntSet),
+    Ints(Box<IntSet>),
     /// Members of <= `FLAT_MEMBER_BYTES_MAX` bytes in one buffer of <= 32 KiB.
     Flat(FlatMap),
 }
@@ -77,8 +77,8 @@ impl SetObj {
 
     pub fn memory_bytes(&self) -> usize {
         match self {
-            SetObj::Pages(p) => p.memory_bytes(),
-            SetObj::Ints(s) => s.memory_bytes(),
+            SetObj::Pages(p) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
+            SetObj::Ints(s) => std::mem::size_of::<IntSet>() + s.memory_bytes(),
             SetObj::Flat(f) => f.memory_bytes(),
         }
     }
@@ -157,7 +157,7 @@ impl SetObj {
             {
                 SetObj::Flat(flat)
             } else {
-                SetObj::Pages(build_pages(heap, members.iter().copied())?)
+                SetObj::Pages(Box::new(build_pages(heap, members.iter().copied())?))
             }
         };
         std::mem::replace(self, next).destroy(heap);
@@ -181,12 +181,12 @@ impl SetObj {
                     return Err(e.into());
                 }
             }
-            return Ok(SetObj::Ints(s));
+            return Ok(SetObj::Ints(Box::new(s)));
         }
         if let Some(flat) = build_flat(members.clone()) {
             return Ok(SetObj::Flat(flat));
         }
-        Ok(SetObj::Pages(build_pages(heap, members)?))
+        Ok(SetObj::Pages(Box::new(build_pages(heap, members)?)))
     }
 }
 

@@ -169,7 +169,8 @@ pub mod packed {
 /// The boxed (index) encoding of a zset.
 #[derive(Debug)]
 pub struct ZSetObj {
-    map: PageHash,
+    /// Boxed, as the tree is, so that `Object` stays small (a boxed collection's fixed cost).
+    map: Box<PageHash>,
     /// Boxed so that `Object` stays as small as its other variants.
     tree: Box<Tree>,
 }
@@ -177,7 +178,7 @@ pub struct ZSetObj {
 impl ZSetObj {
     pub fn new(heap: &mut Heap) -> Result<ZSetObj, StoreError> {
         Ok(ZSetObj {
-            map: PageHash::new(heap)?,
+            map: Box::new(PageHash::new(heap)?),
             tree: Box::default(),
         })
     }
@@ -207,7 +208,7 @@ impl ZSetObj {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        self.map.memory_bytes() + self.tree.memory_bytes()
+        std::mem::size_of::<PageHash>() + self.map.memory_bytes() + self.tree.memory_bytes()
     }
 
     pub fn encoding_name(&self) -> &'static str {
