@@ -575,24 +575,13 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
             // Multi-key commands (MSET, MGET, DEL…): the rest of their keys, from the key spec.
             if peeked.argc >= 4
                 && let Some((_, spec)) = crate::command::lookup(name)
-                && let crate::command::Keys::Range {
-                    first: 1,
-                    last,
-                    step,
-                } = spec.keys
-                && last != 1
-                && step > 0
             {
-                let end = if last < 0 {
-                    peeked.argc as isize + last
-                } else {
-                    last.min(peeked.argc as isize - 1)
-                };
-                let mut i = 1 + step as isize;
-                while i <= end && batch.len() < PREFETCH_KEYS_MAX {
-                    let key = arg(i as usize).expect("i < argc");
-                    batch.push((server.shard_of(key), key, None));
-                    i += step as isize;
+                let args: smallvec::SmallVec<[&[u8]; 24]> =
+                    (0..spans.len()).filter_map(arg).collect();
+                for i in crate::command::key_positions(spec, &args) {
+                    if i != 1 && batch.len() < PREFETCH_KEYS_MAX {
+                        batch.push((server.shard_of(args[i]), args[i], None));
+                    }
                 }
             }
         }
