@@ -9,6 +9,9 @@
 //!      └──── until the socket would block, or the output holds ≥ OUTPUT_PAUSE_BYTES ──┐
 //!  writable ─▶ write the output buffer ─▶ resume reading if it was paused ◀──────────────┘
 //! ```
+//! One turn of the loop reads and runs every ready connection, then writes all their replies
+//! (Redis's beforeSleep), so a client process is woken once per turn rather than once per
+//! connection.
 //! Back-pressure instead of unbounded buffers: a client that sends commands but never reads their
 //! replies stops being read once its pending output reaches `OUTPUT_PAUSE_BYTES` (its own TCP
 //! window then stops it), so it cannot grow the server's memory; a configured
@@ -205,7 +208,7 @@ pub fn run_thread(
         unblock(server, index, &mut conns, &mut touched);
         touched.sort_unstable();
         touched.dedup();
-        for token in touched {
+        for &token in &touched {
             let Some(conn) = conns.get_mut(&token) else {
                 continue;
             };
@@ -213,6 +216,18 @@ pub fn run_thread(
                 Ok(true) => ready.push(token),
                 Ok(false) => {}
                 Err(()) => close(server, &mut poll, &mut conns, token),
+            }
+        }
+        // Replies go out once every ready connection has run, as Redis writes them in
+        // beforeSleep: a client woken by its first reply finds the others already waiting. A
+        // write per connection as soon as it ran woke the client once per connection; the
+        // wake-ups (an IPI each on this VM) cost as much server CPU as the inserts themselves.
+        for token in touched {
+            let Some(conn) = conns.get_mut(&token) else {
+                continue;
+            };
+            if flush_replies(server, conn).is_err() {
+                close(server, &mut poll, &mut conns, token);
             }
         }
         if Instant::now() >= next_cron {
@@ -383,8 +398,9 @@ fn close(server: &Server, poll: &mut Poll, conns: &mut HashMap<usize, Conn>, tok
     }
 }
 
-/// Reads, runs and writes for one connection. `Ok(true)`: more input may be waiting (run again
-/// without waiting for an event); `Err`: close it.
+/// Reads and runs for one connection, after sending output left from an earlier turn; the new
+/// replies are sent by `flush_replies` once every ready connection has run. `Ok(true)`: more
+/// input may be waiting (run again without waiting for an event); `Err`: close it.
 fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
     if conn.state.shared.killed.load(Ordering::Relaxed) {
         return Err(());
@@ -413,7 +429,6 @@ fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
                 // POST / Host: — Redis drops even the replies already queued, and closes.
                 return Err(());
             }
-            flush(server, conn)?;
             if conn.out.len() - conn.out_pos >= OUTPUT_PAUSE_BYTES {
                 conn.read_paused = true;
             }
@@ -426,12 +441,21 @@ fn serve(server: &Server, conn: &mut Conn) -> Result<bool, ()> {
         && !conn.state.close_after_reply
     {
         more = process(server, conn);
-        flush(server, conn)?;
     }
-    if conn.state.close_now || (conn.state.close_after_reply && conn.out_pos == conn.out.len()) {
+    if conn.state.close_now {
         return Err(());
     }
     Ok(more)
+}
+
+/// The write half of a turn: sends what the connection's output holds; `Err`: close it (a
+/// failed write, an output limit, or a reply-then-close command whose reply is out).
+fn flush_replies(server: &Server, conn: &mut Conn) -> Result<(), ()> {
+    flush(server, conn)?;
+    if conn.state.close_after_reply && conn.out_pos == conn.out.len() {
+        return Err(());
+    }
+    Ok(())
 }
 
 /// Reads once into the query buffer: the bytes read, and whether they filled the space offered.
