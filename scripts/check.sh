@@ -21,8 +21,8 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 echo "== cargo clippy (expensive-checks) -D warnings"
 cargo clippy -p heap --all-targets --features expensive-checks -- -D warnings
-echo "== cargo test --release"
-cargo test --workspace --release
+echo "== cargo test --profile ci (release code, no LTO)"
+cargo test --workspace --profile ci
 
 if [ -d tests/python ]; then
   echo "== client tests (redis-py, pytest)"

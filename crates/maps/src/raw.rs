@@ -39,11 +39,13 @@ impl PagePtr {
     }
 
     /// Rebuilds a `PagePtr` from a directory word's address bits.
+    #[inline]
     pub fn from_addr(addr: u64) -> Self {
         debug_assert!(addr != 0 && (addr as usize).is_multiple_of(PAGE_BYTES));
         Self(NonNull::new(addr as usize as *mut Page).expect("non-zero"))
     }
 
+    #[inline]
     pub fn addr(self) -> u64 {
         self.0.as_ptr() as usize as u64
     }

@@ -607,12 +607,17 @@ impl ZMut<'_> {
         // A copy of the member: the tree it points into changes while it is removed.
         let member = held::Member::from(m);
         o.remove_entry(h, s, member.as_slice());
-        // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer): start
-        // loading the next member's map entry now, while the reply goes out.
+        // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer), so
+        // the next pops' map entries start loading now, one stage per pop: the next member's
+        // page header (its directory word was loaded by the previous pop) and the directory
+        // word of the member after it. Both stages at once stalled on the directory word.
         if let Some((_, next)) = if max { o.tree.last() } else { o.tree.first() } {
-            let hash = o.map.hash_key(next);
-            o.map.prefetch(hash, 0);
-            o.map.prefetch(hash, 1);
+            o.map.prefetch(o.map.hash_key(next), 1);
+        }
+        let len = o.tree.len();
+        if len > 1 {
+            let (_, after) = o.tree.get(o.tree.select(if max { len - 2 } else { 1 }));
+            o.map.prefetch(o.map.hash_key(after), 0);
         }
         Some(r)
     }
