@@ -13,7 +13,9 @@
 //!  hint   0 = empty, 1 = tombstone, 2..=255 = occupied (eight bits of the key's hash)
 //!  offset where the slot's entry starts, relative to the arena
 //!  entry  [key len varint][key]                         set mode (no values)
-//!         [key len varint][key][value len varint][value] map mode
+//!         [lens][key][value]                             map mode, key <= 15 B, value <= 14 B
+//!         [0xFF][key len varint][value len varint][key][value]   map mode, longer
+//!  lens   key len * 15 + value len (0..=239); 240..=254 never occur
 //! ```
 //!
 //! **Addressing.** The home slot of a key is `fastrange(h, slots) = (h * slots) >> 64` of its
@@ -41,10 +43,11 @@
 //! `sum(live entry bytes) + dead_bytes == arena_end <= arena capacity`;
 //! every occupied slot's hint is its key's, and a lookup of its key finds that slot.
 //!
-//! **Bytes per entry.** 3 bytes of slot / load (~0.85 on average: 3.5 B) + the length varints
-//! (1 B each below 128) + the key (and value) + ~6% of it as arena slack. Computed over the
-//! buffers alone: 1,000 sets of 1,000 `m:<i>` members cost 4.7 B per member beyond its bytes,
-//! 1,000 hashes of 100 `f<i>` -> `v<i>` pairs 6.5 B per pair. Redis 7.0's
+//! **Bytes per entry.** 3 bytes of slot / load (~0.85 on average: 3.5 B) + the lengths (a set
+//! member's varint; one byte for a short pair, like the page's short form, else 1 + a varint
+//! each) + the key (and value) + ~6% of it as arena slack. Computed over the buffers alone:
+//! 1,000 sets of 1,000 `m:<i>` members cost 4.7 B per member beyond its bytes, 1,000 hashes of
+//! 100 `f<i>` -> `v<i>` pairs 5.4 B per pair (6.5 B with a varint per length). Redis 7.0's
 //! hashtable spends ~70 B per element (dictEntry, bucket, two sds headers and malloc slack);
 //! its listpack (hashes <= 512 pairs) ~2 B per string plus the strings, with no hashing (a
 //! lookup is a linear scan).
@@ -93,14 +96,59 @@ fn fastrange(h: u64, n: usize) -> usize {
     ((u128::from(h) * n as u128) >> 64) as usize
 }
 
+/// A map-mode pair up to these lengths has its lengths in one byte (`key * 15 + value`).
+const LENS_KEY_MAX: usize = 15;
+const LENS_VALUE_MAX: usize = 14;
+/// A map-mode entry starting with this byte has its two lengths as varints after it.
+const LENS_ESCAPE: u8 = 0xFF;
+
+const _: () = assert!(LENS_KEY_MAX * (LENS_VALUE_MAX + 1) + LENS_VALUE_MAX < LENS_ESCAPE as usize);
+
+/// Bytes of the length header of a map-mode pair.
+#[inline]
+fn lens_bytes(key_len: usize, value_len: usize) -> usize {
+    if key_len <= LENS_KEY_MAX && value_len <= LENS_VALUE_MAX {
+        1
+    } else {
+        1 + varint::len(key_len as u64) + varint::len(value_len as u64)
+    }
+}
+
+/// Writes the length header of a map-mode pair; returns its byte count.
+#[inline]
+fn put_lens(out: &mut [u8], key_len: usize, value_len: usize) -> usize {
+    if key_len <= LENS_KEY_MAX && value_len <= LENS_VALUE_MAX {
+        out[0] = (key_len * (LENS_VALUE_MAX + 1) + value_len) as u8;
+        1
+    } else {
+        out[0] = LENS_ESCAPE;
+        let n = 1 + varint::put(&mut out[1..], key_len as u64);
+        n + varint::put(&mut out[n..], value_len as u64)
+    }
+}
+
+/// `(key len, value len, header bytes)` of the map-mode pair starting `a`. Garbage (a byte in
+/// 240..=254) is not checked here; `check_entry` rejects it.
+#[inline]
+fn get_lens(a: &[u8]) -> (usize, usize, usize) {
+    let b = a[0];
+    if b == LENS_ESCAPE {
+        let (k, n) = varint::get(&a[1..]);
+        let (v, m) = varint::get(&a[1 + n..]);
+        (k as usize, v as usize, 1 + n + m)
+    } else {
+        let b = usize::from(b);
+        (b / (LENS_VALUE_MAX + 1), b % (LENS_VALUE_MAX + 1), 1)
+    }
+}
+
 /// Bytes of an entry with a `key_len` key and (in map mode) a `value_len` value.
 #[inline]
 fn entry_bytes(values: bool, key_len: usize, value_len: usize) -> usize {
-    let k = varint::len(key_len as u64) + key_len;
     if values {
-        k + varint::len(value_len as u64) + value_len
+        lens_bytes(key_len, value_len) + key_len + value_len
     } else {
-        k
+        varint::len(key_len as u64) + key_len
     }
 }
 
@@ -189,16 +237,15 @@ impl FlatMap {
     #[inline]
     fn entry(&self, offset: usize) -> (&[u8], &[u8], usize) {
         let a = &self.buf[self.arena_start() + offset..];
-        let (klen, n) = varint::get(a);
-        let key_end = n + klen as usize;
-        let key = &a[n..key_end];
         if !self.values {
-            return (key, &[], key_end);
+            let (klen, n) = varint::get(a);
+            let key_end = n + klen as usize;
+            return (&a[n..key_end], &[], key_end);
         }
-        let (vlen, m) = varint::get(&a[key_end..]);
-        let value_start = key_end + m;
-        let value_end = value_start + vlen as usize;
-        (key, &a[value_start..value_end], value_end)
+        let (klen, vlen, n) = get_lens(a);
+        let key_end = n + klen;
+        let value_end = key_end + vlen;
+        (&a[n..key_end], &a[key_end..value_end], value_end)
     }
 
     /// `Ok(slot)` of `key`, or `Err(slot)` where it would be inserted (the first tombstone on its
@@ -314,11 +361,14 @@ impl FlatMap {
     fn append(&mut self, key: &[u8], value: &[u8]) -> usize {
         let offset = self.arena_end as usize;
         let mut at = self.arena_start() + offset;
-        at += varint::put(&mut self.buf[at..], key.len() as u64);
+        if self.values {
+            at += put_lens(&mut self.buf[at..], key.len(), value.len());
+        } else {
+            at += varint::put(&mut self.buf[at..], key.len() as u64);
+        }
         self.buf[at..at + key.len()].copy_from_slice(key);
         at += key.len();
         if self.values {
-            at += varint::put(&mut self.buf[at..], value.len() as u64);
             self.buf[at..at + value.len()].copy_from_slice(value);
             at += value.len();
         }
@@ -497,21 +547,40 @@ impl FlatMap {
         let end = self.arena_end as usize;
         let arena = &self.buf[self.arena_start()..self.arena_start() + end];
         let bad = || format!("entry at {offset} runs past the arena end {end}");
-        let mut at = offset;
-        for _ in 0..=usize::from(self.values) {
+        // Lengths stay below BYTES_MAX: three varint bytes at most; `(len, bytes)`.
+        let read_varint = |at: usize| -> Result<(usize, usize), String> {
             let rest = arena.get(at..).filter(|r| !r.is_empty()).ok_or_else(bad)?;
-            // Lengths stay below BYTES_MAX: three varint bytes at most.
             let n = rest
                 .iter()
                 .take(3)
                 .position(|b| b & 0x80 == 0)
                 .ok_or_else(bad)?
                 + 1;
-            let (len, _) = varint::get(rest);
-            at += n + len as usize;
-            if at > end {
-                return Err(bad());
+            Ok((varint::get(rest).0 as usize, n))
+        };
+        let at = if self.values {
+            let &b = arena.get(offset).ok_or_else(bad)?;
+            if b == LENS_ESCAPE {
+                let (klen, n) = read_varint(offset + 1)?;
+                let (vlen, m) = read_varint(offset + 1 + n)?;
+                if klen <= LENS_KEY_MAX && vlen <= LENS_VALUE_MAX {
+                    return Err(format!(
+                        "entry at {offset}: escaped lengths fit the lens byte"
+                    ));
+                }
+                offset + 1 + n + m + klen + vlen
+            } else if usize::from(b) > LENS_KEY_MAX * (LENS_VALUE_MAX + 1) + LENS_VALUE_MAX {
+                return Err(format!("entry at {offset}: bad lens byte {b}"));
+            } else {
+                let (klen, vlen, n) = get_lens(&arena[offset..]);
+                offset + n + klen + vlen
             }
+        } else {
+            let (klen, n) = read_varint(offset)?;
+            offset + n + klen
+        };
+        if at > end {
+            return Err(bad());
         }
         Ok(at - offset)
     }
@@ -553,6 +622,27 @@ impl<'a> Iterator for Iter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lens_byte_holds_short_pairs_and_escapes_the_rest() {
+        for (k, v, header) in [
+            (0, 0, 1),
+            (15, 14, 1),
+            (16, 14, 3),
+            (15, 15, 3),
+            (200, 3, 4),
+        ] {
+            assert_eq!(lens_bytes(k, v), header, "{k}/{v}");
+            let mut out = [0u8; 8];
+            assert_eq!(put_lens(&mut out, k, v), header);
+            assert_eq!(get_lens(&out), (k, v, header));
+            let mut m = FlatMap::new_map();
+            let (key, value) = (vec![b'k'; k], vec![b'v'; v]);
+            assert_eq!(m.insert(&key, &value), FlatInsert::Inserted);
+            assert_eq!(m.get(&key), Some(&value[..]));
+            m.validate().unwrap();
+        }
+    }
 
     #[test]
     fn grows_to_the_limit_then_reports_full() {
