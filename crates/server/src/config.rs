@@ -34,6 +34,9 @@ pub struct Config {
     pub output_limit_other: String,
     pub enable_debug_command: String,
     pub hz: u32,
+    /// Microseconds a command must take to enter the slow log; negative: log nothing.
+    pub slowlog_log_slower_than: i64,
+    pub slowlog_max_len: u64,
     pub timeout_secs: u64,
     pub tcp_keepalive: u64,
     pub tcp_backlog: u32,
@@ -68,6 +71,8 @@ impl Default for Config {
             output_limit_other: "replica 268435456 67108864 60 pubsub 33554432 8388608 60".into(),
             enable_debug_command: "no".into(),
             hz: 10,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
             timeout_secs: 0,
             tcp_keepalive: 300,
             tcp_backlog: 511,
@@ -401,6 +406,24 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         },
         get: |c| c.hz.to_string(),
+    },
+    Param {
+        name: "slowlog-log-slower-than",
+        mutable: true,
+        set: |c, a| {
+            c.slowlog_log_slower_than = parse_int(a, -1, i64::MAX)?;
+            Ok(())
+        },
+        get: |c| c.slowlog_log_slower_than.to_string(),
+    },
+    Param {
+        name: "slowlog-max-len",
+        mutable: true,
+        set: |c, a| {
+            c.slowlog_max_len = parse_int(a, 0, i64::MAX)?;
+            Ok(())
+        },
+        get: |c| c.slowlog_max_len.to_string(),
     },
     Param {
         name: "timeout",

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use store::{Shard, ShardConfig};
 
@@ -114,6 +114,8 @@ pub struct Server {
     pub command_stats: Box<[CommandStat]>,
     pub errorstats: Mutex<HashMap<String, u64>>,
     pub slowlog: Mutex<SlowLog>,
+    /// `slowlog-log-slower-than`, read by every command without the config lock.
+    pub slowlog_slower_than: AtomicI64,
     pub clients: Mutex<HashMap<u64, Arc<ClientShared>>>,
     pub connected: AtomicUsize,
     next_client_id: AtomicU64,
@@ -179,6 +181,7 @@ impl Server {
             inboxes: (0..config.io_threads.max(1))
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
+            slowlog_slower_than: AtomicI64::new(config.slowlog_log_slower_than),
             config: RwLock::new(config),
             shards,
             hasher: foldhash::fast::RandomState::default(),

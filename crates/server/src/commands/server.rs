@@ -12,12 +12,15 @@ use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-const SLOWLOG_SLOWER_THAN_USEC: u64 = 10_000;
-const SLOWLOG_MAX_LEN: usize = 128;
-
-/// Records a command in the slow log when it took longer than the threshold.
+/// Records a command in the slow log when it took at least `slowlog-log-slower-than` µs (a
+/// negative threshold logs nothing), keeping the newest `slowlog-max-len` entries.
 pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], usec: u64) {
-    if usec < SLOWLOG_SLOWER_THAN_USEC {
+    let threshold = server.slowlog_slower_than.load(Ordering::Relaxed);
+    if threshold < 0 || i64::try_from(usec).unwrap_or(i64::MAX) < threshold {
+        return;
+    }
+    let max_len = usize::try_from(server.config.read().slowlog_max_len).unwrap_or(usize::MAX);
+    if max_len == 0 {
         return;
     }
     let mut log = server.slowlog.lock();
@@ -49,7 +52,7 @@ pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], use
         addr: client.shared.addr.clone(),
         name: client.shared.info.lock().name.clone(),
     });
-    log.entries.truncate(SLOWLOG_MAX_LEN);
+    log.entries.truncate(max_len);
 }
 
 fn rss_bytes() -> u64 {
@@ -507,6 +510,9 @@ pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             }
         }
         crate::log::set_level(&next.loglevel);
+        ctx.server
+            .slowlog_slower_than
+            .store(next.slowlog_log_slower_than, Ordering::Relaxed);
         *ctx.server.config.write() = next;
         ctx.ok();
     } else if is(sub, "resetstat") {
