@@ -788,10 +788,18 @@ impl<C: Codec> Table<C> {
                 if spare != ptr
                     && pg(spare).used_bytes() + pg(ptr).used_bytes() < COALESCE_BELOW_BYTES =>
             {
+                // One hashing pass for all the moves: a move drops exactly its victim's
+                // entries and keeps the others in order, so the owners of what stays are the
+                // old ones without the victim.
+                let mut owners = self.owners(heap, pg(ptr)).0;
                 for t in 0..TENANT_SLOTS {
-                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(heap, ptr, t, spare, None) {
+                    if pg(ptr).tenant(t).is_none() {
+                        continue;
+                    }
+                    if !self.move_tenant(heap, ptr, t, spare, Some(&owners)) {
                         break;
                     }
+                    owners.retain(|&o| usize::from(o) != t);
                 }
                 if pg(ptr).tenant_count() == 0 {
                     self.free_page(heap, ptr);
