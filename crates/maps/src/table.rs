@@ -838,11 +838,19 @@ impl<C: Codec> Table<C> {
                 if pg(a).used_bytes() + pg(b).used_bytes() >= COALESCE_BELOW_BYTES {
                     break;
                 }
-                let (src, src_t, dst) = if pg(a).free_tenant_slot().is_some() {
-                    (b, b_t, a)
-                } else {
-                    (a, a_t, b)
-                };
+                // The move hashes the source page's entries to find the bucket's: take them
+                // from the page with fewer entries (usually the one that just went underfull)
+                // when the other has a free tenant slot.
+                let (a_free, b_free) = (
+                    pg(a).free_tenant_slot().is_some(),
+                    pg(b).free_tenant_slot().is_some(),
+                );
+                let (src, src_t, dst) =
+                    if a_free && (!b_free || pg(b).entry_count() <= pg(a).entry_count()) {
+                        (b, b_t, a)
+                    } else {
+                        (a, a_t, b)
+                    };
                 if !self.move_tenant(heap, src, src_t, dst, None) {
                     break;
                 }
