@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Server CPU per request and requests per second, densekv against redis-server, one fresh pair of
+# servers per round, each test run on both in turn (redis-benchmark -c 50 -r 1000000).
+# CPU is the server process's user + system time from /proc/<pid>/stat over the test, which moves
+# far less than the request rate on a shared machine.
+#
+#   scripts/cpu_per_request.sh TESTS PIPELINE [ROUNDS]     e.g. scripts/cpu_per_request.sh set,incr,hset 16 5
+#
+# DENSEKV_BIN overrides target/release/densekv; N (default 500000) is the requests per test.
+# Prints one line per test and server: the rounds' values, then their median.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tests=$1; pipeline=$2; rounds=${3:-5}; n=${N:-500000}
+densekv=${DENSEKV_BIN:-target/release/densekv}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+for _ in $(seq "$rounds"); do
+  pd=$(free_port); "$densekv" --port "$pd" >/dev/null 2>&1 & d=$!
+  pr=$(free_port); redis-server --port "$pr" --save '' --appendonly no >/dev/null 2>&1 & r=$!
+  sleep 0.5
+  for t in ${tests//,/ }; do
+    for server in densekv redis; do
+      if [ "$server" = densekv ]; then port=$pd; pid=$d; else port=$pr; pid=$r; fi
+      c0=$(ticks "$pid")
+      rps=$(redis-benchmark -p "$port" -c 50 -n "$n" -r 1000000 -P "$pipeline" -t "$t" --csv \
+        | tail -1 | cut -d, -f2 | tr -d '"')
+      c1=$(ticks "$pid")
+      echo "$t $server ${rps%.*} $(( (c1 - c0) * 1000000000 / hz / n ))" >> "$out"
+    done
+  done
+  kill "$d" "$r"; wait "$d" "$r" 2>/dev/null || true
+done
+median() { tr ' ' '\n' | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+for key in $(awk '{print $1 "/" $2}' "$out" | sort -u); do
+  t=${key%/*}; server=${key#*/}
+  rps=$(awk -v t="$t" -v s="$server" '$1 == t && $2 == s {printf "%s ", $3}' "$out")
+  cpu=$(awk -v t="$t" -v s="$server" '$1 == t && $2 == s {printf "%s ", $4}' "$out")
+  printf '%-12s %-8s rps %s(median %s)   cpu ns/request %s(median %s)\n' "$t" "$server" \
+    "$rps" "$(echo $rps | median)" "$cpu" "$(echo $cpu | median)"
+done
