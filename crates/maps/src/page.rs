@@ -116,9 +116,32 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug)]
 pub struct Tenants {
     slots: [(u32, u8); TENANT_SLOTS],
+    /// Per slot, `h & masks[t] == heads[t]` iff hash `h` is in the slot's bucket: the bucket's
+    /// top `depth` bits, placed at the top of a u64 (an empty slot: mask 0, head 1, never equal).
+    masks: [u64; TENANT_SLOTS],
+    heads: [u64; TENANT_SLOTS],
 }
 
 impl Tenants {
+    fn new(slots: [(u32, u8); TENANT_SLOTS]) -> Tenants {
+        let mut masks = [0u64; TENANT_SLOTS];
+        let mut heads = [1u64; TENANT_SLOTS];
+        for (t, &(prefix, depth)) in slots.iter().enumerate() {
+            if depth != NO_TENANT && depth > 0 {
+                let shift = 64 - u32::from(depth);
+                masks[t] = u64::MAX << shift;
+                heads[t] = u64::from(prefix) << shift;
+            } else if depth == 0 {
+                heads[t] = 0;
+            }
+        }
+        Tenants {
+            slots,
+            masks,
+            heads,
+        }
+    }
+
     /// Tenant in slot `t`: `(prefix, depth)`, or `None` for an empty slot.
     #[inline]
     pub fn get(&self, t: usize) -> Option<(u32, u8)> {
@@ -126,12 +149,15 @@ impl Tenants {
         (depth != NO_TENANT).then_some((prefix, depth))
     }
 
-    /// Slot of the tenant whose prefix `h` falls in, if any.
+    /// Slot of the tenant whose prefix `h` falls in, if any: eight masked compares, no branch
+    /// per slot (make-room rounds call this for every entry of a page).
     #[inline]
     pub fn of_hash(&self, h: u64) -> Option<usize> {
-        self.slots.iter().position(|&(prefix, depth)| {
-            depth != NO_TENANT && crate::hash::prefix_of(h, depth) == prefix
-        })
+        let mut hits = 0u32;
+        for t in 0..TENANT_SLOTS {
+            hits |= u32::from(h & self.masks[t] == self.heads[t]) << t;
+        }
+        (hits != 0).then(|| hits.trailing_zeros() as usize)
     }
 }
 
@@ -236,14 +262,11 @@ impl Page {
     /// A copy of the tenant table.
     #[inline]
     pub fn tenants(&self) -> Tenants {
-        Tenants {
-            slots: std::array::from_fn(|t| {
-                let at = TENANTS_AT + t * 5;
-                let prefix =
-                    u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
-                (prefix, self.bytes[at + 4])
-            }),
-        }
+        Tenants::new(std::array::from_fn(|t| {
+            let at = TENANTS_AT + t * 5;
+            let prefix = u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
+            (prefix, self.bytes[at + 4])
+        }))
     }
 
     /// Depth of tenant slot `t` (`NO_TENANT` if empty).
