@@ -597,7 +597,10 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
             let member = crate::command::member_arg(name).and_then(arg);
             batch.push((server.shard_of(key), key, member));
             // Multi-key commands (MSET, MGET, DEL…): the rest of their keys, from the key spec.
-            if peeked.argc >= 4
+            // A command with a member argument has one key (a command-table test holds it),
+            // so HSET, ZADD and the like skip the table lookup here.
+            if member.is_none()
+                && peeked.argc >= 4
                 && let Some((_, spec)) = crate::command::lookup(name)
             {
                 let args: smallvec::SmallVec<[&[u8]; 24]> =
