@@ -468,13 +468,13 @@ fn small_suite(lookups: usize, rounds: usize, rows: &mut Vec<Row>) {
 
 fn print(rows: &[Row]) {
     let mut group = "";
-    let mut base: Option<&Row> = None;
     for row in rows {
+        // The peer of a row: hashbrown in the same group at the same size (SmallMap sizes 1..8).
+        let base = rows.iter().find(|r| {
+            r.group == row.group && r.name.starts_with("hashbrown") && r.entries == row.entries
+        });
         if row.group != group {
             group = &row.group;
-            base = rows.iter().find(|r| {
-                r.group == row.group && r.name.starts_with("hashbrown") && r.entries == row.entries
-            });
             println!("\n## {group}");
             println!(
                 "{:<40} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  vs hashbrown (ins/hit/miss) ; notes",

@@ -263,7 +263,7 @@ impl FlatMap {
             }
             if b == TOMB {
                 free.get_or_insert(i);
-            } else if b == hint && self.entry(self.offset(i)).0 == key {
+            } else if b == hint && crate::hint::key_eq(self.entry(self.offset(i)).0, key) {
                 return Ok(i);
             }
             i += 1;

@@ -75,9 +75,52 @@ impl Iterator for Matches<'_> {
     }
 }
 
+/// `a == b` for the short keys a hint match leads to, without a call to `memcmp`: keys of up to
+/// 16 bytes are compared as two overlapping words (or halves, or three bytes), which cover every
+/// byte; longer keys fall back to the slice compare. The candidate is decoded only after its hint
+/// matched, so this runs about once per lookup.
+#[inline(always)]
+pub fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        if n > 16 {
+            return a == b;
+        }
+        let w = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8"));
+        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 8) ^ w(b, n - 8)) == 0;
+    }
+    if n >= 4 {
+        let w = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4"));
+        return (w(a, 0) ^ w(b, 0)) | (w(a, n - 4) ^ w(b, n - 4)) == 0;
+    }
+    // 0..=3 bytes: the first, middle and last byte are every byte.
+    n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_eq_is_slice_equality() {
+        let mut x = 5u64;
+        for _ in 0..20_000 {
+            x = crate::hash::splitmix(x);
+            let n = (x % 40) as usize;
+            let a: Vec<u8> = (0..n).map(|i| (x >> (i % 7)) as u8 & 3).collect();
+            let mut b = a.clone();
+            match (x >> 50) % 3 {
+                0 => {}
+                1 if n > 0 => b[(x >> 20) as usize % n] ^= 1 << ((x >> 30) % 8),
+                _ => b.truncate(n.saturating_sub(1)),
+            }
+            assert_eq!(key_eq(&a, &b), a == b, "{a:?} {b:?}");
+            assert_eq!(key_eq(&b, &a), a == b);
+        }
+    }
 
     #[test]
     fn matches_exactly_the_equal_bytes() {

@@ -259,8 +259,8 @@ impl PageHash {
         let h = self.table.codec.hash(key);
         let loc = self.table.find(h, |_, _, _, entry| {
             let (k, v) = parse(entry);
-            let hit =
-                k.len == key.len() && field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES) == key;
+            let hit = k.len == key.len()
+                && crate::hint::key_eq(field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES), key);
             hit.then_some(v.at + v.stored_len())
         });
         (h, loc)

@@ -2,14 +2,14 @@
 //!
 //! ```text
 //!  one heap allocation (8-byte aligned)
-//!   0  u8[8]  hints          hint of pair i in byte i; compared all at once (hint.rs)
+//!   0  u8[8]  hints          hint of pair i in byte i, never 0; empty slots 0 (hint.rs)
 //!   8  u8     count          pairs, 0..=8
 //!   9  u8     reserved (0)
 //!  10  u16    used           bytes of the pair area
 //!  12  u16    alloc_bytes    size requested from the heap (for realloc/free)
 //!  14  u16    reserved (0)
 //!  16  u16[8] offsets        start of pair i in the pair area
-//!  32  pairs  [meta u8][key len varint][key][value len varint][value] ...
+//!  32  pairs  [meta u8][key len u8][key][value len u8][value] ...
 //! ```
 //!
 //! A lookup hashes the key once, matches its hint against the eight hint bytes with one SWAR
@@ -28,7 +28,7 @@
 //! [`SmallMap::into_pagehash`] and inserts there.
 
 use crate::pagehash::ValueRef;
-use crate::{Config, MapError, Meta, PageHash, varint};
+use crate::{Config, MapError, Meta, PageHash};
 use heap::Heap;
 use std::cell::Cell;
 use std::ptr::NonNull;
@@ -88,6 +88,38 @@ fn hasher() -> &'static foldhash::fast::SeedableRandomState {
     })
 }
 
+/// The hint hash of a key of at most 16 bytes: foldhash's short-input step (the key's first and
+/// last words, each xored with a seed, through one folded multiply) with the two seeds held
+/// in one static rather than behind foldhash's shared-seed pointer.
+#[inline(always)]
+fn short_hash(key: &[u8]) -> u64 {
+    static SEEDS: std::sync::OnceLock<[u64; 2]> = std::sync::OnceLock::new();
+    let seeds = SEEDS.get_or_init(|| {
+        let s = crate::hash::process_random();
+        [
+            crate::hash::splitmix(s ^ 0x5a11),
+            crate::hash::splitmix(s ^ 0x3a9),
+        ]
+    });
+    let n = key.len();
+    let (a, b) = if n >= 8 {
+        let w = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8"));
+        (w(0), w(n - 8))
+    } else if n >= 4 {
+        let w = |at: usize| u64::from(u32::from_le_bytes(key[at..at + 4].try_into().expect("4")));
+        (w(0), w(n - 4))
+    } else if n > 0 {
+        (
+            u64::from(key[0]),
+            u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]),
+        )
+    } else {
+        (0, 0)
+    };
+    let m = u128::from(a ^ seeds[0]) * u128::from(b ^ seeds[1] ^ n as u64);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 /// What [`SmallMap::insert`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SmallInsert {
@@ -104,24 +136,16 @@ pub struct SmallMap {
 }
 
 fn pair_len(key: &[u8], value: &[u8]) -> usize {
-    1 + varint::len(key.len() as u64) + key.len() + varint::len(value.len() as u64) + value.len()
+    3 + key.len() + value.len()
 }
 
 /// Splits a pair at the start of `bytes`: (meta, key, value, total length).
 #[inline]
 fn split_pair(bytes: &[u8]) -> (Meta, &[u8], &[u8], usize) {
-    let (klen, kn) = varint::get(&bytes[1..]);
-    let k_at = 1 + kn;
-    let k_end = k_at + klen as usize;
-    let (vlen, vn) = varint::get(&bytes[k_end..]);
-    let v_at = k_end + vn;
-    let v_end = v_at + vlen as usize;
-    (
-        Meta(bytes[0]),
-        &bytes[k_at..k_end],
-        &bytes[v_at..v_end],
-        v_end,
-    )
+    let k_end = 2 + bytes[1] as usize;
+    let v_at = k_end + 1;
+    let v_end = v_at + bytes[k_end] as usize;
+    (Meta(bytes[0]), &bytes[2..k_end], &bytes[v_at..v_end], v_end)
 }
 
 impl SmallMap {
@@ -193,13 +217,13 @@ impl SmallMap {
     fn position(&self, key: &[u8], hint: u8) -> Option<usize> {
         let bytes = self.bytes();
         let hints = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-        let mut mask = crate::hint::match_word(hints, hint, bytes[8] as usize);
+        let mut mask = crate::hint::match_word(hints, hint, PAIRS_MAX);
         // Bounded: at most eight candidates.
         while mask != 0 {
             let i = mask.trailing_zeros() as usize / 8;
             mask &= mask - 1;
             let (_, k, _, _) = split_pair(&bytes[HEADER_BYTES + self.offset(i)..]);
-            if k == key {
+            if crate::hint::key_eq(k, key) {
                 bump(&HINT_HIT);
                 return Some(i);
             }
@@ -211,28 +235,47 @@ impl SmallMap {
 
     #[inline]
     fn hint(key: &[u8]) -> u8 {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = hasher().build_hasher();
-        h.write(key);
-        (h.finish() >> 7) as u8
+        let h = if key.len() <= 16 {
+            short_hash(key)
+        } else {
+            use std::hash::{BuildHasher, Hasher};
+            let mut h = hasher().build_hasher();
+            h.write(key);
+            h.finish()
+        };
+        // Never 0: the hint bytes of empty slots are 0, so a lookup compares all eight bytes
+        // without masking by the count (folding 0 into 1 moves the false-match rate per stored
+        // hint from 1/256 to ~1/254).
+        let b = (h >> 7) as u8;
+        b | u8::from(b == 0)
     }
 
     /// The value of `key`. One pass over one slice: hints, then only the candidates' pairs.
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, key: &[u8]) -> Option<ValueRef<'_>> {
         let hint = Self::hint(key);
+        let header: &[u8; HEADER_BYTES] = self.header().try_into().expect("header");
+        let hints = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
+        let mut mask = crate::hint::match_word(hints, hint, PAIRS_MAX);
+        if mask == 0 {
+            bump(&NOT_FOUND);
+            return None;
+        }
         let bytes = self.bytes();
-        let hints = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-        let mut mask = crate::hint::match_word(hints, hint, bytes[8] as usize);
         // Bounded: at most eight candidates.
         while mask != 0 {
             let i = mask.trailing_zeros() as usize / 8;
             mask &= mask - 1;
-            let offset = u16::from_le_bytes([bytes[16 + 2 * i], bytes[17 + 2 * i]]) as usize;
-            let (meta, k, value, _) = split_pair(&bytes[HEADER_BYTES + offset..]);
-            if k == key {
-                bump(&HINT_HIT);
-                return Some(ValueRef { meta, bytes: value });
+            let at = HEADER_BYTES
+                + u16::from_le_bytes(header[16 + 2 * i..18 + 2 * i].try_into().expect("2 bytes"))
+                    as usize;
+            // Length first: a hint match with another length is settled by one byte.
+            if bytes[at + 1] as usize == key.len() {
+                let (meta, k, value, _) = split_pair(&bytes[at..]);
+                if crate::hint::key_eq(k, key) {
+                    bump(&HINT_HIT);
+                    return Some(ValueRef { meta, bytes: value });
+                }
             }
             bump(&HINT_MISS);
         }
@@ -302,10 +345,12 @@ impl SmallMap {
         let at = HEADER_BYTES + used - n;
         bytes[at] = meta.0;
         let mut w = at + 1;
-        w += varint::put(&mut bytes[w..], key.len() as u64);
+        bytes[w] = key.len() as u8;
+        w += 1;
         bytes[w..w + key.len()].copy_from_slice(key);
         w += key.len();
-        w += varint::put(&mut bytes[w..], value.len() as u64);
+        bytes[w] = value.len() as u8;
+        w += 1;
         bytes[w..w + value.len()].copy_from_slice(value);
         self.set_u16(16 + 2 * i, (used - n) as u16);
         self.set_u16(10, (used - n + new_len) as u16);
@@ -333,10 +378,12 @@ impl SmallMap {
         let at = HEADER_BYTES + used;
         bytes[at] = meta.0;
         let mut w = at + 1;
-        w += varint::put(&mut bytes[w..], key.len() as u64);
+        bytes[w] = key.len() as u8;
+        w += 1;
         bytes[w..w + key.len()].copy_from_slice(key);
         w += key.len();
-        w += varint::put(&mut bytes[w..], value.len() as u64);
+        bytes[w] = value.len() as u8;
+        w += 1;
         bytes[w..w + value.len()].copy_from_slice(value);
         bytes[count] = hint;
         bytes[8] = (count + 1) as u8;
