@@ -77,7 +77,11 @@ fn shuffled<T: Clone>(v: &[T], seed: u64) -> Vec<T> {
     out
 }
 
+/// Median of `v`; 0 (shown as not measured) when empty.
 fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
@@ -133,8 +137,16 @@ fn ns_per(start: Instant, n: usize) -> f64 {
     start.elapsed().as_nanos() as f64 / n as f64
 }
 
-fn bench_intmap(keys: &[u64], values: &[u64], misses: &[u64], probe: u8, rounds: usize) -> Row {
+/// The `IntMap` row for `probe`, and the same map read through `get_many` (batched lookups).
+fn bench_intmap(
+    keys: &[u64],
+    values: &[u64],
+    misses: &[u64],
+    probe: u8,
+    rounds: usize,
+) -> (Row, Row) {
     let mut s = Samples::new();
+    let mut sb = Samples::new();
     let mut fill = vec![];
     let order = shuffled(keys, 7);
     for _ in 0..rounds {
@@ -165,14 +177,33 @@ fn bench_intmap(keys: &[u64], values: &[u64], misses: &[u64], probe: u8, rounds:
             sum = sum.wrapping_add(u64::from(map.get(k).is_some()));
         }
         s.miss.push(ns_per(t, misses.len()));
+        let t = Instant::now();
+        map.get_many(&order, |_, v| sum = sum.wrapping_add(v.unwrap()));
+        sb.hit.push(ns_per(t, order.len()));
+        let t = Instant::now();
+        map.get_many(misses, |_, v| {
+            sum = sum.wrapping_add(u64::from(v.is_some()));
+        });
+        sb.miss.push(ns_per(t, misses.len()));
+        sb.bytes.push(*s.bytes.last().unwrap());
+        sb.bytes_alt.push(*s.bytes_alt.last().unwrap());
         black_box(sum);
         map.destroy(&mut heap);
     }
-    s.row(
-        "",
-        format!("IntMap probe={probe}"),
-        keys.len(),
-        format!("fill={:.3}", median(fill)),
+    let fill = format!("fill={:.3}", median(fill));
+    (
+        s.row(
+            "",
+            format!("IntMap probe={probe}"),
+            keys.len(),
+            fill.clone(),
+        ),
+        sb.row(
+            "",
+            format!("IntMap probe={probe} get_many"),
+            keys.len(),
+            fill + " batched lookups",
+        ),
     )
 }
 
@@ -223,10 +254,16 @@ fn u64_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
         ("u64 sequential", &sequential, &sequential, &seq_misses),
     ] {
         let first = rows.len();
+        let mut batched = None;
         for probe in [1u8, 2, 4, 8, 16, 32, 64, 128] {
-            rows.push(bench_intmap(keys, values, misses, probe, rounds));
-            eprintln!("{group}: {:?}", rows.last().unwrap());
+            let (row, batch) = bench_intmap(keys, values, misses, probe, rounds);
+            eprintln!("{group}: {row:?}");
+            rows.push(row);
+            if probe == 16 {
+                batched = Some(batch);
+            }
         }
+        rows.extend(batched);
         rows.push(bench_peer_u64!("hashbrown HashMap<u64,u64>", hashbrown::HashMap<u64, u64>, keys, values, misses, rounds));
         rows.push(bench_peer_u64!("std HashMap<u64,u64>", std::collections::HashMap<u64, u64>, keys, values, misses, rounds));
         for row in &mut rows[first..] {
@@ -287,6 +324,7 @@ fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
     let misses = string_keys(n, 3);
     let order = shuffled(&keys, 5);
     let mut s = Samples::new();
+    let mut sb = Samples::new();
     let mut extra = String::new();
     for _ in 0..rounds {
         let mut heap = Heap::new().unwrap();
@@ -312,10 +350,24 @@ fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
             sum += usize::from(map.get(&heap, k).is_some());
         }
         s.miss.push(ns_per(t, n));
+        let t = Instant::now();
+        map.get_many(&heap, &order, |_, v| sum += v.unwrap().bytes.len());
+        sb.hit.push(ns_per(t, n));
+        let t = Instant::now();
+        map.get_many(&heap, &misses, |_, v| sum += usize::from(v.is_some()));
+        sb.miss.push(ns_per(t, n));
+        sb.bytes.push(*s.bytes.last().unwrap());
+        sb.bytes_alt.push(*s.bytes_alt.last().unwrap());
         black_box(sum);
         map.destroy(&mut heap);
     }
-    rows.push(s.row("16+16 strings", "PageHash".into(), n, extra));
+    rows.push(s.row("16+16 strings", "PageHash".into(), n, extra.clone()));
+    rows.push(sb.row(
+        "16+16 strings",
+        "PageHash get_many".into(),
+        n,
+        extra + " batched lookups",
+    ));
     macro_rules! peer {
         ($name:expr, $ty:ty, $conv:expr) => {{
             let mut s = Samples::new();

@@ -430,6 +430,12 @@ impl Page {
         &self.bytes[s..s + c]
     }
 
+    /// `len` bytes from byte `at` of the page (an entry [`Page::find`] located).
+    #[inline]
+    pub fn bytes_at(&self, at: usize, len: usize) -> &[u8] {
+        &self.bytes[at..at + len]
+    }
+
     /// The entry bytes of run `p` (all entries, back to back).
     #[inline]
     pub fn entries(&self, p: usize) -> &[u8] {
@@ -727,16 +733,16 @@ impl Page {
 
     /// Finds the first entry of run `p` with hint `hint` that `eq` accepts: `eq` gets the bytes
     /// from the candidate to the end of the run and returns the entry's length if it is the one.
-    /// Returns `(index, offset, len)`. Only hint matches are decoded, and `len_of` is called only
-    /// to skip the entries before a candidate.
-    #[inline]
+    /// Returns `(index, offset, len, at)`, `at` the entry's first byte in the page. Only hint
+    /// matches are decoded, and `len_of` is called only to skip the entries before a candidate.
+    #[inline(always)]
     pub fn find(
         &self,
         p: usize,
         hint: u8,
         len_of: impl Fn(&[u8]) -> usize,
         mut eq: impl FnMut(&[u8]) -> Option<usize>,
-    ) -> Option<(usize, usize, usize)> {
+    ) -> Option<(usize, usize, usize, usize)> {
         let (s, count) = self.slot(p);
         if count == 0 {
             return None;
@@ -759,7 +765,7 @@ impl Page {
                     walked += 1;
                 }
                 if let Some(len) = eq(&entries[offset..]) {
-                    return Some((index, offset, len));
+                    return Some((index, offset, len, s + count + offset));
                 }
             }
             return None;
@@ -771,7 +777,7 @@ impl Page {
                 walked += 1;
             }
             if let Some(len) = eq(&entries[offset..]) {
-                return Some((index, offset, len));
+                return Some((index, offset, len, s + count + offset));
             }
         }
         None
@@ -927,8 +933,9 @@ mod tests {
                     let found = page.find(p, h, len_of, |b| {
                         (b[..len_of(b)] == *want.as_slice()).then(|| len_of(b))
                     });
-                    let (index, offset, len) = found.expect("present");
+                    let (index, offset, len, at) = found.expect("present");
                     assert_eq!(model[p][index].1, want);
+                    assert_eq!(page.bytes_at(at, len), want.as_slice());
                     if x & (1 << 40) == 0 {
                         page.remove(p, index, offset, len);
                         model[p].remove(index);

@@ -257,13 +257,17 @@ impl PageHash {
     #[inline]
     fn find(&self, heap: &Heap, key: &[u8]) -> (u64, Option<Loc>) {
         let h = self.table.codec.hash(key);
-        let loc = self.table.find(h, |_, _, _, entry| {
+        (h, self.find_hashed(heap, key, h))
+    }
+
+    #[inline]
+    fn find_hashed(&self, heap: &Heap, key: &[u8], h: u64) -> Option<Loc> {
+        self.table.find(h, |_, _, _, entry| {
             let (k, v) = parse(entry);
             let hit = k.len == key.len()
                 && crate::hint::key_eq(field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES), key);
             hit.then_some(v.at + v.stored_len())
-        });
-        (h, loc)
+        })
     }
 
     fn value_ref<'a>(heap: &'a Heap, entry: &'a [u8]) -> ValueRef<'a> {
@@ -296,6 +300,29 @@ impl PageHash {
     pub fn get<'a>(&'a self, heap: &'a Heap, key: &[u8]) -> Option<ValueRef<'a>> {
         let (_, loc) = self.find(heap, key);
         loc.map(|loc| Self::value_ref(heap, self.table.entry(&loc)))
+    }
+
+    /// Looks up every key of `keys` in order, calling `f(i, value)`: the same answers as
+    /// [`PageHash::get`] per key, with the cache misses of several lookups overlapped
+    /// (`Table::pipelined`). For batches: MGET-like commands, bulk reads.
+    #[inline]
+    pub fn get_many<'a, K: AsRef<[u8]>>(
+        &'a self,
+        heap: &'a Heap,
+        keys: &[K],
+        mut f: impl FnMut(usize, Option<ValueRef<'a>>),
+    ) {
+        self.table.pipelined(
+            keys.len(),
+            |i| self.table.codec.hash(keys[i].as_ref()),
+            |i, h| {
+                let loc = self.find_hashed(heap, keys[i].as_ref(), h);
+                f(
+                    i,
+                    loc.map(|loc| Self::value_ref(heap, self.table.entry(&loc))),
+                );
+            },
+        );
     }
 
     pub fn contains_key(&self, heap: &Heap, key: &[u8]) -> bool {

@@ -73,7 +73,22 @@ fn run(seed: u64, ops: usize, space: u64) {
                     assert_eq!(map.remove(&mut heap, k), model.remove(&k));
                 }
             }
-            4 if enabled[2] => assert_eq!(map.get(k), model.get(&k).copied(), "get {k}"),
+            4 if enabled[2] => {
+                assert_eq!(map.get(k), model.get(&k).copied(), "get {k}");
+                if step % 32 == 0 {
+                    // A batch through the pipelined path: present and absent keys, repeats.
+                    let batch: Vec<u64> = (0..rng.gen_range(0..40))
+                        .map(|_| key(&mut rng, kind, space))
+                        .collect();
+                    let mut seen = 0;
+                    map.get_many(&batch, |i, v| {
+                        assert_eq!(i, seen, "get_many answers in order");
+                        seen += 1;
+                        assert_eq!(v, model.get(&batch[i]).copied(), "get_many {}", batch[i]);
+                    });
+                    assert_eq!(seen, batch.len());
+                }
+            }
             5 if enabled[3] && step % 64 == 0 => {
                 let got: HashMap<u64, u64> = map.iter().collect();
                 assert_eq!(got.len(), map.len());
@@ -95,6 +110,8 @@ fn run(seed: u64, ops: usize, space: u64) {
     for (k, v) in &model {
         assert_eq!(map.get(*k), Some(*v));
     }
+    let all: Vec<u64> = model.keys().copied().collect();
+    map.get_many(&all, |i, v| assert_eq!(v, model.get(&all[i]).copied()));
     map.destroy(&mut heap);
 }
 

@@ -98,7 +98,21 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
                     e.1 = meta;
                 }
             }
-            7 if enabled[4] && step % 50 == 0 => check_all(&map, &heap, &model),
+            7 if enabled[4] && step % 50 == 0 => {
+                check_all(&map, &heap, &model);
+                // A batch through the pipelined path: present and absent keys, repeats.
+                let batch: Vec<&Vec<u8>> = (0..rng.gen_range(0..40))
+                    .map(|_| &keys[rng.gen_range(0..keys.len())])
+                    .collect();
+                let mut seen = 0;
+                map.get_many(&heap, &batch, |i, v| {
+                    assert_eq!(i, seen, "get_many answers in order");
+                    seen += 1;
+                    let got = v.map(|v| (v.bytes.to_vec(), v.meta));
+                    assert_eq!(got.as_ref(), model.get(batch[i]), "seed {seed}: get_many");
+                });
+                assert_eq!(seen, batch.len());
+            }
             8 if enabled[5] && step % 13 == 0 => match map.sample(&heap, rng.r#gen()) {
                 Some((k, v)) => assert_eq!(model.get(k), Some(&(v.bytes.to_vec(), v.meta))),
                 None => assert!(model.is_empty()),
