@@ -212,20 +212,32 @@ impl SmallMap {
         self.u16_at(16 + 2 * i)
     }
 
-    /// Index of `key`, counting hint hits, misses and not-founds.
-    #[inline]
-    fn position(&self, key: &[u8], hint: u8) -> Option<usize> {
-        let bytes = self.bytes();
-        let hints = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    /// Index of `key`, where its pair starts in `bytes()`, and its value, counting hint hits,
+    /// misses and not-founds. One pass: the eight hints at once, then only the candidates' pairs.
+    #[inline(always)]
+    fn position(&self, key: &[u8], hint: u8) -> Option<(usize, usize, ValueRef<'_>)> {
+        let header: &[u8; HEADER_BYTES] = self.header().try_into().expect("header");
+        let hints = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
         let mut mask = crate::hint::match_word(hints, hint, PAIRS_MAX);
+        if mask == 0 {
+            bump(&NOT_FOUND);
+            return None;
+        }
+        let bytes = self.bytes();
         // Bounded: at most eight candidates.
         while mask != 0 {
             let i = mask.trailing_zeros() as usize / 8;
             mask &= mask - 1;
-            let (_, k, _, _) = split_pair(&bytes[HEADER_BYTES + self.offset(i)..]);
-            if crate::hint::key_eq(k, key) {
-                bump(&HINT_HIT);
-                return Some(i);
+            let at = HEADER_BYTES
+                + u16::from_le_bytes(header[16 + 2 * i..18 + 2 * i].try_into().expect("2 bytes"))
+                    as usize;
+            // Length first: a hint match with another length is settled by one byte.
+            if bytes[at + 1] as usize == key.len() {
+                let (meta, k, value, _) = split_pair(&bytes[at..]);
+                if crate::hint::key_eq(k, key) {
+                    bump(&HINT_HIT);
+                    return Some((i, at, ValueRef { meta, bytes: value }));
+                }
             }
             bump(&HINT_MISS);
         }
@@ -253,34 +265,8 @@ impl SmallMap {
     /// The value of `key`. One pass over one slice: hints, then only the candidates' pairs.
     #[inline(always)]
     pub fn get(&self, key: &[u8]) -> Option<ValueRef<'_>> {
-        let hint = Self::hint(key);
-        let header: &[u8; HEADER_BYTES] = self.header().try_into().expect("header");
-        let hints = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
-        let mut mask = crate::hint::match_word(hints, hint, PAIRS_MAX);
-        if mask == 0 {
-            bump(&NOT_FOUND);
-            return None;
-        }
-        let bytes = self.bytes();
-        // Bounded: at most eight candidates.
-        while mask != 0 {
-            let i = mask.trailing_zeros() as usize / 8;
-            mask &= mask - 1;
-            let at = HEADER_BYTES
-                + u16::from_le_bytes(header[16 + 2 * i..18 + 2 * i].try_into().expect("2 bytes"))
-                    as usize;
-            // Length first: a hint match with another length is settled by one byte.
-            if bytes[at + 1] as usize == key.len() {
-                let (meta, k, value, _) = split_pair(&bytes[at..]);
-                if crate::hint::key_eq(k, key) {
-                    bump(&HINT_HIT);
-                    return Some(ValueRef { meta, bytes: value });
-                }
-            }
-            bump(&HINT_MISS);
-        }
-        bump(&NOT_FOUND);
-        None
+        self.position(key, Self::hint(key))
+            .map(|(_, _, value)| value)
     }
 
     pub fn contains_key(&self, key: &[u8]) -> bool {
@@ -299,7 +285,7 @@ impl SmallMap {
         }
         let hint = Self::hint(key);
         match self.position(key, hint) {
-            Some(i) => {
+            Some((i, _, _)) => {
                 self.replace_at(heap, i, key, value)?;
                 Ok(SmallInsert::Replaced)
             }
@@ -419,7 +405,7 @@ impl SmallMap {
     /// Removes `key`; true if it was there.
     pub fn remove(&mut self, key: &[u8]) -> bool {
         match self.position(key, Self::hint(key)) {
-            Some(i) => {
+            Some((i, _, _)) => {
                 self.remove_at(i);
                 true
             }
@@ -429,10 +415,9 @@ impl SmallMap {
 
     /// Sets the meta byte of `key`; false if absent.
     pub fn set_meta(&mut self, key: &[u8], meta: Meta) -> bool {
-        let Some(i) = self.position(key, Self::hint(key)) else {
+        let Some((_, at, _)) = self.position(key, Self::hint(key)) else {
             return false;
         };
-        let at = HEADER_BYTES + self.offset(i);
         self.bytes_mut()[at] = meta.0;
         true
     }
