@@ -388,22 +388,27 @@ impl Page {
         }
     }
 
-    /// Starts loading where run `p` probably is (its place if the page's used bytes were
-    /// spread evenly over the groups) while the caller reads its index slot: the two loads
-    /// overlap instead of following each other.
+    /// Starts loading where run `p` probably is (its place in a page ~15/16 full with its
+    /// bytes spread evenly over the groups) while the caller reads its index slot: the two
+    /// loads overlap instead of following each other. The guess reads nothing from the page,
+    /// so a lookup of a byte-string map touches no header line.
     #[inline]
     pub fn prefetch_run(&self, p: usize) {
+        const USED_PER_RUN: usize = AREA_BYTES * 15 / 16 / PIECE_COUNT;
         let g = p / GROUP_RUNS;
         let group_at = AREA_START + g * AREA_BYTES / GROUP_COUNT;
-        let used_per_run = self.used_bytes() / PIECE_COUNT;
+        let used_per_run = USED_PER_RUN;
         let at = (group_at + (p % GROUP_RUNS) * used_per_run).min(PAGE_BYTES - 1);
         crate::raw::prefetch(&self.bytes[at]);
     }
 
-    /// Starts loading what a lookup in run `p` reads first: the header and `p`'s index slot.
+    /// Starts loading what a lookup in run `p` reads first: `p`'s index slot, and the header
+    /// if `header`.
     #[inline]
-    pub fn prefetch_index(&self, p: usize) {
-        crate::raw::prefetch(&self.bytes[0]);
+    pub fn prefetch_index(&self, p: usize, header: bool) {
+        if header {
+            crate::raw::prefetch(&self.bytes[0]);
+        }
         crate::raw::prefetch(&self.bytes[HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES]);
     }
 

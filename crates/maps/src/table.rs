@@ -301,7 +301,8 @@ impl<C: Codec> Table<C> {
                 };
                 crate::raw::prefetch(&self.dir[slot]);
             }
-            1 => pg(self.locate(h).0).prefetch_index(home_of(h)),
+            // Only a codec whose entries store their tenant reads the header (tenant depths).
+            1 => pg(self.locate(h).0).prefetch_index(home_of(h), C::STORES_TENANT),
             _ => pg(self.locate(h).0).prefetch_run_at(home_of(h)),
         }
     }
