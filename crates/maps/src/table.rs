@@ -753,8 +753,12 @@ impl<C: Codec> Table<C> {
             first[p + 1] = first[p] + src.piece_count(p);
         }
         let is_victim = |o: &u8| usize::from(*o) == victim;
-        let touched: [bool; PIECE_COUNT] =
-            std::array::from_fn(|p| owners[first[p]..first[p + 1]].iter().any(is_victim));
+        // A fold, not `any`: runs hold a few entries and an early exit per run mispredicts.
+        let touched: [bool; PIECE_COUNT] = std::array::from_fn(|p| {
+            owners[first[p]..first[p + 1]]
+                .iter()
+                .fold(false, |t, o| t | is_victim(o))
+        });
         let mut placed: Vec<(u8, u8)> = Vec::new();
         let mut ok = true;
         for piece in (0..PIECE_COUNT).filter(|&p| touched[p]) {
