@@ -29,6 +29,19 @@
 //! xorshift-multiply, xorshift). Because it is invertible, an [`crate::IntMap`] stores only the
 //! hash bits its position does not imply and recovers the key with [`IntHasher::unmix`].
 //!
+//! Keys below 2^32 (ids, counters: most integer keys) take a second family whose hash carries
+//! only 32 bits of information, so that their entries store fewer bits:
+//!
+//! ```text
+//!  x = perm32(key)                    a keyed permutation of u32, same construction
+//!  h = | x: 32 bits | 0: 17 bits | x & 0x7fff: hint and home |
+//! ```
+//!
+//! The prefix (top bits of `x`), the hint and the home (low 15 bits of `x`) come from where the
+//! entry lives, so only the 17 - depth bits of `x` between them are stored. The two families'
+//! hashes may coincide; an entry's form says which family it is, and a lookup only compares
+//! entries of its key's family.
+//!
 //! [`SharedSeed`]: foldhash::SharedSeed
 
 use foldhash::SharedSeed;
@@ -50,6 +63,21 @@ const fn inverse(m: u64) -> u64 {
     }
     inv
 }
+/// Multiplicative inverse of an odd `m` modulo 2^32.
+const fn inverse32(m: u32) -> u32 {
+    let mut inv = m;
+    let mut round = 0;
+    while round < 5 {
+        inv = inv.wrapping_mul(2u32.wrapping_sub(m.wrapping_mul(inv)));
+        round += 1;
+    }
+    inv
+}
+const N1: u32 = 0x7feb_352d;
+const N2: u32 = 0x846c_a68b;
+const N1_INV: u32 = inverse32(N1);
+const N2_INV: u32 = inverse32(N2);
+const _: () = assert!(N1.wrapping_mul(N1_INV) == 1 && N2.wrapping_mul(N2_INV) == 1);
 const M1_INV: u64 = inverse(M1);
 const M2_INV: u64 = inverse(M2);
 const _: () = assert!(M1.wrapping_mul(M1_INV) == 1 && M2.wrapping_mul(M2_INV) == 1);
@@ -114,8 +142,49 @@ impl IntHasher {
         }
     }
 
+    /// The hash of `key`: the short family below 2^32 (see the module doc), else the wide one.
     #[inline]
     pub fn mix(self, key: u64) -> u64 {
+        if key >> 32 == 0 {
+            Self::short_hash(self.perm32(key as u32))
+        } else {
+            self.mix_wide(key)
+        }
+    }
+
+    /// The hash of a short key whose permuted value is `x`.
+    #[inline]
+    pub fn short_hash(x: u32) -> u64 {
+        let x = u64::from(x);
+        (x << 32) | (x & 0x7fff)
+    }
+
+    /// The keyed permutation of `u32` behind short keys' hashes.
+    #[inline]
+    pub fn perm32(self, key: u32) -> u32 {
+        let mut x = key ^ self.k0 as u32;
+        x = (x ^ (x >> 16)).wrapping_mul(N1);
+        x ^= self.k1 as u32;
+        x = (x ^ (x >> 15)).wrapping_mul(N2);
+        x ^ (x >> 16)
+    }
+
+    /// Inverse of [`IntHasher::perm32`].
+    #[inline]
+    pub fn unperm32(self, x: u32) -> u32 {
+        // `x ^= x >> 16` is its own inverse on 32 bits; `x ^= x >> 15` needs x >> 30 too.
+        let mut x = x ^ (x >> 16);
+        x = x.wrapping_mul(N2_INV);
+        x = x ^ (x >> 15) ^ (x >> 30);
+        x ^= self.k1 as u32;
+        x = x.wrapping_mul(N1_INV);
+        x ^= x >> 16;
+        x ^ self.k0 as u32
+    }
+
+    /// The wide family: a keyed permutation of `u64`.
+    #[inline]
+    pub fn mix_wide(self, key: u64) -> u64 {
         let mut x = key ^ self.k0;
         x = (x ^ (x >> 32)).wrapping_mul(M1);
         x ^= self.k1;
@@ -123,6 +192,7 @@ impl IntHasher {
         x ^ (x >> 32)
     }
 
+    /// Inverse of [`IntHasher::mix_wide`].
     #[inline]
     pub fn unmix(self, h: u64) -> u64 {
         // Each step of `mix` undone in reverse order. `x ^= x >> s` with s >= 32 is its own
@@ -170,9 +240,26 @@ mod tests {
         for i in 0..100_000u64 {
             x = splitmix(x ^ i);
             for k in [x, i, u64::MAX - i] {
-                assert_eq!(m.unmix(m.mix(k)), k);
+                assert_eq!(m.unmix(m.mix_wide(k)), k);
+            }
+            let short = (x >> 7) as u32;
+            for k in [short, i as u32, u32::MAX - i as u32] {
+                assert_eq!(m.unperm32(m.perm32(k)), k);
+                let h = m.mix(u64::from(k));
+                assert_eq!(h >> 32, u64::from(m.perm32(k)));
+                assert_eq!(h & 0xffff_ffff, (h >> 32) & 0x7fff);
             }
         }
+        // Sequential short keys spread over prefixes, hints and homes like random ones.
+        let mut homes = [0u32; 128];
+        let mut tops = [0u32; 16];
+        for k in 0..(1u64 << 16) {
+            let h = m.mix(k);
+            homes[home_of(h)] += 1;
+            tops[(h >> 60) as usize] += 1;
+        }
+        assert!(homes.iter().all(|&c| (384..640).contains(&c)), "{homes:?}");
+        assert!(tops.iter().all(|&c| (3584..4608).contains(&c)), "{tops:?}");
     }
 
     #[test]

@@ -2,44 +2,52 @@
 //! only the bits of the key their position does not imply.
 //!
 //! The key's hash `h = mix(key)` is a keyed *bijection* (`hash.rs`), so the key can be recovered
-//! from `h`, and `h` from where the entry lives:
+//! from `h`, and `h` from where the entry lives. Keys below 2^32 ("short" keys) and the others
+//! ("wide") hash by two families:
 //!
 //! ```text
-//!  h = | bucket prefix: depth bits | rest: 49 - depth bits | hint: 8 | home: 7 |
-//!        from the tenant table       stored in the entry    hint byte  the entry's run
+//!  wide:  h = | bucket prefix: depth bits | rest: 49 - depth bits   | hint: 8 | home: 7 |
+//!  short: h = | x = perm32(key): 32 bits                  | 0: 17   | x & 0x7fff        |
+//!               prefix: top depth bits of x, mid: the 17 - depth bits below it
+//!               (from the tenant table)      (stored in the entry)   (hint byte, the entry's run)
 //!
-//!  entry (remainder form)                        entry (literal form, small keys)
-//!  +-----+--------+-----------------+---------+  +-----+-------------+---------+
-//!  | hdr | [dist] | key field: K B  | value   |  | hdr | key: LEB128 | value   |
-//!  +-----+--------+-----------------+---------+  +-----+-------------+---------+
+//!  entry (remainder forms)                     entry (literal form)
+//!  +-----+---------------------+---------+     +-----+-------------+---------+
+//!  | hdr | key field: K bytes  | value   |     | hdr | key: LEB128 | value   |
+//!  +-----+---------------------+---------+     +-----+-------------+---------+
 //!  hdr = vlen (low nibble, 0..=8) | form (high nibble):
-//!        0..=13  remainder form, distance to home = form (always 0 in the run format: every
-//!                entry lives in its home run; kept so the form nibble stays one encoding)
-//!        14      remainder form, distance in the next byte (unused, see above)
-//!        15      literal form: the key itself as a varint (no tenant, no distance)
-//!  key field = (rest << 3 | tenant slot), K = ceil((52 - depth) / 8) bytes, little-endian
-//!  value     = minimal little-endian bytes (0 bytes for 0; a set stores every value as 0)
+//!        1..=7   wide remainder form, K = form:  key field = rest << 3 | tenant slot,
+//!                K = ceil((52 - depth) / 8)
+//!        9..=11  short remainder form, K = form - 8:  key field = mid << 3 | tenant slot,
+//!                K = ceil((max(17 - depth, 0) + 3) / 8)
+//!        15      literal form: the key itself as a varint (no tenant)
+//!  value = minimal little-endian bytes (0 bytes for 0; a set stores every value as 0)
 //! ```
 //!
-//! Whichever form is shorter is written, so sequential keys (< 2^21: 3-byte varint) take the
-//! literal form and random keys the remainder form. The tenant slot sits in the low three bits of
-//! the key field's first byte, so `len_of` finds the depth (hence K) from the page's tenant table.
+//! The shortest form is written (a tie goes to the literal, which no split rewrites). The
+//! field's length is in the form, so walking a run decodes no page header; the tenant slot sits
+//! in the low three bits of the field's first byte. Every entry lives in its home run (distance
+//! 0), which the forms no longer spell out.
 //!
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
-//! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.5 B/pair measured
-//! with ~0.94 page fill and the directory (20.3 with the piece bins it replaced). Sequential pairs
-//! below 2^20: hint 1 + hdr 1 + key 3 + value 3 = 8, ~9 B/pair measured (11.1 before). Redis: dictEntry 24 -> 32 + bucket 8..16 +
-//! two small sds ~ 72..80 B/pair; hashbrown `HashMap<u64,u64>`: 17 B per bucket at up to 7/8 load,
-//! 35.7 B/pair at 1M (just after a doubling).
+//! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.2 B/pair measured
+//! with ~0.94 page fill and the directory. 1M sequential pairs (short keys, depth 14..16, K = 1):
+//! hint 1 + hdr 1 + key 1 + value 3 = 6, ~6.8 B/pair measured (9.0 with the literal form, which
+//! needs 3 bytes for keys below 2^21). Redis: dictEntry 24 -> 32 + bucket 8..16 + two small sds
+//! ~ 72..80 B/pair; hashbrown `HashMap<u64,u64>`: 17 B per bucket at up to 7/8 load, 35.7 B/pair
+//! at 1M (just after a doubling).
 
 use crate::hash::IntHasher;
-use crate::page::{ENTRY_BUF_BYTES, Kind, PIECE_COUNT, Page, Tenants};
-use crate::table::{Codec, Config, DepthOf, Depths, Placement, Table};
+use crate::page::{ENTRY_BUF_BYTES, Kind, Page, Tenants};
+use crate::table::{Codec, Config, Placement, Table};
 use crate::{MapError, varint};
 use heap::Heap;
 
-const FORM_DISTANCE_BYTE: u8 = 14;
+/// Short remainder forms are this plus the field's length (9..=11).
+const FORM_SHORT_BASE: u8 = 8;
 const FORM_LITERAL: u8 = 15;
+/// Bits of a short key's `x` stored in no position: between the prefix and the low 15.
+const SHORT_MID_BITS: u8 = 17;
 
 /// Bytes of the key field at `depth`.
 #[inline]
@@ -51,6 +59,25 @@ fn key_bytes(depth: u8) -> usize {
 #[inline]
 fn rest_of(h: u64, depth: u8) -> u64 {
     (h << depth) >> (u32::from(depth) + 15)
+}
+
+/// Bytes of the key field of a remainder-form entry, from its header byte.
+#[inline]
+fn field_bytes(hdr: u8) -> usize {
+    usize::from((hdr >> 4) & 7)
+}
+
+/// Bytes of a short key's field at `depth`: its stored bits and the tenant slot.
+#[inline]
+fn short_key_bytes(depth: u8) -> usize {
+    (usize::from(SHORT_MID_BITS.saturating_sub(depth)) + 3).div_ceil(8)
+}
+
+/// The bits of a short key's `x = h >> 32` between its prefix and its low 15 bits.
+#[inline]
+fn short_rest_of(h: u64, depth: u8) -> u64 {
+    let bits = SHORT_MID_BITS.saturating_sub(depth);
+    ((h >> 32) >> 15) & ((1 << bits) - 1)
 }
 
 /// LEB128 length of the varint at the start of `bytes`.
@@ -78,24 +105,25 @@ impl IntCodec {
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
+        debug_assert_eq!(at.distance, 0, "every entry lives in its home run");
         let vlen = varint::le_len(value);
-        let k = key_bytes(at.depth);
         let literal_len = varint::len(key);
-        let escape = at.distance >= usize::from(FORM_DISTANCE_BYTE);
+        let (form, field, k) = if key >> 32 == 0 {
+            let k = short_key_bytes(at.depth);
+            let field = (short_rest_of(h, at.depth) << 3) | at.tenant as u64;
+            (FORM_SHORT_BASE + k as u8, field, k)
+        } else {
+            let k = key_bytes(at.depth);
+            (k as u8, (rest_of(h, at.depth) << 3) | at.tenant as u64, k)
+        };
         let mut n = 1;
-        if literal_len < k + usize::from(escape) {
+        // The shortest form is written; a tie goes to the literal, which no split rewrites.
+        if literal_len <= k {
             out[0] = (FORM_LITERAL << 4) | vlen as u8;
             n += varint::put(&mut out[1..], key);
         } else {
-            if escape {
-                out[0] = (FORM_DISTANCE_BYTE << 4) | vlen as u8;
-                out[1] = at.distance as u8;
-                n += 1;
-            } else {
-                out[0] = ((at.distance as u8) << 4) | vlen as u8;
-            }
-            let field = (rest_of(h, at.depth) << 3) | at.tenant as u64;
-            varint::put_le(&mut out[n..], field, k);
+            out[0] = (form << 4) | vlen as u8;
+            varint::put_le(&mut out[1..], field, k);
             n += k;
         }
         varint::put_le(&mut out[n..], value, vlen);
@@ -110,31 +138,54 @@ impl IntCodec {
 
     #[inline]
     fn key_of(&self, page: &Page, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        if bytes[0] >> 4 == FORM_LITERAL {
-            varint::get(&bytes[1..]).0
-        } else {
-            self.hasher
-                .unmix(Self::hash_of_remainder(&page.tenants(), piece, hint, bytes))
+        match bytes[0] >> 4 {
+            FORM_LITERAL => varint::get(&bytes[1..]).0,
+            f if f > FORM_SHORT_BASE => {
+                let h = Self::hash_of_short(&page.tenants(), piece, hint, bytes);
+                u64::from(self.hasher.unperm32((h >> 32) as u32))
+            }
+            _ => self
+                .hasher
+                .unmix(Self::hash_of_remainder(&page.tenants(), piece, hint, bytes)),
         }
     }
 
-    fn hash_of_remainder(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        let form = bytes[0] >> 4;
-        let (distance, at) = if form == FORM_DISTANCE_BYTE {
-            (bytes[1] as usize, 2)
-        } else {
-            (form as usize, 1)
-        };
-        let tenant = (bytes[at] & 7) as usize;
+    /// The key of an entry whose hash is `h`, by its form (the families' hashes may coincide).
+    #[inline]
+    fn key_from(&self, bytes: &[u8], h: u64) -> u64 {
+        match bytes[0] >> 4 {
+            FORM_LITERAL => varint::get(&bytes[1..]).0,
+            f if f > FORM_SHORT_BASE => u64::from(self.hasher.unperm32((h >> 32) as u32)),
+            _ => self.hasher.unmix(h),
+        }
+    }
+
+    /// The hash of a short-form entry: `x`'s prefix from the tenant, its middle bits from the
+    /// entry, its low 15 bits from the hint and the home (the entry's run: distance 0).
+    fn hash_of_short(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
+        let tenant = (bytes[1] & 7) as usize;
         let (prefix, depth) = tenants.get(tenant).expect("entry names a live tenant");
-        let field = varint::get_le(&bytes[at..], key_bytes(depth));
-        let home = (piece + PIECE_COUNT - distance) % PIECE_COUNT;
+        let field = varint::get_le(&bytes[1..], field_bytes(bytes[0]));
+        let top = if depth == 0 {
+            0
+        } else {
+            u64::from(prefix) << (32 - u32::from(depth))
+        };
+        // Past depth 17 the prefix reaches into the low 15 bits, which then agree with them.
+        let x = top | ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64;
+        IntHasher::short_hash(x as u32)
+    }
+
+    fn hash_of_remainder(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
+        let tenant = (bytes[1] & 7) as usize;
+        let (prefix, depth) = tenants.get(tenant).expect("entry names a live tenant");
+        let field = varint::get_le(&bytes[1..], field_bytes(bytes[0]));
         let top = if depth == 0 {
             0
         } else {
             u64::from(prefix) << (64 - u32::from(depth))
         };
-        top | ((field >> 3) << 15) | (u64::from(hint) << 7) | home as u64
+        top | ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64
     }
 }
 
@@ -144,22 +195,18 @@ impl Codec for IntCodec {
     const REENCODE_NEEDS_HASH: bool = true;
 
     #[inline]
-    fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize {
+    fn len_of(bytes: &[u8]) -> usize {
         let vlen = (bytes[0] & 15) as usize;
-        match bytes[0] >> 4 {
-            FORM_LITERAL => 1 + varint_len_at(&bytes[1..]) + vlen,
-            FORM_DISTANCE_BYTE => 2 + key_bytes(depths.depth_of((bytes[2] & 7) as usize)) + vlen,
-            _ => 1 + key_bytes(depths.depth_of((bytes[1] & 7) as usize)) + vlen,
+        if bytes[0] >> 4 == FORM_LITERAL {
+            1 + varint_len_at(&bytes[1..]) + vlen
+        } else {
+            1 + field_bytes(bytes[0]) + vlen
         }
     }
 
     #[inline]
     fn stored_tenant(bytes: &[u8]) -> Option<usize> {
-        match bytes[0] >> 4 {
-            FORM_LITERAL => None,
-            FORM_DISTANCE_BYTE => Some((bytes[2] & 7) as usize),
-            _ => Some((bytes[1] & 7) as usize),
-        }
+        (bytes[0] >> 4 != FORM_LITERAL).then_some((bytes[1] & 7) as usize)
     }
 
     fn hash_of(
@@ -170,22 +217,21 @@ impl Codec for IntCodec {
         hint: u8,
         bytes: &[u8],
     ) -> u64 {
-        if bytes[0] >> 4 == FORM_LITERAL {
-            self.hasher.mix(varint::get(&bytes[1..]).0)
-        } else {
-            Self::hash_of_remainder(tenants, piece, hint, bytes)
+        match bytes[0] >> 4 {
+            FORM_LITERAL => self.hasher.mix(varint::get(&bytes[1..]).0),
+            f if f > FORM_SHORT_BASE => Self::hash_of_short(tenants, piece, hint, bytes),
+            _ => Self::hash_of_remainder(tenants, piece, hint, bytes),
         }
     }
 
     fn reencode(
         &self,
         bytes: &[u8],
-        _depths: Depths,
         h: u64,
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
-        Self::encode(self.hasher.unmix(h), Self::value_of(bytes), h, at, out)
+        Self::encode(self.key_from(bytes, h), Self::value_of(bytes), h, at, out)
     }
 
     fn release(_heap: &mut Heap, _bytes: &[u8]) {}
@@ -231,7 +277,8 @@ impl IntMap {
     #[inline]
     fn find_hashed(&self, key: u64, h: u64) -> Option<(crate::table::Loc, u64)> {
         let mut value = 0;
-        let loc = self.table.find(h, |tenant, depth, distance, bytes| {
+        let short = key >> 32 == 0;
+        let loc = self.table.find(h, |tenant, depth, _, bytes| {
             let vlen = (bytes[0] & 15) as usize;
             let form = bytes[0] >> 4;
             if form == FORM_LITERAL {
@@ -242,21 +289,22 @@ impl IntMap {
                 value = varint::get_le(&bytes[1 + n..], vlen);
                 return Some(1 + n + vlen);
             }
-            let (d, at) = if form == FORM_DISTANCE_BYTE {
-                (bytes[1] as usize, 2)
-            } else {
-                (form as usize, 1)
-            };
-            // The tenant check comes first: another tenant's entry may have a shorter field.
-            let k = key_bytes(depth);
-            let hit = d == distance
-                && usize::from(bytes[at] & 7) == tenant
-                && varint::get_le(&bytes[at..], k) == (rest_of(h, depth) << 3) | tenant as u64;
-            if !hit {
+            // An entry of the other family may share the hash bits its position holds; the
+            // tenant check comes before the field's, whose length is the tenant's.
+            if (form > FORM_SHORT_BASE) != short || usize::from(bytes[1] & 7) != tenant {
                 return None;
             }
-            value = varint::get_le(&bytes[at + k..], vlen);
-            Some(at + k + vlen)
+            let rest = if short {
+                short_rest_of(h, depth)
+            } else {
+                rest_of(h, depth)
+            };
+            let k = field_bytes(bytes[0]);
+            if varint::get_le(&bytes[1..], k) != (rest << 3) | tenant as u64 {
+                return None;
+            }
+            value = varint::get_le(&bytes[1 + k..], vlen);
+            Some(1 + k + vlen)
         });
         loc.map(|loc| (loc, value))
     }
@@ -397,10 +445,16 @@ impl IntMap {
         self.table.codec.hasher.mix(key)
     }
 
-    /// The key whose hash is `h` (inverse of `hash_of_key`).
+    /// The key at or above 2^32 whose hash is `h` (inverse of `hash_of_key` for such keys).
     #[doc(hidden)]
     pub fn key_of_hash(&self, h: u64) -> u64 {
         self.table.codec.hasher.unmix(h)
+    }
+
+    /// The key below 2^32 whose permuted value is `x` (its hash is `x`'s short hash).
+    #[doc(hidden)]
+    pub fn key_of_short(&self, x: u32) -> u64 {
+        u64::from(self.table.codec.hasher.unperm32(x))
     }
 }
 

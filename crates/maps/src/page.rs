@@ -269,12 +269,6 @@ impl Page {
         }))
     }
 
-    /// Depth of tenant slot `t` (`NO_TENANT` if empty).
-    #[inline]
-    pub fn tenant_depth(&self, t: usize) -> u8 {
-        self.bytes[TENANTS_AT + t * 5 + 4]
-    }
-
     /// Depth of every slot (`NO_TENANT` for empty ones), for codecs that need it to decode.
     #[inline]
     pub fn tenant_depths(&self) -> [u8; TENANT_SLOTS] {
@@ -402,13 +396,10 @@ impl Page {
         crate::raw::prefetch(&self.bytes[at]);
     }
 
-    /// Starts loading what a lookup in run `p` reads first: `p`'s index slot, and the header
-    /// if `header`.
+    /// Starts loading what a lookup in run `p` reads first: `p`'s index slot (a lookup reads
+    /// nothing else from the page before the run).
     #[inline]
-    pub fn prefetch_index(&self, p: usize, header: bool) {
-        if header {
-            crate::raw::prefetch(&self.bytes[0]);
-        }
+    pub fn prefetch_index(&self, p: usize) {
         crate::raw::prefetch(&self.bytes[HEADER_BYTES + p / 2 * SLOT_PAIR_BYTES]);
     }
 

@@ -41,7 +41,7 @@
 use crate::hash::BytesHasher;
 use crate::page::{ENTRY_BUF_BYTES, ENTRY_BYTES_MAX, Kind, Tenants};
 use crate::raw::{self, HANDLE_BYTES};
-use crate::table::{Codec, Config, DepthOf, Depths, Loc, Placement, Table};
+use crate::table::{Codec, Config, Loc, Placement, Table};
 use crate::{MapError, Meta, varint};
 use heap::Heap;
 
@@ -148,7 +148,7 @@ impl Codec for BytesCodec {
     const REENCODE_NEEDS_HASH: bool = false;
 
     #[inline]
-    fn len_of(_depths: impl DepthOf, bytes: &[u8]) -> usize {
+    fn len_of(bytes: &[u8]) -> usize {
         let (_, value) = parse(bytes);
         value.at + value.stored_len()
     }
@@ -172,7 +172,6 @@ impl Codec for BytesCodec {
     fn reencode(
         &self,
         bytes: &[u8],
-        _: Depths,
         _: u64,
         _: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],

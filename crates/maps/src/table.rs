@@ -76,30 +76,6 @@ use crate::page::{
 use crate::raw::PagePtr;
 use heap::Heap;
 
-/// Depth of every tenant slot of a page (`NO_TENANT` for empty slots).
-pub type Depths = [u8; TENANT_SLOTS];
-
-/// Where a codec finds the depth of tenant slot `t` while decoding: a copied array, or the page
-/// header itself (read only when an entry actually needs it, which keeps lookups that need no
-/// skipping off the header's cache line).
-pub trait DepthOf: Copy {
-    fn depth_of(self, t: usize) -> u8;
-}
-
-impl DepthOf for Depths {
-    #[inline]
-    fn depth_of(self, t: usize) -> u8 {
-        self[t]
-    }
-}
-
-impl DepthOf for &Page {
-    #[inline]
-    fn depth_of(self, t: usize) -> u8 {
-        self.tenant_depth(t)
-    }
-}
-
 /// Where an entry is being placed: what a position-dependent encoding needs to know.
 #[derive(Clone, Copy, Debug)]
 pub struct Placement {
@@ -116,18 +92,17 @@ pub trait Codec {
     /// Whether `reencode` reads the hash (else moving an entry needs no hash: its home and
     /// hint are its run and stored hint).
     const REENCODE_NEEDS_HASH: bool;
-    /// Length of the entry starting at `bytes[0]`.
-    fn len_of(depths: impl DepthOf, bytes: &[u8]) -> usize;
+    /// Length of the entry starting at `bytes[0]` (from its own bytes: walking a run reads
+    /// nothing else).
+    fn len_of(bytes: &[u8]) -> usize;
     /// Tenant slot stored in the entry, if any.
     fn stored_tenant(bytes: &[u8]) -> Option<usize>;
     /// Full 64-bit hash of an entry with `hint` stored in `piece` of a page with `tenants`.
     fn hash_of(&self, heap: &Heap, tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64;
-    /// Encodes the entry `bytes` (full hash `h`, stored in a page with tenant depths `depths`)
-    /// for `at`; returns its length in `out`.
+    /// Encodes the entry `bytes` (full hash `h`) for `at`; returns its length in `out`.
     fn reencode(
         &self,
         bytes: &[u8],
-        depths: Depths,
         h: u64,
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
@@ -302,8 +277,7 @@ impl<C: Codec> Table<C> {
                 };
                 crate::raw::prefetch(&self.dir[slot]);
             }
-            // Only a codec whose entries store their tenant reads the header (tenant depths).
-            1 => pg(self.locate(h).0).prefetch_index(home_of(h), C::STORES_TENANT),
+            1 => pg(self.locate(h).0).prefetch_index(home_of(h)),
             _ => pg(self.locate(h).0).prefetch_run_at(home_of(h)),
         }
     }
@@ -343,15 +317,6 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    #[inline]
-    pub fn depths(page: &Page) -> Depths {
-        if C::STORES_TENANT {
-            page.tenant_depths()
-        } else {
-            [0; TENANT_SLOTS]
-        }
-    }
-
     /// Finds the entry with hash `h` that `eq(tenant, depth, distance, bytes)` accepts; `eq`
     /// gets the bytes from the candidate on and returns the entry's length if it matches.
     #[inline(always)]
@@ -365,12 +330,8 @@ impl<C: Codec> Table<C> {
         let (home, hint) = (home_of(h), hint_of(h));
         page.prefetch_run(home);
         // Every entry lives in its home run: the one run is the whole probe.
-        let (index, offset, len, at) = page.find(
-            home,
-            hint,
-            |b| C::len_of(page, b),
-            |b| eq(tenant, depth, 0, b),
-        )?;
+        let (index, offset, len, at) =
+            page.find(home, hint, |b| C::len_of(b), |b| eq(tenant, depth, 0, b))?;
         Some(Loc {
             page: ptr,
             piece: home,
@@ -458,7 +419,6 @@ impl<C: Codec> Table<C> {
             piece: 0,
             index: 0,
             offset: 0,
-            depths: [0; TENANT_SLOTS],
         }
     }
 
@@ -583,7 +543,6 @@ impl<C: Codec> Table<C> {
         let (_, depth) = page.tenant(tenant).expect("live tenant");
         // The old tenant table decodes entries while the page is being re-encoded.
         let old_tenants = page.tenants();
-        let old_depths = page.tenant_depths();
         while self.global_depth < depth + levels {
             self.double();
         }
@@ -612,7 +571,7 @@ impl<C: Codec> Table<C> {
             let codec = &self.codec;
             page.edit_runs(
                 |_| true,
-                |b| C::len_of(old_depths, b),
+                |b| C::len_of(b),
                 |_, _, _, bytes| {
                     if C::stored_tenant(bytes) == Some(tenant) {
                         Edit::Rewrite
@@ -631,7 +590,7 @@ impl<C: Codec> Table<C> {
                         depth: new_depth,
                         distance: 0,
                     };
-                    codec.reencode(bytes, old_depths, h, at, out)
+                    codec.reencode(bytes, h, at, out)
                 },
             );
         }
@@ -646,12 +605,11 @@ impl<C: Codec> Table<C> {
     fn owners(&self, heap: &Heap, page: &Page) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
         let mut owners = Vec::with_capacity(page.entry_count());
         let mut sizes = [0; TENANT_SLOTS];
-        let depths = Self::depths(page);
         let tenants = page.tenants();
         for piece in 0..PIECE_COUNT {
             page.for_each_in_piece(
                 piece,
-                |b| C::len_of(depths, b),
+                |b| C::len_of(b),
                 |_, _, hint, bytes| {
                     let t = C::stored_tenant(bytes).unwrap_or_else(|| {
                         let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
@@ -744,7 +702,6 @@ impl<C: Codec> Table<C> {
         // by popping what was placed, last first.
         let dst = pg_mut(to);
         dst.set_tenant(slot, Some((prefix, depth)));
-        let depths = Self::depths(src);
         let tenants = src.tenants();
         // Where each run's owners start, and which runs hold entries of the victim: only those
         // are decoded, here and when the moved entries are dropped from `from`.
@@ -764,7 +721,7 @@ impl<C: Codec> Table<C> {
         for piece in (0..PIECE_COUNT).filter(|&p| touched[p]) {
             src.for_each_in_piece(
                 piece,
-                |b| C::len_of(depths, b),
+                |b| C::len_of(b),
                 |index, _, hint, bytes| {
                     if !ok || !is_victim(&owners[first[piece] + index]) {
                         return;
@@ -776,7 +733,7 @@ impl<C: Codec> Table<C> {
                     };
                     let codec = &self.codec;
                     match place_at(dst, piece, hint, slot, depth, |at, out| {
-                        codec.reencode(bytes, depths, h, at, out)
+                        codec.reencode(bytes, h, at, out)
                     }) {
                         Some((p, len)) => placed.push((p as u8, len as u8)),
                         None => ok = false,
@@ -797,7 +754,7 @@ impl<C: Codec> Table<C> {
         let src = pg_mut(from);
         src.edit_runs(
             |p| touched[p],
-            |b| C::len_of(depths, b),
+            |b| C::len_of(b),
             |p, i, _, _| {
                 if is_victim(&owners[first[p] + i]) {
                     Edit::Drop
@@ -948,13 +905,12 @@ impl<C: Codec> Table<C> {
         }
         scratch.set_tenant(a, Some((prefix >> 1, depth - 1)));
         let new_depths = scratch.tenant_depths();
-        let depths = Self::depths(page);
         let tenants = page.tenants();
         let mut ok = true;
         for piece in 0..PIECE_COUNT {
             page.for_each_in_piece(
                 piece,
-                |b| C::len_of(depths, b),
+                |b| C::len_of(b),
                 |_, _, hint, bytes| {
                     if !ok {
                         return;
@@ -964,7 +920,7 @@ impl<C: Codec> Table<C> {
                     let t = if t == b { a } else { t };
                     let codec = &self.codec;
                     ok = place(scratch, h, t, new_depths[t], |at, out| {
-                        codec.reencode(bytes, depths, h, at, out)
+                        codec.reencode(bytes, h, at, out)
                     })
                     .is_some();
                 },
@@ -989,13 +945,12 @@ impl<C: Codec> Table<C> {
     ) -> u64 {
         let (ptr, tenant, depth) = self.locate(cursor);
         let page = pg(ptr);
-        let depths = Self::depths(page);
         let tenants = page.tenants();
         let (prefix, _) = page.tenant(tenant).expect("live tenant");
         for piece in 0..PIECE_COUNT {
             page.for_each_in_piece(
                 piece,
-                |b| C::len_of(depths, b),
+                |b| C::len_of(b),
                 |_, _, hint, bytes| {
                     if C::stored_tenant(bytes).is_some_and(|t| t != tenant) {
                         return;
@@ -1047,11 +1002,10 @@ impl<C: Codec> Table<C> {
             let k = (crate::hash::splitmix(r) % page.entry_count() as u64) as usize;
             (page, k)
         };
-        let depths = Self::depths(page);
         for piece in 0..PIECE_COUNT {
             let count = page.piece_count(piece);
             if k < count {
-                let (hint, _, bytes) = page.entry_at(piece, k, |b| C::len_of(depths, b));
+                let (hint, _, bytes) = page.entry_at(piece, k, |b| C::len_of(b));
                 return Some(f(page, piece, hint, bytes));
             }
             k -= count;
@@ -1064,11 +1018,10 @@ impl<C: Codec> Table<C> {
     pub fn free_all(&mut self, heap: &mut Heap) {
         for ptr in std::mem::take(&mut self.pages) {
             let page = pg(ptr);
-            let depths = Self::depths(page);
             for piece in 0..PIECE_COUNT {
                 page.for_each_in_piece(
                     piece,
-                    |b| C::len_of(depths, b),
+                    |b| C::len_of(b),
                     |_, _, _, bytes| C::release(heap, bytes),
                 );
             }
@@ -1087,9 +1040,8 @@ impl<C: Codec> Table<C> {
         let mut slots_of = std::collections::HashMap::new();
         for (i, &ptr) in self.pages.iter().enumerate() {
             let page = pg(ptr);
-            let depths = page.tenant_depths();
             let tenants = page.tenants();
-            page.validate(C::KIND, |b| C::len_of(depths, b))?;
+            page.validate(C::KIND, |b| C::len_of(b))?;
             if page.page_index() != i {
                 return Err(format!("page {i} says index {}", page.page_index()));
             }
@@ -1103,7 +1055,7 @@ impl<C: Codec> Table<C> {
             for piece in 0..PIECE_COUNT {
                 page.for_each_in_piece(
                     piece,
-                    |b| C::len_of(depths, b),
+                    |b| C::len_of(b),
                     |_, _, hint, bytes| {
                         let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
                         let t = page.tenant_of_hash(h);
@@ -1227,7 +1179,6 @@ pub struct Entries<'a, C> {
     piece: usize,
     index: usize,
     offset: usize,
-    depths: Depths,
 }
 
 impl<'a, C: Codec> Iterator for Entries<'a, C> {
@@ -1238,9 +1189,6 @@ impl<'a, C: Codec> Iterator for Entries<'a, C> {
         loop {
             let ptr = *self.table.pages.get(self.page)?;
             let page = pg(ptr);
-            if self.piece == 0 && self.index == 0 {
-                self.depths = Table::<C>::depths(page);
-            }
             if self.piece == PIECE_COUNT {
                 self.page += 1;
                 self.piece = 0;
@@ -1248,7 +1196,7 @@ impl<'a, C: Codec> Iterator for Entries<'a, C> {
             }
             if self.index < page.piece_count(self.piece) {
                 let entries = page.entries(self.piece);
-                let len = C::len_of(self.depths, &entries[self.offset..]);
+                let len = C::len_of(&entries[self.offset..]);
                 let item = (
                     page,
                     self.piece,

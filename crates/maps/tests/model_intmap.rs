@@ -23,6 +23,8 @@ fn key(rng: &mut SmallRng, kind: u32, space: u64) -> u64 {
     match kind {
         0 => rng.gen_range(0..space), // small, sequential-ish: literal form
         1 => rng.gen_range(0..space).wrapping_mul(0x9e37_79b9_7f4a_7c15), // random 64-bit
+        // Below 2^32, many past 2^21: the short form, beside literals.
+        3 => rng.gen_range(0..space.min(1 << 32)) | (rng.gen_range(0..1 << 11) << 21),
         _ => {
             if rng.gen_bool(0.5) {
                 rng.gen_range(0..space)
@@ -48,7 +50,7 @@ fn run(seed: u64, ops: usize, space: u64) {
     let probe = [1u8, 2, 4, 16, 128][rng.gen_range(0..5)];
     let mut map = IntMap::with_config(&mut heap, &config(seed, probe)).unwrap();
     let mut model: HashMap<u64, u64> = HashMap::new();
-    let kind = rng.gen_range(0..3);
+    let kind = rng.gen_range(0..4);
     // Operation kinds toggled per run: insert always on, others at random.
     let enabled: [bool; 5] = std::array::from_fn(|_| rng.gen_bool(0.7));
     let grow_phase = ops / 2;
@@ -150,6 +152,51 @@ fn intmap_large_then_drain_merges_down_to_one_page() {
     assert_eq!(shrunk.global_depth, 0, "{shrunk:?}");
     for (i, &k) in keys.iter().enumerate().take(10) {
         assert_eq!(map.get(k), Some(i as u64));
+    }
+    map.destroy(&mut heap);
+}
+
+#[test]
+fn intmap_short_keys_in_a_deep_map_and_past_depth_17() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::with_config(&mut heap, &config(21, 16)).unwrap();
+    let mut model = HashMap::new();
+    // 200k sequential keys (a deep map: the short form with 0..2 stored bits), then 6,000 keys
+    // whose permuted values share their top 20 bits, so their bucket splits past depth 17,
+    // where the prefix reaches into the bits that hint and home already hold.
+    let mut keys: Vec<u64> = (0..200_000).collect();
+    let insert = |map: &mut IntMap, heap: &mut Heap, model: &mut HashMap<u64, u64>, i, k| {
+        assert_eq!(
+            map.insert(heap, k, i as u64).unwrap(),
+            model.insert(k, i as u64)
+        );
+        if i % 20_000 == 0 {
+            map.validate(heap).unwrap();
+        }
+    };
+    for (i, &k) in keys.iter().enumerate() {
+        insert(&mut map, &mut heap, &mut model, i, k);
+    }
+    // Sequential pairs below 2^24: hint + header + one key byte + three value bytes.
+    let per_pair = map.memory_bytes() as f64 / keys.len() as f64;
+    assert!(per_pair < 8.0, "{per_pair} B/pair");
+    let deep: Vec<u64> = (0..6_000u32)
+        .map(|j| map.key_of_short((0x5a5a5 << 12) | j))
+        .collect();
+    for (i, &k) in deep.iter().enumerate() {
+        insert(&mut map, &mut heap, &mut model, keys.len() + i, k);
+    }
+    keys.extend(deep);
+    map.validate(&heap).unwrap();
+    assert!(map.shape().global_depth > 17, "{:?}", map.shape());
+    let got: HashMap<u64, u64> = map.iter().collect();
+    assert_eq!(got, model);
+    for (i, &k) in keys.iter().enumerate().step_by(3) {
+        assert_eq!(map.remove(&mut heap, k), model.remove(&k), "remove {i}");
+    }
+    map.validate(&heap).unwrap();
+    for (k, v) in &model {
+        assert_eq!(map.get(*k), Some(*v));
     }
     map.destroy(&mut heap);
 }
