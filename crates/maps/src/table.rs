@@ -262,10 +262,9 @@ impl<C: Codec> Table<C> {
 
     /// One stage of a lookup of hash `h` done ahead of time, so that lookups of several keys
     /// overlap their cache misses instead of taking them one after another: stage 0 starts
-    /// loading the directory word, 1 the page's index slot (and header, for IntMap), 2 the
-    /// run. Each stage reads what the previous one loaded; calling them in order over a batch
-    /// of keys (all keys stage 0, then all stage 1, ...) gives each load a batch's time to
-    /// arrive.
+    /// loading the directory word, 1 the page's index slot, 2 the run. Each stage reads what
+    /// the previous one loaded; calling them in order over a batch of keys (all keys stage 0,
+    /// then all stage 1, ...) gives each load a batch's time to arrive.
     #[inline]
     pub fn prefetch(&self, h: u64, stage: u8) {
         match stage {
@@ -283,10 +282,10 @@ impl<C: Codec> Table<C> {
     }
 
     /// Runs `lookup(i, hash(i))` for `i` in `0..n`, in order, with the cache misses of later
-    /// lookups started early: stage 1 (index slot, and header for IntMap) [`PIPELINE_AHEAD`]
-    /// lookups ahead and stage 2 (the run) half as far ahead, so a lookup finds its lines
-    /// loaded, as the CPU overlaps the misses of a flat table's independent probes by itself.
-    /// Each hash is computed once.
+    /// lookups started early: stage 1 (the index slot) [`PIPELINE_AHEAD`] lookups ahead and
+    /// stage 2 (the run) half as far ahead, so a lookup finds its lines loaded, as the CPU
+    /// overlaps the misses of a flat table's independent probes by itself. Each hash is
+    /// computed once.
     #[inline]
     pub fn pipelined(
         &self,
