@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Overhead per member of large collections of short strings (the data-types issue's <= 8 B target):
 one hash of 1,000,000 f<i> -> v<i> pairs, 1,000 sets of 1,000 m:<i> members, and 10,000 hashes of
-100 f<i> -> v<i> pairs, in densekv and in redis-server, each on a fresh server; bytes = VmRSS delta / members, overhead = that minus the
+100 f<i> -> v<i> pairs (plus, for reference, one set of the integers 0..999,999: bytes per member), in densekv and in redis-server, each on a fresh server; bytes = VmRSS delta / members, overhead = that minus the
 member bytes. Usage: cargo build --release -p server && python3 scripts/measure_big_collections.py
 (DENSEKV_BIN overrides the binary; needs redis-server and the redis Python package)."""
 import redis, subprocess, socket, time, sys
@@ -35,6 +35,12 @@ def many_hashes(r):
             pipe.hset(f'h{h}', f'f{i}', f'v{i}')
         if h%100==99: pipe.execute()
     pipe.execute()
+def int_set(r):
+    pipe=r.pipeline(transaction=False)
+    for i in range(1_000_000):
+        pipe.sadd('ids', i)
+        if i%10000==9999: pipe.execute()
+    pipe.execute()
 hb=sum(len(f'f{i}')+len(f'v{i}') for i in range(1_000_000))/1e6
 sb=sum(len(f'm:{i}') for i in range(1_000_000))/1e6
 mb=sum(len(f'f{i}')+len(f'v{i}') for i in range(100))/100
@@ -44,3 +50,4 @@ for name,cmd in [('densekv',[DENSEKV]),('redis',['redis-server','--save','','--a
     print(name,'hash 1M f<i>->v<i>: B/pair %.1f overhead %.1f'%run(cmd,big_hash,1e6,hb))
     print(name,'1000 sets x 1000 m:<i>: B/member %.1f overhead %.1f'%run(cmd,many_sets,1e6,sb))
     print(name,'10000 hashes x 100 f<i>->v<i>: B/field %.1f overhead %.1f'%run(cmd,many_hashes,1e6,mb))
+    print(name,'1 set of the integers 0..999999: B/member %.1f'%run(cmd,int_set,1e6,0)[0])
