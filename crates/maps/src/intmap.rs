@@ -105,7 +105,6 @@ impl IntCodec {
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
-        debug_assert_eq!(at.distance, 0, "every entry lives in its home run");
         let vlen = varint::le_len(value);
         let literal_len = varint::len(key);
         let (form, field, k) = if key >> 32 == 0 {
@@ -278,7 +277,7 @@ impl IntMap {
     fn find_hashed(&self, key: u64, h: u64) -> Option<(crate::table::Loc, u64)> {
         let mut value = 0;
         let short = key >> 32 == 0;
-        let loc = self.table.find(h, |tenant, depth, _, bytes| {
+        let loc = self.table.find(h, |tenant, depth, bytes| {
             let vlen = (bytes[0] & 15) as usize;
             let form = bytes[0] >> 4;
             if form == FORM_LITERAL {

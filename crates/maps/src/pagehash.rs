@@ -261,7 +261,7 @@ impl PageHash {
 
     #[inline]
     fn find_hashed(&self, heap: &Heap, key: &[u8], h: u64) -> Option<Loc> {
-        self.table.find(h, |_, _, _, entry| {
+        self.table.find(h, |_, _, entry| {
             let (k, v) = parse(entry);
             let hit = k.len == key.len()
                 && crate::hint::key_eq(field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES), key);

@@ -81,7 +81,6 @@ use heap::Heap;
 pub struct Placement {
     pub tenant: usize,
     pub depth: u8,
-    pub distance: usize,
 }
 
 /// The entry encoding of one map kind.
@@ -316,13 +315,14 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Finds the entry with hash `h` that `eq(tenant, depth, distance, bytes)` accepts; `eq`
-    /// gets the bytes from the candidate on and returns the entry's length if it matches.
+    /// Finds the entry with hash `h` that `eq(tenant, depth, bytes)` accepts (`tenant` and
+    /// `depth` of the bucket `h` is in); `eq` gets the bytes from the candidate on and returns
+    /// the entry's length if it matches.
     #[inline(always)]
     pub fn find(
         &self,
         h: u64,
-        mut eq: impl FnMut(usize, u8, usize, &[u8]) -> Option<usize>,
+        mut eq: impl FnMut(usize, u8, &[u8]) -> Option<usize>,
     ) -> Option<Loc> {
         let (ptr, tenant, depth) = self.locate(h);
         let page = pg(ptr);
@@ -330,7 +330,7 @@ impl<C: Codec> Table<C> {
         page.prefetch_run(home);
         // Every entry lives in its home run: the one run is the whole probe.
         let (index, offset, len, at) =
-            page.find(home, hint, |b| C::len_of(b), |b| eq(tenant, depth, 0, b))?;
+            page.find(home, hint, |b| C::len_of(b), |b| eq(tenant, depth, b))?;
         Some(Loc {
             page: ptr,
             piece: home,
@@ -355,11 +355,7 @@ impl<C: Codec> Table<C> {
             .tenant_of_hash(h)
             .expect("entry's bucket is hosted here");
         let depth = page.tenant(tenant).expect("live tenant").1;
-        Placement {
-            tenant,
-            depth,
-            distance: (loc.piece + PIECE_COUNT - home_of(h)) % PIECE_COUNT,
-        }
+        Placement { tenant, depth }
     }
 
     /// Overwrites a found entry in place if the page has room; false if not (nothing changed).
@@ -587,7 +583,6 @@ impl<C: Codec> Table<C> {
                     let at = Placement {
                         tenant: new_t,
                         depth: new_depth,
-                        distance: 0,
                     };
                     codec.reencode(bytes, h, at, out)
                 },
@@ -1155,14 +1150,7 @@ fn place_at(
     mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> Option<(usize, usize)> {
     let mut buf = [0u8; ENTRY_BUF_BYTES];
-    let len = encode(
-        Placement {
-            tenant,
-            depth,
-            distance: 0,
-        },
-        &mut buf,
-    );
+    let len = encode(Placement { tenant, depth }, &mut buf);
     if !page.fits(home, len) {
         return None;
     }
