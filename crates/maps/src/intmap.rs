@@ -137,15 +137,13 @@ impl IntCodec {
 
     #[inline]
     fn key_of(&self, page: &Page, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        match bytes[0] >> 4 {
-            FORM_LITERAL => varint::get(&bytes[1..]).0,
-            f if f > FORM_SHORT_BASE => {
-                let h = Self::hash_of_short(&page.tenants(), piece, hint, bytes);
-                u64::from(self.hasher.unperm32((h >> 32) as u32))
-            }
-            _ => self
-                .hasher
-                .unmix(Self::hash_of_remainder(&page.tenants(), piece, hint, bytes)),
+        if bytes[0] >> 4 == FORM_LITERAL {
+            varint::get(&bytes[1..]).0
+        } else {
+            self.key_from(
+                bytes,
+                Self::hash_of_field(&page.tenants(), piece, hint, bytes),
+            )
         }
     }
 
@@ -159,32 +157,27 @@ impl IntCodec {
         }
     }
 
-    /// The hash of a short-form entry: `x`'s prefix from the tenant, its middle bits from the
-    /// entry, its low 15 bits from the hint and the home (the entry's run: distance 0).
-    fn hash_of_short(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
+    /// The hash of a remainder-form entry: the prefix from its tenant, the bits its field
+    /// stores, and the low 15 bits from the hint and the home (the entry's run). A short key's
+    /// bits are those of `x` (past depth 17 its prefix reaches into the low 15 bits, which then
+    /// agree with them).
+    fn hash_of_field(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
         let tenant = (bytes[1] & 7) as usize;
         let (prefix, depth) = tenants.get(tenant).expect("entry names a live tenant");
         let field = varint::get_le(&bytes[1..], field_bytes(bytes[0]));
-        let top = if depth == 0 {
-            0
-        } else {
-            u64::from(prefix) << (32 - u32::from(depth))
+        let low = ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64;
+        let top = |bits: u32| {
+            if depth == 0 {
+                0
+            } else {
+                u64::from(prefix) << (bits - u32::from(depth))
+            }
         };
-        // Past depth 17 the prefix reaches into the low 15 bits, which then agree with them.
-        let x = top | ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64;
-        IntHasher::short_hash(x as u32)
-    }
-
-    fn hash_of_remainder(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        let tenant = (bytes[1] & 7) as usize;
-        let (prefix, depth) = tenants.get(tenant).expect("entry names a live tenant");
-        let field = varint::get_le(&bytes[1..], field_bytes(bytes[0]));
-        let top = if depth == 0 {
-            0
+        if bytes[0] >> 4 > FORM_SHORT_BASE {
+            IntHasher::short_hash((top(32) | low) as u32)
         } else {
-            u64::from(prefix) << (64 - u32::from(depth))
-        };
-        top | ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64
+            top(64) | low
+        }
     }
 }
 
@@ -216,10 +209,10 @@ impl Codec for IntCodec {
         hint: u8,
         bytes: &[u8],
     ) -> u64 {
-        match bytes[0] >> 4 {
-            FORM_LITERAL => self.hasher.mix(varint::get(&bytes[1..]).0),
-            f if f > FORM_SHORT_BASE => Self::hash_of_short(tenants, piece, hint, bytes),
-            _ => Self::hash_of_remainder(tenants, piece, hint, bytes),
+        if bytes[0] >> 4 == FORM_LITERAL {
+            self.hasher.mix(varint::get(&bytes[1..]).0)
+        } else {
+            Self::hash_of_field(tenants, piece, hint, bytes)
         }
     }
 

@@ -391,8 +391,7 @@ impl Page {
         const USED_PER_RUN: usize = AREA_BYTES * 15 / 16 / PIECE_COUNT;
         let g = p / GROUP_RUNS;
         let group_at = AREA_START + g * AREA_BYTES / GROUP_COUNT;
-        let used_per_run = USED_PER_RUN;
-        let at = (group_at + (p % GROUP_RUNS) * used_per_run).min(PAGE_BYTES - 1);
+        let at = (group_at + (p % GROUP_RUNS) * USED_PER_RUN).min(PAGE_BYTES - 1);
         crate::raw::prefetch(&self.bytes[at]);
     }
 

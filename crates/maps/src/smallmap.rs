@@ -101,22 +101,8 @@ fn short_hash(key: &[u8]) -> u64 {
             crate::hash::splitmix(s ^ 0x3a9),
         ]
     });
-    let n = key.len();
-    let (a, b) = if n >= 8 {
-        let w = |at: usize| u64::from_le_bytes(key[at..at + 8].try_into().expect("8"));
-        (w(0), w(n - 8))
-    } else if n >= 4 {
-        let w = |at: usize| u64::from(u32::from_le_bytes(key[at..at + 4].try_into().expect("4")));
-        (w(0), w(n - 4))
-    } else if n > 0 {
-        (
-            u64::from(key[0]),
-            u64::from(key[n / 2]) << 8 | u64::from(key[n - 1]),
-        )
-    } else {
-        (0, 0)
-    };
-    let m = u128::from(a ^ seeds[0]) * u128::from(b ^ seeds[1] ^ n as u64);
+    let (a, b) = crate::hint::edge_words(key);
+    let m = u128::from(a ^ seeds[0]) * u128::from(b ^ seeds[1] ^ key.len() as u64);
     (m as u64) ^ ((m >> 64) as u64)
 }
 
@@ -137,6 +123,16 @@ pub struct SmallMap {
 
 fn pair_len(key: &[u8], value: &[u8]) -> usize {
     3 + key.len() + value.len()
+}
+
+/// Writes a pair at the start of `out` (which has room for `pair_len(key, value)` bytes).
+fn write_pair(out: &mut [u8], meta: Meta, key: &[u8], value: &[u8]) {
+    let (k, v) = (key.len(), value.len());
+    out[0] = meta.0;
+    out[1] = k as u8;
+    out[2..2 + k].copy_from_slice(key);
+    out[2 + k] = v as u8;
+    out[3 + k..3 + k + v].copy_from_slice(value);
 }
 
 /// Splits a pair at the start of `bytes`: (meta, key, value, total length).
@@ -328,16 +324,7 @@ impl SmallMap {
             HEADER_BYTES + start + n..HEADER_BYTES + used,
             HEADER_BYTES + start,
         );
-        let at = HEADER_BYTES + used - n;
-        bytes[at] = meta.0;
-        let mut w = at + 1;
-        bytes[w] = key.len() as u8;
-        w += 1;
-        bytes[w..w + key.len()].copy_from_slice(key);
-        w += key.len();
-        bytes[w] = value.len() as u8;
-        w += 1;
-        bytes[w..w + value.len()].copy_from_slice(value);
+        write_pair(&mut bytes[HEADER_BYTES + used - n..], meta, key, value);
         self.set_u16(16 + 2 * i, (used - n) as u16);
         self.set_u16(10, (used - n + new_len) as u16);
         Ok(())
@@ -361,16 +348,7 @@ impl SmallMap {
             self.set_u16(12, need as u16);
         }
         let bytes = self.bytes_mut();
-        let at = HEADER_BYTES + used;
-        bytes[at] = meta.0;
-        let mut w = at + 1;
-        bytes[w] = key.len() as u8;
-        w += 1;
-        bytes[w..w + key.len()].copy_from_slice(key);
-        w += key.len();
-        bytes[w] = value.len() as u8;
-        w += 1;
-        bytes[w..w + value.len()].copy_from_slice(value);
+        write_pair(&mut bytes[HEADER_BYTES + used..], meta, key, value);
         bytes[count] = hint;
         bytes[8] = (count + 1) as u8;
         self.set_u16(16 + 2 * count, used as u16);
