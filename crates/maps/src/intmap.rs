@@ -15,16 +15,20 @@
 //!  +-----+---------------------+---------+     +-----+-------------+---------+
 //!  | hdr | key field: K bytes  | value   |     | hdr | key: LEB128 | value   |
 //!  +-----+---------------------+---------+     +-----+-------------+---------+
-//!  hdr = vlen (low nibble, 0..=8) | form (high nibble):
+//!  hdr = value form (low nibble) | key form (high nibble):
 //!        1..=7   wide remainder form, K = form:  key field = rest << 3 | tenant slot,
 //!                K = ceil((52 - depth) / 8)
 //!        9..=11  short remainder form, K = form - 8:  key field = mid << 3 | tenant slot,
 //!                K = ceil((max(17 - depth, 0) + 3) / 8)
 //!        15      literal form: the key itself as a varint (no tenant)
-//!  value = minimal little-endian bytes (0 bytes for 0; a set stores every value as 0)
+//!  value, by the low nibble v:
+//!        0..=8   literal: v minimal little-endian bytes (0 bytes for 0; a set's values are 0)
+//!        9..=15  key-relative: v - 9 little-endian bytes of zigzag(value - key), so a value
+//!                equal to its key takes no bytes (ids mapped to themselves or to near ids)
 //! ```
 //!
-//! The shortest form is written (a tie goes to the literal, which no split rewrites). The
+//! The shortest form is written (a tie goes to the literal, which no split rewrites; a value
+//! is key-relative only when that is strictly shorter). The
 //! field's length is in the form, so walking a run decodes no page header; the tenant slot sits
 //! in the low three bits of the field's first byte. Every entry lives in its home run (distance
 //! 0), which the forms no longer spell out.
@@ -32,8 +36,9 @@
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
 //! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.2 B/pair measured
 //! with ~0.94 page fill and the directory. 1M sequential pairs (short keys, depth 14..16, K = 1):
-//! hint 1 + hdr 1 + key 1 + value 3 = 6, ~6.8 B/pair measured (9.0 with the literal form, which
-//! needs 3 bytes for keys below 2^21). Redis: dictEntry 24 -> 32 + bucket 8..16 + two small sds
+//! hint 1 + hdr 1 + key 1 = 3 with values equal to their keys (key-relative, 0 bytes; 6 with a
+//! literal 3-byte value, 6.8 B/pair measured; 9.0 with the literal key form, which needs 3 bytes
+//! for keys below 2^21). Redis: dictEntry 24 -> 32 + bucket 8..16 + two small sds
 //! ~ 72..80 B/pair; hashbrown `HashMap<u64,u64>`: 17 B per bucket at up to 7/8 load, 35.7 B/pair
 //! at 1M (just after a doubling).
 
@@ -48,6 +53,48 @@ const FORM_SHORT_BASE: u8 = 8;
 const FORM_LITERAL: u8 = 15;
 /// Bits of a short key's `x` stored in no position: between the prefix and the low 15.
 const SHORT_MID_BITS: u8 = 17;
+/// Value forms from this one on are key-relative, with `form - VALUE_RELATIVE` bytes.
+const VALUE_RELATIVE: u8 = 9;
+/// Most bytes a key-relative value takes (forms 9..=15).
+const VALUE_RELATIVE_BYTES_MAX: usize = 6;
+
+/// Bytes of the value, from the entry's header byte.
+#[inline]
+fn value_bytes(hdr: u8) -> usize {
+    let v = hdr & 15;
+    usize::from(if v >= VALUE_RELATIVE {
+        v - VALUE_RELATIVE
+    } else {
+        v
+    })
+}
+
+/// The value form and its bytes for `value` under `key`: literal, or key-relative when that
+/// is strictly shorter.
+#[inline]
+fn value_form(key: u64, value: u64) -> (u8, u64, usize) {
+    let literal = varint::le_len(value);
+    let d = value.wrapping_sub(key) as i64;
+    let zigzag = ((d << 1) ^ (d >> 63)) as u64;
+    let relative = varint::le_len(zigzag);
+    if relative < literal && relative <= VALUE_RELATIVE_BYTES_MAX {
+        (VALUE_RELATIVE + relative as u8, zigzag, relative)
+    } else {
+        (literal as u8, value, literal)
+    }
+}
+
+/// The value whose bytes (`value_bytes(hdr)` of them) start `bytes`, for `key`.
+#[inline]
+fn value_at(hdr: u8, key: u64, bytes: &[u8]) -> u64 {
+    let stored = varint::get_le(bytes, value_bytes(hdr));
+    if hdr & 15 >= VALUE_RELATIVE {
+        let d = ((stored >> 1) as i64) ^ -((stored & 1) as i64);
+        key.wrapping_add(d as u64)
+    } else {
+        stored
+    }
+}
 
 /// Bytes of the key field at `depth`.
 #[inline]
@@ -105,7 +152,7 @@ impl IntCodec {
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
-        let vlen = varint::le_len(value);
+        let (vform, stored, vlen) = value_form(key, value);
         let literal_len = varint::len(key);
         let (form, field, k) = if key >> 32 == 0 {
             let k = short_key_bytes(at.depth);
@@ -118,33 +165,35 @@ impl IntCodec {
         let mut n = 1;
         // The shortest form is written; a tie goes to the literal, which no split rewrites.
         if literal_len <= k {
-            out[0] = (FORM_LITERAL << 4) | vlen as u8;
+            out[0] = (FORM_LITERAL << 4) | vform;
             n += varint::put(&mut out[1..], key);
         } else {
-            out[0] = (form << 4) | vlen as u8;
+            out[0] = (form << 4) | vform;
             varint::put_le(&mut out[1..], field, k);
             n += k;
         }
-        varint::put_le(&mut out[n..], value, vlen);
+        varint::put_le(&mut out[n..], stored, vlen);
         n + vlen
     }
 
+    /// The value of the entry `bytes`, whose key is `key`.
     #[inline]
-    fn value_of(bytes: &[u8]) -> u64 {
-        let vlen = (bytes[0] & 15) as usize;
-        varint::get_le(&bytes[bytes.len() - vlen..], vlen)
+    fn value_of(bytes: &[u8], key: u64) -> u64 {
+        value_at(bytes[0], key, &bytes[bytes.len() - value_bytes(bytes[0])..])
     }
 
+    /// The (key, value) of the entry `bytes` with `hint` in run `piece` of `page`.
     #[inline]
-    fn key_of(&self, page: &Page, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        if bytes[0] >> 4 == FORM_LITERAL {
+    fn pair_of(&self, page: &Page, piece: usize, hint: u8, bytes: &[u8]) -> (u64, u64) {
+        let key = if bytes[0] >> 4 == FORM_LITERAL {
             varint::get(&bytes[1..]).0
         } else {
             self.key_from(
                 bytes,
                 Self::hash_of_field(&page.tenants(), piece, hint, bytes),
             )
-        }
+        };
+        (key, Self::value_of(bytes, key))
     }
 
     /// The key of an entry whose hash is `h`, by its form (the families' hashes may coincide).
@@ -188,7 +237,7 @@ impl Codec for IntCodec {
 
     #[inline]
     fn len_of(bytes: &[u8]) -> usize {
-        let vlen = (bytes[0] & 15) as usize;
+        let vlen = value_bytes(bytes[0]);
         if bytes[0] >> 4 == FORM_LITERAL {
             1 + varint_len_at(&bytes[1..]) + vlen
         } else {
@@ -223,7 +272,8 @@ impl Codec for IntCodec {
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
-        Self::encode(self.key_from(bytes, h), Self::value_of(bytes), h, at, out)
+        let key = self.key_from(bytes, h);
+        Self::encode(key, Self::value_of(bytes, key), h, at, out)
     }
 
     fn release(_heap: &mut Heap, _bytes: &[u8]) {}
@@ -271,14 +321,14 @@ impl IntMap {
         let mut value = 0;
         let short = key >> 32 == 0;
         let loc = self.table.find(h, |tenant, depth, bytes| {
-            let vlen = (bytes[0] & 15) as usize;
+            let vlen = value_bytes(bytes[0]);
             let form = bytes[0] >> 4;
             if form == FORM_LITERAL {
                 let (k, n) = varint::get(&bytes[1..]);
                 if k != key {
                     return None;
                 }
-                value = varint::get_le(&bytes[1 + n..], vlen);
+                value = value_at(bytes[0], key, &bytes[1 + n..]);
                 return Some(1 + n + vlen);
             }
             // An entry of the other family may share the hash bits its position holds; the
@@ -295,7 +345,7 @@ impl IntMap {
             if varint::get_le(&bytes[1..], k) != (rest << 3) | tenant as u64 {
                 return None;
             }
-            value = varint::get_le(&bytes[1 + k..], vlen);
+            value = value_at(bytes[0], key, &bytes[1 + k..]);
             Some(1 + k + vlen)
         });
         loc.map(|loc| (loc, value))
@@ -361,32 +411,24 @@ impl IntMap {
 
     /// Every (key, value), in page order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.table.entries().map(|(page, piece, hint, bytes)| {
-            (
-                self.table.codec.key_of(page, piece, hint, bytes),
-                IntCodec::value_of(bytes),
-            )
-        })
+        self.table
+            .entries()
+            .map(|(page, piece, hint, bytes)| self.table.codec.pair_of(page, piece, hint, bytes))
     }
 
     /// One SCAN step (see `table.rs`): calls `f` for a bucket's entries, returns the next cursor
     /// (0 = done). Start with 0.
     pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(u64, u64)) -> u64 {
         self.table.scan(heap, cursor, |page, piece, hint, bytes| {
-            f(
-                self.table.codec.key_of(page, piece, hint, bytes),
-                IntCodec::value_of(bytes),
-            );
+            let (key, value) = self.table.codec.pair_of(page, piece, hint, bytes);
+            f(key, value);
         })
     }
 
     /// A random entry chosen by the random number `r`.
     pub fn sample(&self, r: u64) -> Option<(u64, u64)> {
         self.table.sample(r, |page, piece, hint, bytes| {
-            (
-                self.table.codec.key_of(page, piece, hint, bytes),
-                IntCodec::value_of(bytes),
-            )
+            self.table.codec.pair_of(page, piece, hint, bytes)
         })
     }
 
