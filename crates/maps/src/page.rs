@@ -610,6 +610,80 @@ impl Page {
         self.add_totals(1, 0);
     }
 
+    /// Appends entries to the runs of group `g` in one pass: run `g * 8 + i` gets `counts[i]`
+    /// entries of `lens[i]` bytes in all, whose hints are the next `counts[i]` bytes of `hints`
+    /// and whose bytes are the next `lens[i]` bytes of `entries`. What a series of `push`es
+    /// would do, with one slide for the room and one move per run instead of a move of the
+    /// group's tail per entry. The caller checked the room: `free_bytes()` holds the batch and
+    /// no run passes `RUN_COUNT_MAX`.
+    pub fn append_group(
+        &mut self,
+        g: usize,
+        counts: &[usize; GROUP_RUNS],
+        lens: &[usize; GROUP_RUNS],
+        hints: &[u8],
+        entries: &[u8],
+    ) {
+        let total = hints.len() + entries.len();
+        assert!(
+            counts.iter().sum::<usize>() == hints.len()
+                && lens.iter().sum::<usize>() == entries.len()
+        );
+        let room = self.ensure_gap(g, total);
+        assert!(room, "append_group into a full page");
+        let first = g * GROUP_RUNS;
+        let mut old = [((0, 0), 0); GROUP_RUNS];
+        for (i, run) in old.iter_mut().enumerate() {
+            run.0 = self.slot(first + i);
+        }
+        for i in 0..GROUP_RUNS - 1 {
+            old[i].1 = old[i + 1].0.0;
+        }
+        old[GROUP_RUNS - 1].1 = self.group_end(g);
+        // Where each run's batch starts in `hints` / `entries`, and how far the run moves up
+        // (by the batches of the runs before it).
+        let (mut h_at, mut e_at, mut shift) = ([0; GROUP_RUNS], [0; GROUP_RUNS], [0; GROUP_RUNS]);
+        for i in 1..GROUP_RUNS {
+            h_at[i] = h_at[i - 1] + counts[i - 1];
+            e_at[i] = e_at[i - 1] + lens[i - 1];
+            shift[i] = shift[i - 1] + counts[i - 1] + lens[i - 1];
+        }
+        // Last run first: every run moves up, into bytes its successor has already vacated
+        // (or the gap), so nothing is overwritten before it has moved. Runs that gain nothing
+        // move by the same shift as their neighbours up to the previous run that gains, so a
+        // stretch of them moves as one block.
+        let mut stretch: Option<(usize, usize, usize)> = None; // (start, end, shift)
+        for i in (0..GROUP_RUNS).rev() {
+            let ((s, c), end) = old[i];
+            let (k, n) = (counts[i], lens[i]);
+            if k == 0 {
+                if shift[i] > 0 {
+                    let hi = stretch.map_or(end, |(_, hi, _)| hi);
+                    stretch = Some((s, hi, shift[i]));
+                    self.set_slot(first + i, s + shift[i], c);
+                }
+                continue;
+            }
+            if let Some((lo, hi, by)) = stretch.take() {
+                self.bytes.copy_within(lo..hi, lo + by);
+            }
+            let to = s + shift[i];
+            let entries_to = to + c + k;
+            self.bytes.copy_within(s + c..end, entries_to);
+            let tail = entries_to + (end - s - c);
+            self.bytes[tail..tail + n].copy_from_slice(&entries[e_at[i]..e_at[i] + n]);
+            self.bytes.copy_within(s..s + c, to);
+            self.bytes[to + c..to + c + k].copy_from_slice(&hints[h_at[i]..h_at[i] + k]);
+            self.set_slot(first + i, to, c + k);
+        }
+        if let Some((lo, hi, by)) = stretch {
+            self.bytes.copy_within(lo..hi, lo + by);
+        }
+        let end = self.group_end(g);
+        self.set_group_end(g, end + total);
+        self.add_totals(hints.len() as isize, total as isize);
+    }
+
     /// Removes entry `index` (at `offset` in `entries(p)`, `len` bytes) from run `p`.
     pub fn remove(&mut self, p: usize, index: usize, offset: usize, len: usize) {
         let (s, c) = self.slot(p);
@@ -621,13 +695,6 @@ impl Page {
         self.resize_in_group(p, at - 1, len + 1, 0);
         self.set_slot(p, s, c - 1);
         self.add_totals(-1, 0);
-    }
-
-    /// Removes the last entry of run `p` (`len` bytes): undoes the latest `push` there.
-    pub fn pop_last(&mut self, p: usize, len: usize) {
-        let (s, c) = self.slot(p);
-        let offset = self.run_end(p) - s - c - len;
-        self.remove(p, c - 1, offset, len);
     }
 
     /// Replaces the entry at `offset` (`old_len` bytes) of run `p` by `entry`; returns false
@@ -796,6 +863,26 @@ impl Page {
         }
     }
 
+    /// Visits every entry of the page, run by run: `f(piece, index, hint, bytes)`. Each run's
+    /// slot is decoded once (an entry's length comes from its own bytes, so no run end is
+    /// needed): make-room rounds walk whole pages with this.
+    #[inline]
+    pub fn for_each_entry(
+        &self,
+        len_of: impl Fn(&[u8]) -> usize,
+        mut f: impl FnMut(usize, usize, u8, &[u8]),
+    ) {
+        for p in 0..PIECE_COUNT {
+            let (s, c) = self.slot(p);
+            let mut at = s + c;
+            for index in 0..c {
+                let len = len_of(&self.bytes[at..]);
+                f(p, index, self.bytes[s + index], &self.bytes[at..at + len]);
+                at += len;
+            }
+        }
+    }
+
     /// Entry at position `index` of run `p`: `(hint, offset, bytes)`.
     pub fn entry_at(
         &self,
@@ -903,6 +990,7 @@ mod tests {
         page.set_tenant(0, Some((0, 0)));
         let mut model: Vec<Vec<(u8, Vec<u8>)>> = vec![Vec::new(); PIECE_COUNT];
         let mut x = 5u64;
+        let mut appended = 0;
         for step in 0..40_000u32 {
             x = crate::hash::splitmix(x);
             // A skewed home distribution makes some groups take room from far away.
@@ -912,7 +1000,7 @@ mod tests {
                 (x % 128) as usize
             };
             let hint = (x >> 8) as u8 % 4;
-            match (x >> 16) % 3 {
+            match (x >> 16) % 4 {
                 0 => {
                     let e = entry(1 + (x >> 20) as usize % 60, step as u8);
                     if page.fits(p, e.len()) {
@@ -943,6 +1031,44 @@ mod tests {
                         }
                     }
                 }
+                3 => {
+                    // A batch for the runs of p's group, what a bucket move appends.
+                    let g = p / GROUP_RUNS;
+                    let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
+                    let (mut hints, mut bytes, mut added) = (Vec::new(), Vec::new(), Vec::new());
+                    let mut y = x;
+                    // Sized to the free bytes, sometimes past them (the no-room answer).
+                    let budget = (x >> 32) as usize % (page.free_bytes() + 64);
+                    for i in 0..GROUP_RUNS {
+                        y = crate::hash::splitmix(y);
+                        for _ in 0..y % 4 {
+                            y = crate::hash::splitmix(y);
+                            let e = entry(1 + (y >> 8) as usize % 40, (y >> 50) as u8);
+                            if hints.len() + bytes.len() + e.len() + 1 > budget {
+                                break;
+                            }
+                            counts[i] += 1;
+                            lens[i] += e.len();
+                            hints.push((y >> 20) as u8);
+                            bytes.extend_from_slice(&e);
+                            added.push((g * GROUP_RUNS + i, (y >> 20) as u8, e));
+                        }
+                    }
+                    let room = hints.len() + bytes.len() <= page.free_bytes()
+                        && (0..GROUP_RUNS).all(|i| {
+                            page.piece_count(g * GROUP_RUNS + i) + counts[i] <= RUN_COUNT_MAX
+                        });
+                    if room {
+                        appended += 1;
+                        page.append_group(g, &counts, &lens, &hints, &bytes);
+                        for (run, h, e) in added {
+                            model[run].push((h, e));
+                        }
+                    }
+                    for i in 0..GROUP_RUNS {
+                        check_run(&page, g * GROUP_RUNS + i, &model[g * GROUP_RUNS + i]);
+                    }
+                }
                 _ => {}
             }
             page.validate(Kind::Bytes, len_of).unwrap();
@@ -951,6 +1077,13 @@ mod tests {
         for (p, run) in model.iter().enumerate() {
             check_run(&page, p, run);
         }
+        assert!(appended > 1000, "{appended} batches appended");
+        let mut walked: Vec<Vec<(u8, Vec<u8>)>> = vec![Vec::new(); PIECE_COUNT];
+        page.for_each_entry(len_of, |p, i, h, b| {
+            assert_eq!(i, walked[p].len());
+            walked[p].push((h, b.to_vec()));
+        });
+        assert_eq!(walked, model);
     }
 
     #[test]

@@ -70,8 +70,8 @@
 use crate::MapError;
 use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
 use crate::page::{
-    AREA_BYTES, ENTRY_BUF_BYTES, Edit, Kind, NO_TENANT, PAGE_BYTES, PIECE_COUNT, Page,
-    TENANT_SLOTS, Tenants,
+    AREA_BYTES, ENTRY_BUF_BYTES, Edit, GROUP_COUNT, GROUP_RUNS, Kind, NO_TENANT, PAGE_BYTES,
+    PIECE_COUNT, Page, RUN_COUNT_MAX, TENANT_SLOTS, Tenants,
 };
 use crate::raw::PagePtr;
 use heap::Heap;
@@ -600,20 +600,17 @@ impl<C: Codec> Table<C> {
         let mut owners = Vec::with_capacity(page.entry_count());
         let mut sizes = [0; TENANT_SLOTS];
         let tenants = page.tenants();
-        for piece in 0..PIECE_COUNT {
-            page.for_each_in_piece(
-                piece,
-                |b| C::len_of(b),
-                |_, _, hint, bytes| {
-                    let t = C::stored_tenant(bytes).unwrap_or_else(|| {
-                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        tenants.of_hash(h).expect("entry's bucket is hosted here")
-                    });
-                    owners.push(t as u8);
-                    sizes[t] += bytes.len() + 1;
-                },
-            );
-        }
+        page.for_each_entry(
+            |b| C::len_of(b),
+            |piece, _, hint, bytes| {
+                let t = C::stored_tenant(bytes).unwrap_or_else(|| {
+                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                    tenants.of_hash(h).expect("entry's bucket is hosted here")
+                });
+                owners.push(t as u8);
+                sizes[t] += bytes.len() + 1;
+            },
+        );
         (owners, sizes)
     }
 
@@ -647,7 +644,7 @@ impl<C: Codec> Table<C> {
             let slots = TENANT_SLOTS - sp.tenant_count();
             if slots > 0
                 && let Some(victim) = pick(PAYLOAD_BYTES - sp.used_bytes(), slots)
-                && self.move_tenant(heap, ptr, victim, spare, Some(owners))
+                && self.move_tenant(heap, ptr, victim, spare, Some((owners, sizes)))
             {
                 return Ok(());
             }
@@ -656,7 +653,7 @@ impl<C: Codec> Table<C> {
         let victim = pick(PAYLOAD_BYTES, TENANT_SLOTS).unwrap_or(largest);
         let fresh = self.new_page(heap)?;
         // A bucket always fits an empty page (it came from one); the check is defensive.
-        if !self.move_tenant(heap, ptr, victim, fresh, Some(owners)) {
+        if !self.move_tenant(heap, ptr, victim, fresh, Some((owners, sizes))) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -667,16 +664,21 @@ impl<C: Codec> Table<C> {
     }
 
     /// Moves tenant `victim` of page `from` into page `to` (a new tenant slot there). All or
-    /// nothing: entries are appended to `to` and popped back on failure. False if `to` has
-    /// no free slot or no room.
-    /// `owners` is the page's `owners()` if the caller has it.
+    /// nothing: false (and nothing changed) if `to` has no free slot, too few free bytes, or a
+    /// run that would pass `RUN_COUNT_MAX`.
+    /// `owned` is the page's `owners()` if the caller has it.
+    ///
+    /// One pass over the runs that hold the victim's entries: `edit_runs` drops them from
+    /// `from` and hands each to the collector, re-encoded for `to` (same depth, so the same
+    /// length: what fits is known from the owners pass); then each group of `to` takes its
+    /// share in one `append_group`.
     fn move_tenant(
         &mut self,
         heap: &mut Heap,
         from: PagePtr,
         victim: usize,
         to: PagePtr,
-        owners: Option<&[u8]>,
+        owned: Option<(&[u8], &[usize; TENANT_SLOTS])>,
     ) -> bool {
         assert_ne!(from, to);
         let (src, dst) = (pg(from), pg(to));
@@ -684,81 +686,83 @@ impl<C: Codec> Table<C> {
             return false;
         };
         let computed;
-        let owners = if let Some(owners) = owners {
-            owners
+        let (owners, sizes) = if let Some(owned) = owned {
+            owned
         } else {
-            computed = self.owners(heap, src).0;
-            &computed
+            computed = self.owners(heap, src);
+            (&computed.0[..], &computed.1)
         };
         debug_assert_eq!(owners.len(), src.entry_count());
         let (prefix, depth) = src.tenant(victim).expect("live tenant");
-        // Entries go straight into `to`; pushes only append to runs, so a failed move is undone
-        // by popping what was placed, last first.
-        let dst = pg_mut(to);
-        dst.set_tenant(slot, Some((prefix, depth)));
-        let tenants = src.tenants();
-        // Where each run's owners start, and which runs hold entries of the victim: only those
-        // are decoded, here and when the moved entries are dropped from `from`.
+        // Where each run's owners start, and how many of its entries move: only runs with
+        // some are decoded.
         let mut first = [0usize; PIECE_COUNT + 1];
+        let mut moving = [0usize; PIECE_COUNT];
+        let mut fits = true;
         for p in 0..PIECE_COUNT {
             first[p + 1] = first[p] + src.piece_count(p);
-        }
-        let is_victim = |o: &u8| usize::from(*o) == victim;
-        // A fold, not `any`: runs hold a few entries and an early exit per run mispredicts.
-        let touched: [bool; PIECE_COUNT] = std::array::from_fn(|p| {
-            owners[first[p]..first[p + 1]]
+            // A sum, not `any` or `filter`: runs hold a few entries, and an early exit or a
+            // branch per entry mispredicts.
+            moving[p] = owners[first[p]..first[p + 1]]
                 .iter()
-                .fold(false, |t, o| t | is_victim(o))
-        });
-        let mut placed: Vec<(u8, u8)> = Vec::new();
-        let mut ok = true;
-        for piece in (0..PIECE_COUNT).filter(|&p| touched[p]) {
-            src.for_each_in_piece(
-                piece,
-                |b| C::len_of(b),
-                |index, _, hint, bytes| {
-                    if !ok || !is_victim(&owners[first[piece] + index]) {
-                        return;
-                    }
-                    let h = if C::REENCODE_NEEDS_HASH {
-                        self.codec.hash_of(heap, &tenants, piece, hint, bytes)
-                    } else {
-                        0
-                    };
-                    let codec = &self.codec;
-                    match place_at(dst, piece, hint, slot, depth, |at, out| {
-                        codec.reencode(bytes, h, at, out)
-                    }) {
-                        Some((p, len)) => placed.push((p as u8, len as u8)),
-                        None => ok = false,
-                    }
-                },
-            );
-            if !ok {
-                break;
+                .map(|&o| usize::from(usize::from(o) == victim))
+                .sum();
+            if moving[p] > 0 {
+                fits &= dst.piece_count(p) + moving[p] <= RUN_COUNT_MAX;
             }
         }
-        if !ok {
-            for &(p, len) in placed.iter().rev() {
-                dst.pop_last(p as usize, len as usize);
-            }
-            dst.set_tenant(slot, None);
+        let count: usize = moving.iter().sum();
+        // The owners pass measured the victim's bytes (entries and hints).
+        let bytes_moving = sizes[victim];
+        if !fits || bytes_moving > dst.free_bytes() {
             return false;
         }
-        let src = pg_mut(from);
-        src.edit_runs(
-            |p| touched[p],
+        let tenants = src.tenants();
+        let mut hints: Vec<u8> = Vec::with_capacity(count);
+        let mut bytes: Vec<u8> = Vec::with_capacity(bytes_moving);
+        let mut lens = [0usize; PIECE_COUNT];
+        let mut out = [0u8; ENTRY_BUF_BYTES];
+        let at = Placement {
+            tenant: slot,
+            depth,
+        };
+        let codec = &self.codec;
+        pg_mut(from).edit_runs(
+            |p| moving[p] > 0,
             |b| C::len_of(b),
-            |p, i, _, _| {
-                if is_victim(&owners[first[p] + i]) {
-                    Edit::Drop
-                } else {
-                    Edit::Keep
+            |p, i, hint, entry| {
+                if usize::from(owners[first[p] + i]) != victim {
+                    return Edit::Keep;
                 }
+                let h = if C::REENCODE_NEEDS_HASH {
+                    codec.hash_of(heap, &tenants, p, hint, entry)
+                } else {
+                    0
+                };
+                let n = codec.reencode(entry, h, at, &mut out);
+                debug_assert_eq!(n, entry.len(), "a move keeps the depth, so the length");
+                hints.push(hint);
+                bytes.extend_from_slice(&out[..n]);
+                lens[p] += n;
+                Edit::Drop
             },
             |_, _, _, _| unreachable!("moving a bucket rewrites nothing"),
         );
-        src.set_tenant(victim, None);
+        pg_mut(from).set_tenant(victim, None);
+        let dst = pg_mut(to);
+        dst.set_tenant(slot, Some((prefix, depth)));
+        let (mut h_at, mut b_at) = (0, 0);
+        for g in 0..GROUP_COUNT {
+            let runs = g * GROUP_RUNS..(g + 1) * GROUP_RUNS;
+            let c: &[usize; GROUP_RUNS] = moving[runs.clone()].try_into().expect("a group");
+            let l: &[usize; GROUP_RUNS] = lens[runs].try_into().expect("a group");
+            let (k, n) = (c.iter().sum::<usize>(), l.iter().sum::<usize>());
+            if k > 0 {
+                dst.append_group(g, c, l, &hints[h_at..h_at + k], &bytes[b_at..b_at + n]);
+            }
+            h_at += k;
+            b_at += n;
+        }
         self.set_bucket(prefix, depth, word(to, slot, depth));
         true
     }
@@ -790,12 +794,12 @@ impl<C: Codec> Table<C> {
                 // One hashing pass for all the moves: a move drops exactly its victim's
                 // entries and keeps the others in order, so the owners of what stays are the
                 // old ones without the victim.
-                let mut owners = self.owners(heap, pg(ptr)).0;
+                let (mut owners, sizes) = self.owners(heap, pg(ptr));
                 for t in 0..TENANT_SLOTS {
                     if pg(ptr).tenant(t).is_none() {
                         continue;
                     }
-                    if !self.move_tenant(heap, ptr, t, spare, Some(&owners)) {
+                    if !self.move_tenant(heap, ptr, t, spare, Some((&owners, &sizes))) {
                         break;
                     }
                     owners.retain(|&o| usize::from(o) != t);

@@ -1,0 +1,64 @@
+//! Inserts N random keys into one map and prints ns per insert: the insert path alone, for
+//! profilers and for instruction counts that the shared machine's noise does not move.
+//!
+//! ```sh
+//! cargo run --release -p maps --example insert_profile -- int      # IntMap, random u64 -> u64
+//! cargo run --release -p maps --example insert_profile -- bytes    # PageHash, 16 B -> 16 B
+//! N=300000 valgrind --tool=cachegrind --cache-sim=no \
+//!     target/release/examples/insert_profile bytes                 # instructions ("I refs")
+//! ```
+//!
+//! The heap reserves 1 GiB of address space (valgrind cannot map the default 64 GiB).
+
+use heap::{Heap, HeapConfig};
+use maps::{IntMap, PageHash};
+use std::time::Instant;
+
+fn splitmix(x: &mut u64) -> u64 {
+    *x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *x;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn main() {
+    let which = std::env::args().nth(1).unwrap_or_else(|| "bytes".into());
+    let n: usize = std::env::var("N").map_or(1_000_000, |v| v.parse().expect("N is a count"));
+    let mut seed = 42;
+    let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut seed)).collect();
+    let mut heap = Heap::with_config(HeapConfig {
+        reserve_bytes: 1 << 30,
+        ..HeapConfig::default()
+    })
+    .expect("heap");
+    let t = Instant::now();
+    match which.as_str() {
+        "int" => {
+            let mut map = IntMap::new(&mut heap).expect("map");
+            for &k in &keys {
+                map.insert(&mut heap, k, k).expect("insert");
+            }
+        }
+        "bytes" => {
+            let keys: Vec<[u8; 16]> = keys
+                .iter()
+                .map(|k| {
+                    let mut b = [0u8; 16];
+                    b[..8].copy_from_slice(&k.to_le_bytes());
+                    b[8..].copy_from_slice(&k.to_be_bytes());
+                    b
+                })
+                .collect();
+            let t = Instant::now();
+            let mut map = PageHash::new(&mut heap).expect("map");
+            for k in &keys {
+                map.insert(&mut heap, k, k).expect("insert");
+            }
+            println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
+            return;
+        }
+        other => panic!("unknown map {other:?}: int or bytes"),
+    }
+    println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
+}
