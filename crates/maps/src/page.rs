@@ -116,21 +116,23 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug)]
 pub struct Tenants {
     slots: [(u32, u8); TENANT_SLOTS],
-    /// Per slot, `h & masks[t] == heads[t]` iff hash `h` is in the slot's bucket: the bucket's
-    /// top `depth` bits, placed at the top of a u64 (an empty slot: mask 0, head 1, never equal).
-    masks: [u64; TENANT_SLOTS],
-    heads: [u64; TENANT_SLOTS],
+    /// Per slot, `(h >> 32) & masks[t] == heads[t]` iff hash `h` is in the slot's bucket: the
+    /// bucket's top `depth` bits (depth <= 32), placed at the top of a u32 (an empty slot: mask
+    /// 0, head 1, never equal). 32-bit lanes: the eight compares are two SSE2 ones.
+    masks: [u32; TENANT_SLOTS],
+    heads: [u32; TENANT_SLOTS],
 }
 
 impl Tenants {
     fn new(slots: [(u32, u8); TENANT_SLOTS]) -> Tenants {
-        let mut masks = [0u64; TENANT_SLOTS];
-        let mut heads = [1u64; TENANT_SLOTS];
+        let mut masks = [0u32; TENANT_SLOTS];
+        let mut heads = [1u32; TENANT_SLOTS];
         for (t, &(prefix, depth)) in slots.iter().enumerate() {
             if depth != NO_TENANT && depth > 0 {
-                let shift = 64 - u32::from(depth);
-                masks[t] = u64::MAX << shift;
-                heads[t] = u64::from(prefix) << shift;
+                debug_assert!(depth <= 32);
+                let shift = 32 - u32::from(depth);
+                masks[t] = u32::MAX << shift;
+                heads[t] = prefix << shift;
             } else if depth == 0 {
                 heads[t] = 0;
             }
@@ -153,10 +155,7 @@ impl Tenants {
     /// per slot (make-room rounds call this for every entry of a page).
     #[inline]
     pub fn of_hash(&self, h: u64) -> Option<usize> {
-        let mut hits = 0u32;
-        for t in 0..TENANT_SLOTS {
-            hits |= u32::from(h & self.masks[t] == self.heads[t]) << t;
-        }
+        let hits = crate::raw::match_lanes((h >> 32) as u32, &self.masks, &self.heads);
         (hits != 0).then(|| hits.trailing_zeros() as usize)
     }
 }
@@ -334,21 +333,21 @@ impl Page {
     /// in 0..8192 (13 bits), so no carry or borrow crosses from one 20-bit slot to the next.
     #[inline]
     fn shift_starts(&mut self, from: usize, to: usize, delta: isize) {
+        if from >= to {
+            return;
+        }
         let d = delta.unsigned_abs() as u64;
-        for pair in from / 2..to.div_ceil(2) {
-            let mut add = 0;
-            if (from..to).contains(&(2 * pair)) {
-                add |= d;
-            }
-            if (from..to).contains(&(2 * pair + 1)) {
-                add |= d << 20;
-            }
+        for pair in from / 2..=(to - 1) / 2 {
+            // The pair's even slot is in range unless it is just below `from`, its odd slot
+            // unless it is `to`: masks, not branches.
+            let add =
+                (d * u64::from(2 * pair >= from)) | ((d << 20) * u64::from(2 * pair + 1 < to));
+            // An 8-byte load and store: the three bytes past the pair go back unchanged (the
+            // last pair is followed by the group ends), and no start carries out of its bits.
             let at = HEADER_BYTES + pair * SLOT_PAIR_BYTES;
-            let mut bytes = [0u8; 8];
-            bytes[..5].copy_from_slice(&self.bytes[at..at + 5]);
-            let v = u64::from_le_bytes(bytes);
-            let v = if delta >= 0 { v + add } else { v - add };
-            self.bytes[at..at + 5].copy_from_slice(&v.to_le_bytes()[..5]);
+            let word: &mut [u8; 8] = (&mut self.bytes[at..at + 8]).try_into().expect("8 bytes");
+            let v = u64::from_le_bytes(*word);
+            *word = if delta >= 0 { v + add } else { v - add }.to_le_bytes();
         }
     }
 

@@ -76,19 +76,34 @@ const SHORT_CODES: u8 = ((SHORT_LEN_MAX - SHORT_KEY_MIN + 1) * SHORT_VALUE_LENS)
 const LONG_FORM: u8 = 0xFC;
 const _: () = assert!(SHORT_CODES <= LONG_FORM);
 
+/// Per lens byte of the short form: (key length, whole entry length); (0, 0) for the others.
+/// A load instead of a division by 17 on every entry a walk or a make-room pass decodes.
+static SHORT_LENS: [(u8, u8); 256] = {
+    let mut table = [(0u8, 0u8); 256];
+    let mut lens = 0;
+    while lens < SHORT_CODES as usize {
+        let klen = lens / SHORT_VALUE_LENS + SHORT_KEY_MIN;
+        let vlen = lens % SHORT_VALUE_LENS;
+        table[lens] = (klen as u8, (2 + klen + vlen) as u8);
+        lens += 1;
+    }
+    table
+};
+
 /// Decodes the layout of an entry.
 #[inline]
 fn parse(bytes: &[u8]) -> (Field, Field) {
     let lens = bytes[1];
     if lens < SHORT_CODES {
-        let klen = usize::from(lens) / SHORT_VALUE_LENS + SHORT_KEY_MIN;
+        let (klen, len) = SHORT_LENS[usize::from(lens)];
+        let (klen, len) = (usize::from(klen), usize::from(len));
         let key = Field {
             len: klen,
             out_of_line: false,
             at: 2,
         };
         let value = Field {
-            len: usize::from(lens) % SHORT_VALUE_LENS,
+            len: len - 2 - klen,
             out_of_line: false,
             at: 2 + klen,
         };
@@ -149,6 +164,10 @@ impl Codec for BytesCodec {
 
     #[inline]
     fn len_of(bytes: &[u8]) -> usize {
+        let short = SHORT_LENS[usize::from(bytes[1])].1;
+        if short != 0 {
+            return usize::from(short);
+        }
         let (_, value) = parse(bytes);
         value.at + value.stored_len()
     }
