@@ -58,16 +58,30 @@ const VALUE_RELATIVE: u8 = 9;
 /// Most bytes a key-relative value takes (forms 9..=15).
 const VALUE_RELATIVE_BYTES_MAX: usize = 6;
 
+/// Bytes of the value per value form, one nibble each: 0..=8 for the literal forms 0..=8,
+/// 0..=6 for the key-relative forms 9..=15.
+const VALUE_BYTES: u64 = 0x6543_2108_7654_3210;
+
 /// Bytes of the value, from the entry's header byte.
 #[inline]
 fn value_bytes(hdr: u8) -> usize {
-    let v = hdr & 15;
-    usize::from(if v >= VALUE_RELATIVE {
-        v - VALUE_RELATIVE
-    } else {
-        v
-    })
+    ((VALUE_BYTES >> ((hdr & 15) * 4)) & 15) as usize
 }
+
+/// Length of the entry per header byte, for the remainder forms (0 for the literal form,
+/// whose key is a varint): walks decode a length with one load.
+static ENTRY_LENS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut hdr = 0;
+    while hdr < 256 {
+        if hdr >> 4 != FORM_LITERAL as usize {
+            let value = ((VALUE_BYTES >> ((hdr & 15) * 4)) & 15) as usize;
+            table[hdr] = (1 + ((hdr >> 4) & 7) + value) as u8;
+        }
+        hdr += 1;
+    }
+    table
+};
 
 /// The value form and its bytes for `value` under `key`: literal, or key-relative when that
 /// is strictly shorter.
@@ -237,11 +251,9 @@ impl Codec for IntCodec {
 
     #[inline]
     fn len_of(bytes: &[u8]) -> usize {
-        let vlen = value_bytes(bytes[0]);
-        if bytes[0] >> 4 == FORM_LITERAL {
-            1 + varint_len_at(&bytes[1..]) + vlen
-        } else {
-            1 + field_bytes(bytes[0]) + vlen
+        match ENTRY_LENS[usize::from(bytes[0])] {
+            0 => 1 + varint_len_at(&bytes[1..]) + value_bytes(bytes[0]),
+            len => usize::from(len),
         }
     }
 
@@ -272,6 +284,31 @@ impl Codec for IntCodec {
         at: Placement,
         out: &mut [u8; ENTRY_BUF_BYTES],
     ) -> usize {
+        // A remainder-form entry was written so because its key's literal was longer than its
+        // field; at a depth where the field is no longer (a split or a move), that still holds,
+        // and the value's form and bytes depend on the key and value alone. So the entry is
+        // rebuilt from the hash and its own value bytes, without recovering the key.
+        let form = bytes[0] >> 4;
+        if form != FORM_LITERAL {
+            let short = form > FORM_SHORT_BASE;
+            let (k, rest) = if short {
+                (short_key_bytes(at.depth), short_rest_of(h, at.depth))
+            } else {
+                (key_bytes(at.depth), rest_of(h, at.depth))
+            };
+            if k <= field_bytes(bytes[0]) {
+                let vlen = value_bytes(bytes[0]);
+                let form = if short {
+                    FORM_SHORT_BASE + k as u8
+                } else {
+                    k as u8
+                };
+                out[0] = (form << 4) | (bytes[0] & 15);
+                varint::put_le(&mut out[1..], (rest << 3) | at.tenant as u64, k);
+                out[1 + k..1 + k + vlen].copy_from_slice(&bytes[bytes.len() - vlen..]);
+                return 1 + k + vlen;
+            }
+        }
         let key = self.key_from(bytes, h);
         Self::encode(key, Self::value_of(bytes, key), h, at, out)
     }
