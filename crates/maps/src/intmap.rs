@@ -35,9 +35,9 @@
 //!
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
 //! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.2 B/pair measured
-//! with ~0.94 page fill and the directory. 1M sequential pairs (short keys, depth 14..16, K = 1):
-//! hint 1 + hdr 1 + key 1 = 3 with values equal to their keys (key-relative, 0 bytes; 6 with a
-//! literal 3-byte value, 6.8 B/pair measured; 9.0 with the literal key form, which needs 3 bytes
+//! with ~0.94 page fill and the directory. 1M sequential pairs `i -> i` (short keys, depth
+//! 11..12, K = 1..2): hint 1 + hdr 1 + key 1..2, the value key-relative (0 bytes): 3.9 B/pair
+//! measured (6.8 with literal 3-byte values; 9.0 with the literal key form, which needs 3 bytes
 //! for keys below 2^21). Redis: dictEntry 24 -> 32 + bucket 8..16 + two small sds
 //! ~ 72..80 B/pair; hashbrown `HashMap<u64,u64>`: 17 B per bucket at up to 7/8 load, 35.7 B/pair
 //! at 1M (just after a doubling).
@@ -64,7 +64,7 @@ const VALUE_BYTES: u64 = 0x6543_2108_7654_3210;
 
 /// Bytes of the value, from the entry's header byte.
 #[inline]
-fn value_bytes(hdr: u8) -> usize {
+const fn value_bytes(hdr: u8) -> usize {
     ((VALUE_BYTES >> ((hdr & 15) * 4)) & 15) as usize
 }
 
@@ -75,8 +75,7 @@ static ENTRY_LENS: [u8; 256] = {
     let mut hdr = 0;
     while hdr < 256 {
         if hdr >> 4 != FORM_LITERAL as usize {
-            let value = ((VALUE_BYTES >> ((hdr & 15) * 4)) & 15) as usize;
-            table[hdr] = (1 + ((hdr >> 4) & 7) + value) as u8;
+            table[hdr] = (1 + field_bytes(hdr as u8) + value_bytes(hdr as u8)) as u8;
         }
         hdr += 1;
     }
@@ -124,8 +123,8 @@ fn rest_of(h: u64, depth: u8) -> u64 {
 
 /// Bytes of the key field of a remainder-form entry, from its header byte.
 #[inline]
-fn field_bytes(hdr: u8) -> usize {
-    usize::from((hdr >> 4) & 7)
+const fn field_bytes(hdr: u8) -> usize {
+    ((hdr >> 4) & 7) as usize
 }
 
 /// Bytes of a short key's field at `depth`: its stored bits and the tenant slot.
