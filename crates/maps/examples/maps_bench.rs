@@ -304,6 +304,30 @@ fn growth_suite(n: usize, rows: &mut Vec<Row>) {
         });
     }
     map.destroy(&mut heap);
+    // Sequential pairs `i -> i` at the same sizes: their key field is one or two bytes by the
+    // buckets' depth, so bytes/pair steps down as the map deepens.
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::new(&mut heap).unwrap();
+    let mut done = 0u64;
+    for &mark in &marks {
+        while done < mark as u64 {
+            map.insert(&mut heap, done, done).unwrap();
+            done += 1;
+        }
+        rows.push(Row {
+            group: "u64 sequential growth (i -> i)".into(),
+            name: "IntMap".into(),
+            entries: mark,
+            bytes: map.memory_bytes() as f64 / mark as f64,
+            extra: format!(
+                "fill={:.3} depth={}",
+                map.shape().fill_ratio,
+                map.shape().global_depth
+            ),
+            ..Row::default()
+        });
+    }
+    map.destroy(&mut heap);
 }
 
 fn string_keys(n: usize, seed: u64) -> Vec<[u8; 16]> {
