@@ -427,7 +427,7 @@ impl<C: Codec> Table<C> {
         for _ in 0..INSERT_ROUNDS_MAX {
             let (ptr, tenant, depth) = self.locate(h);
             let page = pg_mut(ptr);
-            if place(page, h, tenant, depth, &mut encode).is_some() {
+            if place(page, h, tenant, depth, &mut encode) {
                 self.len += 1;
                 return Ok(());
             }
@@ -905,25 +905,21 @@ impl<C: Codec> Table<C> {
         let new_depths = scratch.tenant_depths();
         let tenants = page.tenants();
         let mut ok = true;
-        for piece in 0..PIECE_COUNT {
-            page.for_each_in_piece(
-                piece,
-                |b| C::len_of(b),
-                |_, _, hint, bytes| {
-                    if !ok {
-                        return;
-                    }
-                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    let t = tenants.of_hash(h).expect("entry's bucket is hosted here");
-                    let t = if t == b { a } else { t };
-                    let codec = &self.codec;
-                    ok = place(scratch, h, t, new_depths[t], |at, out| {
-                        codec.reencode(bytes, h, at, out)
-                    })
-                    .is_some();
-                },
-            );
-        }
+        page.for_each_entry(
+            |b| C::len_of(b),
+            |piece, _, hint, bytes| {
+                if !ok {
+                    return;
+                }
+                let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                let t = tenants.of_hash(h).expect("entry's bucket is hosted here");
+                let t = if t == b { a } else { t };
+                let codec = &self.codec;
+                ok = place(scratch, h, t, new_depths[t], |at, out| {
+                    codec.reencode(bytes, h, at, out)
+                });
+            },
+        );
         if ok {
             pg_mut(ptr).bytes.copy_from_slice(&scratch.bytes);
             self.set_bucket(prefix >> 1, depth - 1, word(ptr, a, depth - 1));
@@ -945,21 +941,18 @@ impl<C: Codec> Table<C> {
         let page = pg(ptr);
         let tenants = page.tenants();
         let (prefix, _) = page.tenant(tenant).expect("live tenant");
-        for piece in 0..PIECE_COUNT {
-            page.for_each_in_piece(
-                piece,
-                |b| C::len_of(b),
-                |_, _, hint, bytes| {
-                    if C::stored_tenant(bytes).is_some_and(|t| t != tenant) {
-                        return;
-                    }
-                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    if prefix_of(h, depth) == prefix {
-                        f(page, piece, hint, bytes);
-                    }
-                },
-            );
-        }
+        page.for_each_entry(
+            |b| C::len_of(b),
+            |piece, _, hint, bytes| {
+                if C::stored_tenant(bytes).is_some_and(|t| t != tenant) {
+                    return;
+                }
+                let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                if prefix_of(h, depth) == prefix {
+                    f(page, piece, hint, bytes);
+                }
+            },
+        );
         if depth == 0 {
             return 0;
         }
@@ -1015,14 +1008,7 @@ impl<C: Codec> Table<C> {
     /// caller drops it or re-creates it).
     pub fn free_all(&mut self, heap: &mut Heap) {
         for ptr in std::mem::take(&mut self.pages) {
-            let page = pg(ptr);
-            for piece in 0..PIECE_COUNT {
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(b),
-                    |_, _, _, bytes| C::release(heap, bytes),
-                );
-            }
+            pg(ptr).for_each_entry(|b| C::len_of(b), |_, _, _, bytes| C::release(heap, bytes));
             // SAFETY: every page in `pages` came from `new_page`; the list was taken, so none is
             // freed twice or used again.
             unsafe { ptr.free(heap) };
@@ -1130,36 +1116,23 @@ fn estimated_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
 }
 
 /// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
-/// bringing free bytes from wherever they are. Returns (piece, length), or None if the page has
-/// no room.
+/// bringing free bytes from wherever they are. False if the page has no room.
 #[inline]
 fn place(
     page: &mut Page,
     h: u64,
     tenant: usize,
     depth: u8,
-    encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
-) -> Option<(usize, usize)> {
-    place_at(page, home_of(h), hint_of(h), tenant, depth, encode)
-}
-
-/// `place` for an entry whose home and hint are known.
-#[inline]
-fn place_at(
-    page: &mut Page,
-    home: usize,
-    hint: u8,
-    tenant: usize,
-    depth: u8,
     mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
-) -> Option<(usize, usize)> {
+) -> bool {
     let mut buf = [0u8; ENTRY_BUF_BYTES];
     let len = encode(Placement { tenant, depth }, &mut buf);
+    let home = home_of(h);
     if !page.fits(home, len) {
-        return None;
+        return false;
     }
-    page.push(home, hint, &buf[..len]);
-    Some((home, len))
+    page.push(home, hint_of(h), &buf[..len]);
+    true
 }
 
 /// Iterator over a table's entries (see [`Table::entries`]).
