@@ -1,6 +1,9 @@
 //! Inserts N random keys into one map and prints ns per insert: the insert path alone, for
 //! profilers and for instruction counts that the shared machine's noise does not move.
 //!
+//! With `GETS=1` it then looks every key up once in a random order and prints ns per lookup
+//! (instructions per lookup: the difference of two cachegrind runs, with and without).
+//!
 //! ```sh
 //! cargo run --release -p maps --example insert_profile -- int      # IntMap, random u64 -> u64
 //! cargo run --release -p maps --example insert_profile -- bytes    # PageHash, 16 B -> 16 B
@@ -22,7 +25,39 @@ fn splitmix(x: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// `keys` in a seeded random order (the lookup order).
+fn shuffled<T: Clone>(keys: &[T]) -> Vec<T> {
+    let mut order = keys.to_vec();
+    let mut seed = 7;
+    for i in (1..order.len()).rev() {
+        let j = (splitmix(&mut seed) % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+/// The lookup loops, out of line so that a profiler can count them alone
+/// (`valgrind --tool=callgrind --toggle-collect='insert_profile::*_gets'`).
+#[inline(never)]
+fn int_gets(map: &IntMap, order: &[u64]) -> u64 {
+    let mut sum = 0u64;
+    for &k in order {
+        sum = sum.wrapping_add(map.get(k).expect("hit"));
+    }
+    sum
+}
+
+#[inline(never)]
+fn bytes_gets(map: &PageHash, heap: &Heap, order: &[[u8; 16]]) -> usize {
+    let mut sum = 0usize;
+    for k in order {
+        sum = sum.wrapping_add(map.get(heap, k).expect("hit").bytes.len());
+    }
+    sum
+}
+
 fn main() {
+    let gets = std::env::var("GETS").is_ok_and(|v| v == "1");
     let which = std::env::args().nth(1).unwrap_or_else(|| "bytes".into());
     let n: usize = std::env::var("N").map_or(1_000_000, |v| v.parse().expect("N is a count"));
     let mut seed = 42;
@@ -38,6 +73,12 @@ fn main() {
             let mut map = IntMap::new(&mut heap).expect("map");
             for &k in &keys {
                 map.insert(&mut heap, k, k).expect("insert");
+            }
+            if gets {
+                let order = shuffled(&keys);
+                let t = Instant::now();
+                std::hint::black_box(int_gets(&map, &order));
+                println!("{:.1} ns/get", t.elapsed().as_nanos() as f64 / n as f64);
             }
         }
         "bytes" => {
@@ -56,6 +97,12 @@ fn main() {
                 map.insert(&mut heap, k, k).expect("insert");
             }
             println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
+            if gets {
+                let order = shuffled(&keys);
+                let t = Instant::now();
+                std::hint::black_box(bytes_gets(&map, &heap, &order));
+                println!("{:.1} ns/get", t.elapsed().as_nanos() as f64 / n as f64);
+            }
             return;
         }
         other => panic!("unknown map {other:?}: int or bytes"),

@@ -30,51 +30,6 @@ pub fn match_word(word: u64, hint: u8, count: usize) -> u64 {
     !t & HI & valid
 }
 
-/// Positions in `hints` equal to `hint`, as an iterator of indices, eight at a time.
-#[inline]
-pub fn matches(hints: &[u8], hint: u8) -> Matches<'_> {
-    Matches {
-        hints,
-        hint,
-        base: 0,
-        mask: 0,
-    }
-}
-
-/// Iterator returned by [`matches`].
-#[derive(Debug)]
-pub struct Matches<'a> {
-    hints: &'a [u8],
-    hint: u8,
-    base: usize,
-    mask: u64,
-}
-
-impl Iterator for Matches<'_> {
-    type Item = usize;
-
-    #[inline]
-    fn next(&mut self) -> Option<usize> {
-        // Bounded: each refill consumes eight hints.
-        loop {
-            if self.mask != 0 {
-                let bit = self.mask.trailing_zeros() as usize;
-                self.mask &= self.mask - 1;
-                return Some(self.base - 8 + bit / 8);
-            }
-            if self.base >= self.hints.len() {
-                return None;
-            }
-            let rest = &self.hints[self.base..];
-            let n = rest.len().min(8);
-            let mut buf = [0u8; 8];
-            buf[..n].copy_from_slice(&rest[..n]);
-            self.mask = match_word(u64::from_le_bytes(buf), self.hint, n);
-            self.base += 8;
-        }
-    }
-}
-
 /// Two words that together hold every byte of `s` (at most 16 bytes): its first and last 8
 /// bytes, its first and last 4, or its first byte and its middle and last ones. Equal slices of
 /// one length give equal words and different ones different words; SmallMap hashes them.
@@ -142,6 +97,21 @@ mod tests {
         }
     }
 
+    /// Positions in `hints` equal to `hint`, eight at a time, as `Page::find` walks a run.
+    fn matches(hints: &[u8], hint: u8) -> Vec<usize> {
+        let mut out = vec![];
+        for (base, chunk) in hints.chunks(8).enumerate() {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            let mut mask = match_word(u64::from_le_bytes(buf), hint, chunk.len());
+            while mask != 0 {
+                out.push(base * 8 + mask.trailing_zeros() as usize / 8);
+                mask &= mask - 1;
+            }
+        }
+        out
+    }
+
     #[test]
     fn matches_exactly_the_equal_bytes() {
         let mut x = 99u64;
@@ -151,12 +121,9 @@ mod tests {
             let hints: Vec<u8> = (0..n).map(|i| ((x >> (i % 8)) as u8) & 0x83).collect();
             let hint = (x >> 40) as u8 & 0x83;
             let want: Vec<usize> = (0..n).filter(|&i| hints[i] == hint).collect();
-            assert_eq!(matches(&hints, hint).collect::<Vec<_>>(), want);
+            assert_eq!(matches(&hints, hint), want);
         }
         // 0x80 / 0x00 neighbours are where the naive trick gives false positives.
-        assert_eq!(
-            matches(&[0x00, 0x80, 0x01, 0x00], 0x00).collect::<Vec<_>>(),
-            vec![0, 3]
-        );
+        assert_eq!(matches(&[0x00, 0x80, 0x01, 0x00], 0x00), vec![0, 3]);
     }
 }
