@@ -43,6 +43,9 @@ pub struct Config {
     pub maxmemory: u64,
     pub maxmemory_policy: String,
     pub io_threads: usize,
+    /// Microseconds an I/O thread polls without sleeping after a turn with work (0: never);
+    /// see `net.rs`.
+    pub busy_poll_us: u64,
     pub shards: usize,
     /// Path of the config file the server started from, for CONFIG REWRITE.
     pub config_file: Option<String>,
@@ -83,6 +86,7 @@ impl Default for Config {
             // 2 cores, one loop beside redis-benchmark measured level or better than two, without
             // the lock waits of a preempted lock holder.
             io_threads: (cores / 2).clamp(1, 8),
+            busy_poll_us: 20,
             shards: 8,
             config_file: None,
         }
@@ -482,6 +486,15 @@ pub static PARAMS: &[Param] = &[
             Ok(())
         },
         get: |c| c.io_threads.to_string(),
+    },
+    Param {
+        name: "busy-poll-us",
+        mutable: true,
+        set: |c, a| {
+            c.busy_poll_us = parse_int(a, 0, 1_000_000)?;
+            Ok(())
+        },
+        get: |c| c.busy_poll_us.to_string(),
     },
     Param {
         name: "shards",
