@@ -21,10 +21,11 @@
 //!
 //! Busy polling: after a turn that had work, a thread polls without sleeping for up to
 //! `busy-poll-us` (default 20 µs) before it blocks in `epoll_wait`. Under load the next request
-//! nearly always arrives within that window, and a thread that is not asleep needs no wake-up:
-//! on loopback the wake-up (scheduler work and an IPI, charged to the *client's* `send`) cost
-//! the client more than the server's whole turn, so the faster the server answered, the more
-//! often it slept, and the slower redis-benchmark ran at `-P 1`. A spin that ends with nothing
+//! nearly always arrives within that window, and a thread that is not asleep needs no wake-up.
+//! On loopback the wake-up (scheduler work and an IPI) is charged to the *client's* `send`, so
+//! the faster the server answered, the more often it slept and the slower redis-benchmark ran
+//! at `-P 1`: without polling densekv served LRANGE_100 at 75k rps against redis-server's 90k
+//! while using a fifth less CPU per request; with it, 91k. A spin that ends with nothing
 //! skips the next 1, 2, 4 … 64 spins, so a trickle of requests costs at most one 20 µs spin per
 //! 64 waits; an idle server sleeps as before.
 //!
