@@ -12,9 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 test=$1; rounds=${2:-3}; n=${N:-200000}; pipeline=${P:-1}; spin=${SPIN:-20}
 densekv=${DENSEKV_BIN:-target/release/densekv}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh
 times=$(mktemp)
 trap 'rm -f "$times"' EXIT
 echo "round: off(rps/srv ms/cli ms)  on  redis"

@@ -13,9 +13,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tests=$1; pipeline=$2; rounds=${3:-5}; n=${N:-500000}
 densekv=${DENSEKV_BIN:-target/release/densekv}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
+# shellcheck source=scripts/bench_lib.sh
+. scripts/bench_lib.sh
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for _ in $(seq "$rounds"); do
