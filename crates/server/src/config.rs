@@ -86,7 +86,7 @@ impl Default for Config {
             // 2 cores, one loop beside redis-benchmark measured level or better than two, without
             // the lock waits of a preempted lock holder.
             io_threads: (cores / 2).clamp(1, 8),
-            busy_poll_us: 20,
+            busy_poll_us: 100,
             shards: 8,
             config_file: None,
         }

@@ -20,14 +20,20 @@
 //! hold it whole, so receiving a 100 MB value costs no quadratic copying.
 //!
 //! Busy polling: after a turn that had work, a thread polls without sleeping for up to
-//! `busy-poll-us` (default 20 µs) before it blocks in `epoll_wait`. Under load the next request
+//! `busy-poll-us` (default 100 µs) before it blocks in `epoll_wait`. Under load the next request
 //! nearly always arrives within that window, and a thread that is not asleep needs no wake-up.
 //! On loopback the wake-up (scheduler work and an IPI) is charged to the *client's* `send`, so
 //! the faster the server answered, the more often it slept and the slower redis-benchmark ran
 //! at `-P 1`: without polling densekv served LRANGE_100 at 75k rps against redis-server's 90k
-//! while using a fifth less CPU per request; with it, 91k. A spin that ends with nothing
-//! skips the next 1, 2, 4 … 64 spins, so a trickle of requests costs at most one 20 µs spin per
-//! 64 waits; an idle server sleeps as before.
+//! while using a fifth less CPU per request; with a 20 µs window, 91k. The window is 100 µs
+//! because redis-benchmark sends its requests in bursts, one per reply it has parsed: behind
+//! LRANGE_500 (a 4.5 KB reply the client takes ~30 µs to parse) the gaps between bursts outlast
+//! 20 µs, and the 20 µs server trailed redis-server (median 0.68× over 5 rounds) where the
+//! 100 µs one did not (1.01×); redis-benchmark's CPU per SET fell by a tenth
+//! (`scripts/busy_poll_ab.sh`). A spin that ends with nothing skips the next 1, 2, 4 … 64
+//! spins, so a trickle of requests costs at most one spin per 64 waits; an idle server sleeps
+//! as before. The price is CPU under steady moderate load: requests that come faster than the
+//! window keep one core busy.
 //!
 //! Every `1000 / hz` ms each thread runs its cron: active expiry on the shards it owns
 //! (`shard % threads == thread`), bounded to 25% of the period like Redis's slow expire cycle, and
