@@ -7,11 +7,13 @@
 #
 #   scripts/cpu_per_request.sh TESTS PIPELINE [ROUNDS]     e.g. scripts/cpu_per_request.sh set,incr,hset 16 5
 #
-# DENSEKV_BIN overrides target/release/densekv; N (default 500000) is the requests per test.
+# DENSEKV_BIN overrides target/release/densekv; N (default 500000) is the requests per test and R
+# (default 1000000) the key range (`-r`): R=1000 makes nearly every write an update, R=100000000
+# nearly every write an insert.
 # Prints one line per test and server: the rounds' values, then their median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests=$1; pipeline=$2; rounds=${3:-5}; n=${N:-500000}
+tests=$1; pipeline=$2; rounds=${3:-5}; n=${N:-500000}; range=${R:-1000000}
 densekv=${DENSEKV_BIN:-target/release/densekv}
 # shellcheck source=scripts/bench_lib.sh
 . scripts/bench_lib.sh
@@ -25,7 +27,7 @@ for _ in $(seq "$rounds"); do
     for server in densekv redis; do
       if [ "$server" = densekv ]; then port=$pd; pid=$d; else port=$pr; pid=$r; fi
       c0=$(ticks "$pid")
-      rps=$(redis-benchmark -p "$port" -c 50 -n "$n" -r 1000000 -P "$pipeline" -t "$t" --csv \
+      rps=$(redis-benchmark -p "$port" -c 50 -n "$n" -r "$range" -P "$pipeline" -t "$t" --csv \
         | tail -1 | cut -d, -f2 | tr -d '"')
       c1=$(ticks "$pid")
       echo "$t $server ${rps%.*} $(( (c1 - c0) * 1000000000 / hz / n ))" >> "$out"
