@@ -368,16 +368,15 @@ pub fn run<'s>(
     let ended = std::time::Instant::now();
     let usec = ended.saturating_duration_since(*mark).as_micros() as u64;
     *mark = ended;
-    let stat = &server.command_stats[index];
-    stat.calls.fetch_add(1, Ordering::Relaxed);
-    stat.usec.fetch_add(usec, Ordering::Relaxed);
+    let hot = server.hot.local();
+    hot.add(|c| &c.calls[index], 1);
+    hot.add(|c| &c.usec[index], usec);
+    hot.add(|c| &c.commands_processed, 1);
     if failed {
-        stat.failed.fetch_add(1, Ordering::Relaxed);
+        server.command_stats[index]
+            .failed
+            .fetch_add(1, Ordering::Relaxed);
     }
-    server
-        .stats
-        .commands_processed
-        .fetch_add(1, Ordering::Relaxed);
     crate::commands::server::slowlog_record(server, client, args, usec);
 }
 

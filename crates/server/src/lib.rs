@@ -29,6 +29,7 @@ pub mod command;
 pub mod commands;
 pub mod config;
 pub mod dispatch;
+pub mod hot_stats;
 pub mod log;
 pub mod longdouble;
 pub mod net;

@@ -167,6 +167,7 @@ pub fn run_thread(
     listeners: Vec<std::net::TcpListener>,
     mut poll: Poll,
 ) -> io::Result<()> {
+    crate::hot_stats::claim_slot(index);
     let mut listeners: Vec<TcpListener> =
         listeners.into_iter().map(TcpListener::from_std).collect();
     for (i, l) in listeners.iter_mut().enumerate() {

@@ -6,7 +6,8 @@
 //!         ├─ shards: [Mutex<Shard>; n]     key → shard by a per-process seeded hash
 //!         ├─ clients: id → Arc<ClientShared>   (CLIENT LIST / KILL across threads)
 //!         ├─ watches: (db, key) → watcher ids   (checked only when `watched > 0`)
-//!         └─ stats: atomics, per-command counters, error counts, slow log
+//!         ├─ hot: per-thread counters every command bumps (`hot_stats.rs`)
+//!         └─ stats: atomics, per-command error counters, error counts, slow log
 //! ```
 //! Locking order: shards in ascending index, then (briefly, never while waiting for another)
 //! `watches`, `clients`, `errorstats`, `slowlog`. A command holds the shard locks of its keys for
@@ -14,6 +15,7 @@
 //! EXEC) atomic.
 
 use crate::config::Config;
+use crate::hot_stats::HotStats;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -60,11 +62,10 @@ pub struct ClientInfo {
     pub no_touch: bool,
 }
 
-/// Counters of one command for INFO commandstats.
+/// Counters of one command for INFO commandstats that only errors bump (calls and µs are in
+/// `Server::hot`).
 #[derive(Debug, Default)]
 pub struct CommandStat {
-    pub calls: AtomicU64,
-    pub usec: AtomicU64,
     pub rejected: AtomicU64,
     pub failed: AtomicU64,
 }
@@ -74,13 +75,9 @@ pub struct CommandStat {
 pub struct Stats {
     pub connections_received: AtomicU64,
     pub rejected_connections: AtomicU64,
-    pub commands_processed: AtomicU64,
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
-    pub keyspace_hits: AtomicU64,
-    pub keyspace_misses: AtomicU64,
     pub total_errors: AtomicU64,
-    pub dirty: AtomicU64,
     pub expired_keys_active: AtomicU64,
 }
 
@@ -111,6 +108,8 @@ pub struct Server {
     shards: Box<[Mutex<Shard>]>,
     hasher: foldhash::fast::RandomState,
     pub stats: Stats,
+    /// The counters every command bumps, per I/O thread (`hot_stats.rs`).
+    pub hot: HotStats,
     pub command_stats: Box<[CommandStat]>,
     pub errorstats: Mutex<HashMap<String, u64>>,
     pub slowlog: Mutex<SlowLog>,
@@ -182,6 +181,7 @@ impl Server {
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),
             slowlog_slower_than: AtomicI64::new(config.slowlog_log_slower_than),
+            hot: HotStats::new(config.io_threads.max(1), crate::command::COMMANDS.len()),
             config: RwLock::new(config),
             shards,
             hasher: foldhash::fast::RandomState::default(),
@@ -272,7 +272,7 @@ impl Server {
     /// A key was modified: clients watching it will fail their EXEC.
     #[inline]
     pub fn touch(&self, db: usize, key: &[u8]) {
-        self.stats.dirty.fetch_add(1, Ordering::Relaxed);
+        self.hot.add(|c| &c.dirty, 1);
         if self.watched.load(Ordering::Relaxed) == 0 {
             return;
         }
@@ -308,7 +308,7 @@ impl Server {
 
     /// Records the command counter for the ops/sec estimate (called from thread 0's cron).
     pub fn sample_ops(&self, now_ms: u64) {
-        let total = self.stats.commands_processed.load(Ordering::Relaxed);
+        let total = self.hot.get(|c| &c.commands_processed);
         let mut samples = self.ops_samples.lock();
         if samples.len() == OPS_SAMPLES {
             samples.pop_front();

@@ -241,7 +241,7 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         let _ = write!(
             t,
             "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
-            server.stats.dirty.load(Ordering::Relaxed),
+            server.hot.get(|c| &c.dirty),
             server.started_unix_ms / 1000
         );
     });
@@ -252,14 +252,14 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             t,
             "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
             st.connections_received.load(Ordering::Relaxed),
-            st.commands_processed.load(Ordering::Relaxed),
+            server.hot.get(|c| &c.commands_processed),
             server.instantaneous_ops_per_sec(),
             st.net_input_bytes.load(Ordering::Relaxed),
             st.net_output_bytes.load(Ordering::Relaxed),
             st.rejected_connections.load(Ordering::Relaxed),
             expired,
-            st.keyspace_hits.load(Ordering::Relaxed),
-            st.keyspace_misses.load(Ordering::Relaxed),
+            server.hot.get(|c| &c.keyspace_hits),
+            server.hot.get(|c| &c.keyspace_misses),
             st.total_errors.load(Ordering::Relaxed),
         );
     });
@@ -281,11 +281,11 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     section("commandstats", false, &mut |t| {
         for (i, spec) in COMMANDS.iter().enumerate() {
             let s = &server.command_stats[i];
-            let calls = s.calls.load(Ordering::Relaxed);
+            let calls = server.hot.get(|c| &c.calls[i]);
             if calls == 0 {
                 continue;
             }
-            let usec = s.usec.load(Ordering::Relaxed);
+            let usec = server.hot.get(|c| &c.usec[i]);
             let _ = write!(
                 t,
                 "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
@@ -523,19 +523,15 @@ pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         for counter in [
             &st.connections_received,
             &st.rejected_connections,
-            &st.commands_processed,
             &st.net_input_bytes,
             &st.net_output_bytes,
-            &st.keyspace_hits,
-            &st.keyspace_misses,
             &st.total_errors,
             &st.expired_keys_active,
         ] {
             counter.store(0, Ordering::Relaxed);
         }
+        ctx.server.hot.reset();
         for s in &*ctx.server.command_stats {
-            s.calls.store(0, Ordering::Relaxed);
-            s.usec.store(0, Ordering::Relaxed);
             s.failed.store(0, Ordering::Relaxed);
             s.rejected.store(0, Ordering::Relaxed);
         }

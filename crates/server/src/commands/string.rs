@@ -6,7 +6,6 @@
 
 use super::is;
 use crate::command::{Ctx, parse_i64};
-use std::sync::atomic::Ordering;
 use store::shard::is_string;
 use store::value::{self, tag};
 use store::{Str, Ttl};
@@ -28,12 +27,11 @@ fn read(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
 }
 
 fn count_lookup(ctx: &Ctx<'_, '_>, hit: bool) {
-    let stat = if hit {
-        &ctx.server.stats.keyspace_hits
+    if hit {
+        ctx.server.hot.add(|c| &c.keyspace_hits, 1);
     } else {
-        &ctx.server.stats.keyspace_misses
-    };
-    stat.fetch_add(1, Ordering::Relaxed);
+        ctx.server.hot.add(|c| &c.keyspace_misses, 1);
+    }
 }
 
 /// Replies with the string at `key` (GET's core); returns false after WRONGTYPE.
