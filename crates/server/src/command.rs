@@ -338,7 +338,7 @@ pub fn run<'s>(
     index: usize,
     args: &[&[u8]],
     now_ms: u64,
-    mark: &mut std::time::Instant,
+    mark: &mut crate::clock::Mark,
 ) {
     let spec = COMMANDS[index];
     let mut ctx = Ctx {
@@ -365,8 +365,8 @@ pub fn run<'s>(
         ));
     }
     let failed = ctx.failed;
-    let ended = std::time::Instant::now();
-    let usec = ended.saturating_duration_since(*mark).as_micros() as u64;
+    let ended = crate::clock::now();
+    let usec = crate::clock::micros(*mark, ended);
     *mark = ended;
     let hot = server.hot.local();
     hot.add(|c| &c.calls[index], 1);

@@ -2,11 +2,11 @@
 //! in the order Redis's `processCommand` checks them, so the same bad input gets the same error.
 
 use crate::client::{ClientState, Queued, ReplyMode};
+use crate::clock::Mark;
 use crate::command::{self, COMMANDS, flag};
 use crate::server::Server;
 use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 /// Runs one command from `args` (at least one argument), appending its reply to `out`. `mark`
 /// is when work on it began (see `command::run`).
@@ -16,7 +16,7 @@ pub fn dispatch(
     out: &mut Vec<u8>,
     args: &[&[u8]],
     now_ms: u64,
-    mark: &mut Instant,
+    mark: &mut Mark,
 ) {
     let reply_at = out.len();
     state
@@ -55,7 +55,7 @@ fn route(
     out: &mut Vec<u8>,
     args: &[&[u8]],
     now_ms: u64,
-    mark: &mut Instant,
+    mark: &mut Mark,
 ) -> Routed {
     let is_client_reply = args.len() >= 2
         && args[0].eq_ignore_ascii_case(b"client")
@@ -111,7 +111,7 @@ pub fn run_queued<'s>(
     now_ms: u64,
 ) {
     ReplyWriter::new(out, state.protocol).array_len(queue.len());
-    let mut mark = Instant::now();
+    let mut mark = crate::clock::now();
     for queued in queue {
         let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
         let spec = COMMANDS[queued.index];

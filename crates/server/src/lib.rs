@@ -25,6 +25,7 @@
 pub mod alloc;
 pub mod blocking;
 pub mod client;
+pub mod clock;
 pub mod command;
 pub mod commands;
 pub mod config;
@@ -46,6 +47,7 @@ pub const DENSEKV_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Starts every I/O thread and blocks until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
     let threads = config.io_threads.max(1);
+    clock::init();
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
     let mut polls = Vec::new();

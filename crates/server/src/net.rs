@@ -572,7 +572,7 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
     // a batch runs in microseconds.
     let now_ms = unix_ms();
     // Start of the next command's time (`command::run`): one clock read per command.
-    let mut mark = Instant::now();
+    let mut mark = crate::clock::now();
     // End of the requests whose keys have been prefetched (`prefetch_ahead`).
     let mut ahead = input.pos;
     while input.pos < input.filled
@@ -621,7 +621,7 @@ fn process(server: &Server, conn: &mut Conn) -> bool {
                 count += 1;
                 if server.ready_pending.load(Ordering::Relaxed) {
                     crate::blocking::serve_ready(server, now_ms);
-                    mark = Instant::now();
+                    mark = crate::clock::now();
                 }
             }
         }
