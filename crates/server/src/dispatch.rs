@@ -61,7 +61,13 @@ fn route(
         && args[0].eq_ignore_ascii_case(b"client")
         && args[1].eq_ignore_ascii_case(b"reply");
     let routed = Routed { is_client_reply };
-    let Some((index, spec)) = command::lookup(args[0]) else {
+    // A pipeline mostly repeats one command: try the client's last one before the table.
+    let last = state.shared.last_cmd.load(Ordering::Relaxed).checked_sub(1);
+    let found = match last.map(|i| (i, COMMANDS[i])) {
+        Some((i, spec)) if spec.name.as_bytes().eq_ignore_ascii_case(args[0]) => Some((i, spec)),
+        _ => command::lookup(args[0]),
+    };
+    let Some((index, spec)) = found else {
         reject(server, state, out, &command::unknown_command_error(args));
         return routed;
     };
