@@ -9,7 +9,8 @@
 #
 # DENSEKV_BIN overrides target/release/densekv; N (default 500000) is the requests per test and R
 # (default 1000000) the key range (`-r`): R=1000 makes nearly every write an update, R=100000000
-# nearly every write an insert.
+# nearly every write an insert. BASE_BIN, if set, is another densekv build run beside them in
+# every round (as server `base`): how a change moved the CPU per request.
 # Prints one line per test and server: the rounds' values, then their median.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,13 +20,23 @@ densekv=${DENSEKV_BIN:-target/release/densekv}
 . scripts/bench_lib.sh
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+servers="densekv redis"
+[ -n "${BASE_BIN:-}" ] && servers="base densekv redis"
 for _ in $(seq "$rounds"); do
   pd=$(free_port); "$densekv" --busy-poll-us 0 --port "$pd" >/dev/null 2>&1 & d=$!
   pr=$(free_port); redis-server --port "$pr" --save '' --appendonly no >/dev/null 2>&1 & r=$!
+  pb=""; b=""
+  if [ -n "${BASE_BIN:-}" ]; then
+    pb=$(free_port); "$BASE_BIN" --busy-poll-us 0 --port "$pb" >/dev/null 2>&1 & b=$!
+  fi
   sleep 0.5
   for t in ${tests//,/ }; do
-    for server in densekv redis; do
-      if [ "$server" = densekv ]; then port=$pd; pid=$d; else port=$pr; pid=$r; fi
+    for server in $servers; do
+      case $server in
+        densekv) port=$pd; pid=$d ;;
+        base) port=$pb; pid=$b ;;
+        *) port=$pr; pid=$r ;;
+      esac
       c0=$(ticks "$pid")
       rps=$(redis-benchmark -p "$port" -c 50 -n "$n" -r "$range" -P "$pipeline" -t "$t" --csv \
         | tail -1 | cut -d, -f2 | tr -d '"')
@@ -33,7 +44,7 @@ for _ in $(seq "$rounds"); do
       echo "$t $server ${rps%.*} $(( (c1 - c0) * 1000000000 / hz / n ))" >> "$out"
     done
   done
-  kill "$d" "$r"; wait "$d" "$r" 2>/dev/null || true
+  kill "$d" "$r" ${b:+"$b"}; wait "$d" "$r" ${b:+"$b"} 2>/dev/null || true
 done
 median() { tr ' ' '\n' | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 for key in $(awk '{print $1 "/" $2}' "$out" | sort -u); do
