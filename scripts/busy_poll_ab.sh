@@ -40,7 +40,8 @@ for round in $(seq "$rounds"); do
   kill "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
 done
 # Median per column (per budget) of the per-round ratios.
-echo "median ratio: $(awk '{for (i = 1; i <= NF; i++) v[i, NR] = $i; n = NF} END {
-  for (i = 1; i <= n; i++) { m = 0; for (r = 1; r <= NR; r++) a[r] = v[i, r];
-    for (x = 1; x <= NR; x++) for (y = x + 1; y <= NR; y++) if (a[y] < a[x]) { t = a[x]; a[x] = a[y]; a[y] = t }
-    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.3f ", m } }' "$ratios")"
+line="median ratio:"
+for col in $(seq "${#spins[@]}"); do
+  line="$line $(cut -d' ' -f"$col" "$ratios" | median)"
+done
+echo "$line"

@@ -46,7 +46,6 @@ for _ in $(seq "$rounds"); do
   done
   kill "$d" "$r" ${b:+"$b"}; wait "$d" "$r" ${b:+"$b"} 2>/dev/null || true
 done
-median() { tr ' ' '\n' | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 for key in $(awk '{print $1 "/" $2}' "$out" | sort -u); do
   t=${key%/*}; server=${key#*/}
   rps=$(awk -v t="$t" -v s="$server" '$1 == t && $2 == s {printf "%s ", $3}' "$out")

@@ -58,7 +58,8 @@ impl Cells {
     }
 }
 
-/// Keeps each thread's cell on cache lines of its own.
+/// Keeps each thread's scalar counters on cache lines of their own (the per-command arrays are
+/// heap blocks of their own, ~2 KB each).
 #[derive(Debug)]
 #[repr(align(128))]
 struct Padded(Cells);
