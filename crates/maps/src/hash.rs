@@ -2,15 +2,16 @@
 //!
 //! ```text
 //!  64-bit hash, most significant bit first (PageHash and IntMap):
-//!  +----------------------+---------------------------+----------+---------+
-//!  | bucket prefix: depth | rest: 49 - depth bits     | hint: 8  | home: 7 |
-//!  +----------------------+---------------------------+----------+---------+
-//!   63               64-d  (64-d-1) ..            15   14 ..   7   6 ..   0
+//!  +----------------------+---------------------------+----------+--------+---------+
+//!  | bucket prefix: depth | rest: 49 - depth bits     | hint: 8  | low: 3 | home: 4 |
+//!  +----------------------+---------------------------+----------+--------+---------+
+//!   63               64-d  (64-d-1) ..            15   14 ..   7   6 .. 4   3 ..   0
 //! ```
 //!
-//! The directory is addressed by the top bits, the entry's home piece by the low seven bits and the
-//! one-byte hint by the eight above them, so the three never overlap while the depth stays at or
-//! below [`DEPTH_LIMIT`] (32 < 49).
+//! The directory is addressed by the top bits; the bucket's tenant slot `t` (from the directory
+//! word) and the home (low four bits) name the entry's run, `16t + home`; the one-byte hint is
+//! the eight bits above bit 6. The three never overlap while the depth stays at or below
+//! [`DEPTH_LIMIT`] (32 < 49). Bits 4..=6 place nothing (an IntMap entry stores them).
 //!
 //! # Byte strings: foldhash with a per-process random seed
 //! Keys are hashed with `foldhash::quality`, seeded from a process-wide random [`SharedSeed`]
@@ -18,9 +19,8 @@
 //! for a 16-byte key; the lookup target is 1.5x hashbrown, which itself uses foldhash). Its
 //! flooding resistance rests on the secret 448 bits of seed: an attacker who cannot observe hash
 //! values cannot aim keys at one page. What an attacker *could* force is bounded anyway: probing
-//! is bounded per page; a bucket deeper than log2(pages) + 8 probes its whole page (128 pieces,
-//! still one page) before it may split again, so colliding prefixes cannot double the directory
-//! without end; and at `depth_max` the map reports [`crate::MapError::Full`]. A server that wants
+//! is bounded per page (a lookup reads one run of at most 127 entries); a bucket's run that
+//! reaches that count splits the bucket, so colliding keys cost splits, not longer probes; and at `depth_max` the map reports [`crate::MapError::Full`]. A server that wants
 //! cryptographic resistance swaps this one function for SipHash-1-3; nothing else depends on
 //! which hash it is. (SmallMap hints use foldhash's `fast` variant: they only pick candidates.)
 //!
@@ -207,10 +207,19 @@ impl IntHasher {
     }
 }
 
-/// Home piece (low seven bits) of a hash.
+/// Runs of a page that belong to one tenant slot: tenant `t` owns runs `16t..16t + 16`.
+pub const TENANT_RUNS: usize = 16;
+
+/// Home of a hash within its tenant's runs (its low four bits).
 #[inline]
 pub fn home_of(h: u64) -> usize {
-    (h & 127) as usize
+    (h & (TENANT_RUNS as u64 - 1)) as usize
+}
+
+/// The run of a page an entry with hash `h` lives in when its bucket is in tenant slot `tenant`.
+#[inline]
+pub fn run_of(tenant: usize, h: u64) -> usize {
+    tenant * TENANT_RUNS + home_of(h)
 }
 
 /// One-byte hint (bits 7..15) of a hash.
@@ -255,7 +264,7 @@ mod tests {
         let mut tops = [0u32; 16];
         for k in 0..(1u64 << 16) {
             let h = m.mix(k);
-            homes[home_of(h)] += 1;
+            homes[(h & 127) as usize] += 1;
             tops[(h >> 60) as usize] += 1;
         }
         assert!(homes.iter().all(|&c| (384..640).contains(&c)), "{homes:?}");

@@ -43,6 +43,7 @@
 //! at 1M (just after a doubling).
 
 use crate::hash::IntHasher;
+use crate::hash::TENANT_RUNS;
 use crate::page::{ENTRY_BUF_BYTES, Kind, Page, Tenants};
 use crate::table::{Codec, Config, Placement, Table};
 use crate::{MapError, varint};
@@ -127,7 +128,14 @@ const fn field_bytes(hdr: u8) -> usize {
     ((hdr >> 4) & 7) as usize
 }
 
-/// Bytes of a short key's field at `depth`: its stored bits and the tenant slot.
+/// Hash bits 4..=6: below the hint, above the home, so stored in the key field's low three
+/// bits (the run gives the home and the tenant slot).
+#[inline]
+fn low_of(h: u64) -> u64 {
+    (h >> 4) & 7
+}
+
+/// Bytes of a short key's field at `depth`: its stored bits and hash bits 4..=6.
 #[inline]
 fn short_key_bytes(depth: u8) -> usize {
     (usize::from(SHORT_MID_BITS.saturating_sub(depth)) + 3).div_ceil(8)
@@ -169,11 +177,11 @@ impl IntCodec {
         let literal_len = varint::len(key);
         let (form, field, k) = if key >> 32 == 0 {
             let k = short_key_bytes(at.depth);
-            let field = (short_rest_of(h, at.depth) << 3) | at.tenant as u64;
+            let field = (short_rest_of(h, at.depth) << 3) | low_of(h);
             (FORM_SHORT_BASE + k as u8, field, k)
         } else {
             let k = key_bytes(at.depth);
-            (k as u8, (rest_of(h, at.depth) << 3) | at.tenant as u64, k)
+            (k as u8, (rest_of(h, at.depth) << 3) | low_of(h), k)
         };
         let mut n = 1;
         // The shortest form is written; a tie goes to the literal, which no split rewrites.
@@ -224,10 +232,14 @@ impl IntCodec {
     /// bits are those of `x` (past depth 17 its prefix reaches into the low 15 bits, which then
     /// agree with them).
     fn hash_of_field(tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64 {
-        let tenant = (bytes[1] & 7) as usize;
-        let (prefix, depth) = tenants.get(tenant).expect("entry names a live tenant");
+        let (prefix, depth) = tenants
+            .get(piece / TENANT_RUNS)
+            .expect("entry in a live tenant's run");
         let field = varint::get_le(&bytes[1..], field_bytes(bytes[0]));
-        let low = ((field >> 3) << 15) | (u64::from(hint) << 7) | piece as u64;
+        let low = ((field >> 3) << 15)
+            | (u64::from(hint) << 7)
+            | ((field & 7) << 4)
+            | (piece % TENANT_RUNS) as u64;
         let top = |bits: u32| {
             if depth == 0 {
                 0
@@ -245,8 +257,7 @@ impl IntCodec {
 
 impl Codec for IntCodec {
     const KIND: Kind = Kind::Int;
-    const STORES_TENANT: bool = true;
-    const REENCODE_NEEDS_HASH: bool = true;
+    const ENCODES_DEPTH: bool = true;
 
     #[inline]
     fn len_of(bytes: &[u8]) -> usize {
@@ -254,11 +265,6 @@ impl Codec for IntCodec {
             0 => 1 + varint_len_at(&bytes[1..]) + value_bytes(bytes[0]),
             len => usize::from(len),
         }
-    }
-
-    #[inline]
-    fn stored_tenant(bytes: &[u8]) -> Option<usize> {
-        (bytes[0] >> 4 != FORM_LITERAL).then_some((bytes[1] & 7) as usize)
     }
 
     fn hash_of(
@@ -303,7 +309,7 @@ impl Codec for IntCodec {
                     k as u8
                 };
                 out[0] = (form << 4) | (bytes[0] & 15);
-                varint::put_le(&mut out[1..], (rest << 3) | at.tenant as u64, k);
+                varint::put_le(&mut out[1..], (rest << 3) | low_of(h), k);
                 out[1 + k..1 + k + vlen].copy_from_slice(&bytes[bytes.len() - vlen..]);
                 return 1 + k + vlen;
             }
@@ -356,7 +362,7 @@ impl IntMap {
     fn find_hashed(&self, key: u64, h: u64) -> Option<(crate::table::Loc, u64)> {
         let mut value = 0;
         let short = key >> 32 == 0;
-        let loc = self.table.find(h, |tenant, depth, bytes| {
+        let loc = self.table.find(h, |depth, bytes| {
             let vlen = value_bytes(bytes[0]);
             let form = bytes[0] >> 4;
             if form == FORM_LITERAL {
@@ -367,9 +373,8 @@ impl IntMap {
                 value = value_at(bytes[0], key, &bytes[1 + n..]);
                 return Some(1 + n + vlen);
             }
-            // An entry of the other family may share the hash bits its position holds; the
-            // tenant check comes before the field's, whose length is the tenant's.
-            if (form > FORM_SHORT_BASE) != short || usize::from(bytes[1] & 7) != tenant {
+            // An entry of the other family may share the hash bits its position holds.
+            if (form > FORM_SHORT_BASE) != short {
                 return None;
             }
             let rest = if short {
@@ -378,7 +383,7 @@ impl IntMap {
                 rest_of(h, depth)
             };
             let k = field_bytes(bytes[0]);
-            if varint::get_le(&bytes[1..], k) != (rest << 3) | tenant as u64 {
+            if varint::get_le(&bytes[1..], k) != (rest << 3) | low_of(h) {
                 return None;
             }
             value = value_at(bytes[0], key, &bytes[1 + k..]);
@@ -425,7 +430,7 @@ impl IntMap {
         };
         if old != value {
             let mut buf = [0u8; ENTRY_BUF_BYTES];
-            let n = IntCodec::encode(key, value, h, self.table.placement_at(&loc, h), &mut buf);
+            let n = IntCodec::encode(key, value, h, self.table.placement_at(&loc), &mut buf);
             if !self.table.replace(&loc, &buf[..n]) {
                 // The value grew past the page's room: move the entry (make_room runs first).
                 self.table.remove_unmerged(&loc);
@@ -454,8 +459,8 @@ impl IntMap {
 
     /// One SCAN step (see `table.rs`): calls `f` for a bucket's entries, returns the next cursor
     /// (0 = done). Start with 0.
-    pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(u64, u64)) -> u64 {
-        self.table.scan(heap, cursor, |page, piece, hint, bytes| {
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(u64, u64)) -> u64 {
+        self.table.scan(cursor, |page, piece, hint, bytes| {
             let (key, value) = self.table.codec.pair_of(page, piece, hint, bytes);
             f(key, value);
         })
@@ -573,8 +578,8 @@ impl IntSet {
         self.map.iter().map(|(k, _)| k)
     }
 
-    pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(u64)) -> u64 {
-        self.map.scan(heap, cursor, |k, _| f(k))
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(u64)) -> u64 {
+        self.map.scan(cursor, |k, _| f(k))
     }
 
     pub fn sample(&self, r: u64) -> Option<u64> {

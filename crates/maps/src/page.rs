@@ -116,47 +116,14 @@ pub enum Kind {
 #[derive(Clone, Copy, Debug)]
 pub struct Tenants {
     slots: [(u32, u8); TENANT_SLOTS],
-    /// Per slot, `(h >> 32) & masks[t] == heads[t]` iff hash `h` is in the slot's bucket: the
-    /// bucket's top `depth` bits (depth <= 32), placed at the top of a u32 (an empty slot: mask
-    /// 0, head 1, never equal). 32-bit lanes: the eight compares are two SSE2 ones.
-    masks: [u32; TENANT_SLOTS],
-    heads: [u32; TENANT_SLOTS],
 }
 
 impl Tenants {
-    fn new(slots: [(u32, u8); TENANT_SLOTS]) -> Tenants {
-        let mut masks = [0u32; TENANT_SLOTS];
-        let mut heads = [1u32; TENANT_SLOTS];
-        for (t, &(prefix, depth)) in slots.iter().enumerate() {
-            if depth != NO_TENANT && depth > 0 {
-                debug_assert!(depth <= 32);
-                let shift = 32 - u32::from(depth);
-                masks[t] = u32::MAX << shift;
-                heads[t] = prefix << shift;
-            } else if depth == 0 {
-                heads[t] = 0;
-            }
-        }
-        Tenants {
-            slots,
-            masks,
-            heads,
-        }
-    }
-
     /// Tenant in slot `t`: `(prefix, depth)`, or `None` for an empty slot.
     #[inline]
     pub fn get(&self, t: usize) -> Option<(u32, u8)> {
         let (prefix, depth) = self.slots[t];
         (depth != NO_TENANT).then_some((prefix, depth))
-    }
-
-    /// Slot of the tenant whose prefix `h` falls in, if any: eight masked compares, no branch
-    /// per slot (make-room rounds call this for every entry of a page).
-    #[inline]
-    pub fn of_hash(&self, h: u64) -> Option<usize> {
-        let hits = crate::raw::match_lanes((h >> 32) as u32, &self.masks, &self.heads);
-        (hits != 0).then(|| hits.trailing_zeros() as usize)
     }
 }
 
@@ -261,11 +228,14 @@ impl Page {
     /// A copy of the tenant table.
     #[inline]
     pub fn tenants(&self) -> Tenants {
-        Tenants::new(std::array::from_fn(|t| {
-            let at = TENANTS_AT + t * 5;
-            let prefix = u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
-            (prefix, self.bytes[at + 4])
-        }))
+        Tenants {
+            slots: std::array::from_fn(|t| {
+                let at = TENANTS_AT + t * 5;
+                let prefix =
+                    u32::from_le_bytes(self.bytes[at..at + 4].try_into().expect("4 bytes"));
+                (prefix, self.bytes[at + 4])
+            }),
+        }
     }
 
     /// Depth of every slot (`NO_TENANT` for empty ones), for codecs that need it to decode.
@@ -292,11 +262,6 @@ impl Page {
     /// The lowest empty tenant slot, if any.
     pub fn free_tenant_slot(&self) -> Option<usize> {
         (0..TENANT_SLOTS).find(|&t| self.bytes[TENANTS_AT + t * 5 + 4] == NO_TENANT)
-    }
-
-    /// Slot of the tenant whose prefix `h` falls in, if this page hosts it.
-    pub fn tenant_of_hash(&self, h: u64) -> Option<usize> {
-        self.tenants().of_hash(h)
     }
 
     /// `(start, count)` of run `p`: its first byte in the page and its number of entries.
@@ -711,13 +676,91 @@ impl Page {
         true
     }
 
-    /// Edits the runs `touch` names in one pass: `decide(piece, index, hint, bytes)` keeps,
-    /// drops or rewrites each of their entries; `rewrite(piece, hint, bytes, out)` returns a
-    /// rewritten entry's new length, never longer than it was. Each group is compacted once
+    /// Empties group `g` into an [`Page::append_group`] batch: per run its entry count
+    /// (`counts`) and entry bytes (`lens`), its hints appended to `hints` and its entries to
+    /// `entries`, run after run. The group's bytes become gap.
+    pub fn take_group(
+        &mut self,
+        g: usize,
+        counts: &mut [usize; GROUP_RUNS],
+        lens: &mut [usize; GROUP_RUNS],
+        hints: &mut Vec<u8>,
+        entries: &mut Vec<u8>,
+    ) {
+        let first = g * GROUP_RUNS;
+        let start = self.run_start(first);
+        let end = self.group_end(g);
+        let mut total = 0;
+        for i in 0..GROUP_RUNS {
+            let ((s, c), e) = (self.slot(first + i), self.run_end(first + i));
+            counts[i] = c;
+            lens[i] = e - s - c;
+            hints.extend_from_slice(&self.bytes[s..s + c]);
+            entries.extend_from_slice(&self.bytes[s + c..e]);
+            self.set_slot(first + i, start, 0);
+            total += c;
+        }
+        self.bytes[start..end].fill(0);
+        self.set_group_end(g, start);
+        self.add_totals(-(total as isize), -((end - start) as isize));
+    }
+
+    /// Spreads the page's free bytes over the groups' gaps in proportion to the groups' bytes
+    /// (what uniform inserts will ask of each), sliding every group once. After a bucket's two
+    /// groups leave a page, its free bytes sit in one place, and each insert elsewhere would
+    /// slide the groups in between to fetch a share; one pass here costs about what those
+    /// slides would cost for the first few inserts.
+    pub fn spread_gaps(&mut self) {
+        let used = self.used_bytes();
+        let free = AREA_BYTES - used;
+        let mut starts = [0usize; GROUP_COUNT];
+        let mut at = AREA_START;
+        let mut given = 0;
+        for (g, start) in starts.iter_mut().enumerate() {
+            *start = at;
+            let bytes = self.group_used(g);
+            let share = if g + 1 == GROUP_COUNT {
+                free - given
+            } else {
+                free * bytes / used.max(1)
+            };
+            given += share;
+            at += bytes + share;
+        }
+        // Groups moving down go first, lowest first; then groups moving up, highest first:
+        // each lands where no group that has yet to move still is.
+        for (g, &to) in starts.iter().enumerate() {
+            let from = self.run_start(g * GROUP_RUNS);
+            if to < from {
+                self.slide_group(g, to as isize - from as isize);
+            }
+        }
+        for (g, &to) in starts.iter().enumerate().rev() {
+            let from = self.run_start(g * GROUP_RUNS);
+            if to > from {
+                self.slide_group(g, to as isize - from as isize);
+            }
+        }
+        for g in 0..GROUP_COUNT {
+            let (end, limit) = (self.group_end(g), self.group_limit(g));
+            self.bytes[end..limit].fill(0);
+        }
+    }
+
+    /// Bytes (hints and entries) of the runs of groups `groups`.
+    #[inline]
+    pub fn groups_used(&self, groups: std::ops::Range<usize>) -> usize {
+        groups.map(|g| self.group_used(g)).sum()
+    }
+
+    /// Edits the runs of `groups` that `touch` names in one pass: `decide(piece, index, hint,
+    /// bytes)` keeps, drops or rewrites each of their entries; `rewrite(piece, hint, bytes, out)`
+    /// returns a rewritten entry's new length, never longer than it was. Each group is compacted once
     /// (runs only shrink, so they move down within their group); other runs are not decoded,
     /// only moved down as blocks after a change before them in their group.
     pub fn edit_runs(
         &mut self,
+        groups: std::ops::Range<usize>,
         touch: impl Fn(usize) -> bool,
         len_of: impl Fn(&[u8]) -> usize,
         mut decide: impl FnMut(usize, usize, u8, &[u8]) -> Edit,
@@ -727,7 +770,7 @@ impl Page {
         let mut edits = [Edit::Keep; RUN_COUNT_MAX];
         let mut hints = [0u8; RUN_COUNT_MAX];
         let mut out = [0u8; ENTRY_BUF_BYTES];
-        for g in 0..GROUP_COUNT {
+        for g in groups {
             let old_end = self.group_end(g);
             let mut write = self.run_start(g * GROUP_RUNS);
             for p in g * GROUP_RUNS..(g + 1) * GROUP_RUNS {
@@ -1067,6 +1110,31 @@ mod tests {
                         check_run(&page, g * GROUP_RUNS + i, &model[g * GROUP_RUNS + i]);
                     }
                 }
+                2 if (x >> 40).is_multiple_of(16) => {
+                    // Empty p's group (what moving a bucket takes from its page), and put the
+                    // batch back half of the time.
+                    let g = p / GROUP_RUNS;
+                    let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
+                    let (mut hints, mut bytes) = (Vec::new(), Vec::new());
+                    let used = page.used_bytes();
+                    page.take_group(g, &mut counts, &mut lens, &mut hints, &mut bytes);
+                    let runs = &mut model[g * GROUP_RUNS..(g + 1) * GROUP_RUNS];
+                    let want_hints: Vec<u8> = runs.iter().flatten().map(|(h, _)| *h).collect();
+                    let want_bytes: Vec<u8> =
+                        runs.iter().flatten().flat_map(|(_, e)| e.clone()).collect();
+                    assert_eq!((&hints, &bytes), (&want_hints, &want_bytes));
+                    for (i, run) in runs.iter().enumerate() {
+                        assert_eq!(counts[i], run.len());
+                        assert_eq!(lens[i], run.iter().map(|(_, e)| e.len()).sum::<usize>());
+                    }
+                    assert_eq!(page.used_bytes(), used - hints.len() - bytes.len());
+                    if x & (1 << 50) == 0 {
+                        page.append_group(g, &counts, &lens, &hints, &bytes);
+                    } else {
+                        runs.iter_mut().for_each(Vec::clear);
+                        page.spread_gaps();
+                    }
+                }
                 _ => {}
             }
             page.validate(Kind::Bytes, len_of).unwrap();
@@ -1111,6 +1179,7 @@ mod tests {
         // Edit: drop every other entry of run 40, shorten the rest; leave run 41 alone.
         let run41 = page.entries(41).to_vec();
         page.edit_runs(
+            0..GROUP_COUNT,
             |_| true,
             len_of,
             |p, i, _, _| match (p, i % 2) {
@@ -1129,7 +1198,13 @@ mod tests {
         assert_eq!(page.entries(41), run41.as_slice());
         assert_eq!(page.used_bytes(), count.div_ceil(2) * 11 + n / 2 * 36);
         // A run holds at most RUN_COUNT_MAX entries, whatever room the page has.
-        page.edit_runs(|p| p != 7, len_of, |_, _, _, _| Edit::Drop, |_, _, _, _| 0);
+        page.edit_runs(
+            0..GROUP_COUNT,
+            |p| p != 7,
+            len_of,
+            |_, _, _, _| Edit::Drop,
+            |_, _, _, _| 0,
+        );
         assert_eq!(page.used_bytes(), 0);
         while page.fits(41, 1) {
             page.push(41, 0, &entry(1, 0));
@@ -1148,7 +1223,8 @@ mod tests {
         assert_eq!(page.tenant_count(), 2);
         assert_eq!(page.tenant(2), Some((0xFFFF_FFFF, 32)));
         assert_eq!(page.free_tenant_slot(), Some(1));
-        assert_eq!(page.tenant_of_hash(5u64 << 61), Some(0));
+        assert_eq!(page.tenants().get(0), Some((5, 3)));
+        assert_eq!(page.tenants().get(1), None);
         page.set_tenant(0, None);
         assert_eq!(page.tenant_count(), 1);
         assert_eq!(page.page_index(), 3);

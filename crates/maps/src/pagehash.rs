@@ -159,8 +159,7 @@ impl BytesCodec {
 
 impl Codec for BytesCodec {
     const KIND: Kind = Kind::Bytes;
-    const STORES_TENANT: bool = false;
-    const REENCODE_NEEDS_HASH: bool = false;
+    const ENCODES_DEPTH: bool = false;
 
     #[inline]
     fn len_of(bytes: &[u8]) -> usize {
@@ -170,10 +169,6 @@ impl Codec for BytesCodec {
         }
         let (_, value) = parse(bytes);
         value.at + value.stored_len()
-    }
-
-    fn stored_tenant(_bytes: &[u8]) -> Option<usize> {
-        None
     }
 
     fn hash_of(&self, heap: &Heap, _: &Tenants, _piece: usize, _hint: u8, bytes: &[u8]) -> u64 {
@@ -280,7 +275,7 @@ impl PageHash {
 
     #[inline]
     fn find_hashed(&self, heap: &Heap, key: &[u8], h: u64) -> Option<Loc> {
-        self.table.find(h, |_, _, entry| {
+        self.table.find(h, |_, entry| {
             let (k, v) = parse(entry);
             let hit = k.len == key.len()
                 && crate::hint::key_eq(field_bytes(heap, entry, k, KEY_BLOB_HEADER_BYTES), key);
@@ -641,7 +636,7 @@ impl PageHash {
     /// One SCAN step (see `table.rs`): calls `f` for one bucket's entries, returns the next
     /// cursor (0 = done). Start with 0.
     pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(&[u8], ValueRef<'_>)) -> u64 {
-        self.table.scan(heap, cursor, |_, _, _, e| {
+        self.table.scan(cursor, |_, _, _, e| {
             f(Self::key_ref(heap, e), Self::value_ref(heap, e));
         })
     }

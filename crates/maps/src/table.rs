@@ -68,10 +68,10 @@
 //! or merge between steps: Redis SCAN's guarantee, with duplicates only after merges.
 
 use crate::MapError;
-use crate::hash::{DEPTH_LIMIT, hint_of, home_of, prefix_of};
+use crate::hash::{DEPTH_LIMIT, TENANT_RUNS, hint_of, home_of, prefix_of, run_of};
 use crate::page::{
-    AREA_BYTES, ENTRY_BUF_BYTES, Edit, GROUP_COUNT, GROUP_RUNS, Kind, NO_TENANT, PAGE_BYTES,
-    PIECE_COUNT, Page, RUN_COUNT_MAX, TENANT_SLOTS, Tenants,
+    AREA_BYTES, ENTRY_BUF_BYTES, Edit, GROUP_RUNS, Kind, PAGE_BYTES, PIECE_COUNT, Page,
+    RUN_COUNT_MAX, TENANT_SLOTS, Tenants,
 };
 use crate::raw::PagePtr;
 use heap::Heap;
@@ -79,26 +79,24 @@ use heap::Heap;
 /// Where an entry is being placed: what a position-dependent encoding needs to know.
 #[derive(Clone, Copy, Debug)]
 pub struct Placement {
-    pub tenant: usize,
     pub depth: u8,
 }
 
 /// The entry encoding of one map kind.
 pub trait Codec {
     const KIND: Kind;
-    /// Whether entries carry their tenant slot (else it is found from the hash).
-    const STORES_TENANT: bool;
-    /// Whether `reencode` reads the hash (else moving an entry needs no hash: its home and
-    /// hint are its run and stored hint).
-    const REENCODE_NEEDS_HASH: bool;
+    /// Whether an entry's bytes depend on its bucket's depth (IntMap stores only the hash bits
+    /// below it): splits and merges then re-encode the bucket's entries. Entries never depend
+    /// on their tenant slot, so moving a bucket to another page copies its bytes.
+    const ENCODES_DEPTH: bool;
     /// Length of the entry starting at `bytes[0]` (from its own bytes: walking a run reads
     /// nothing else).
     fn len_of(bytes: &[u8]) -> usize;
-    /// Tenant slot stored in the entry, if any.
-    fn stored_tenant(bytes: &[u8]) -> Option<usize>;
-    /// Full 64-bit hash of an entry with `hint` stored in `piece` of a page with `tenants`.
+    /// Full 64-bit hash of an entry with `hint` stored in run `piece` of a page with `tenants`
+    /// (the run names the entry's tenant slot, `piece / 16`, and its home, `piece % 16`).
     fn hash_of(&self, heap: &Heap, tenants: &Tenants, piece: usize, hint: u8, bytes: &[u8]) -> u64;
-    /// Encodes the entry `bytes` (full hash `h`) for `at`; returns its length in `out`.
+    /// Encodes the entry `bytes` (full hash `h`) for `at`; returns its length in `out`; a
+    /// deeper `at.depth` never makes it longer.
     fn reencode(
         &self,
         bytes: &[u8],
@@ -275,8 +273,14 @@ impl<C: Codec> Table<C> {
                 };
                 crate::raw::prefetch(&self.dir[slot]);
             }
-            1 => pg(self.locate(h).0).prefetch_index(home_of(h)),
-            _ => pg(self.locate(h).0).prefetch_run_at(home_of(h)),
+            1 => {
+                let (ptr, tenant, _) = self.locate(h);
+                pg(ptr).prefetch_index(run_of(tenant, h));
+            }
+            _ => {
+                let (ptr, tenant, _) = self.locate(h);
+                pg(ptr).prefetch_run_at(run_of(tenant, h));
+            }
         }
     }
 
@@ -315,25 +319,20 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Finds the entry with hash `h` that `eq(tenant, depth, bytes)` accepts (`tenant` and
-    /// `depth` of the bucket `h` is in); `eq` gets the bytes from the candidate on and returns
-    /// the entry's length if it matches.
+    /// Finds the entry with hash `h` that `eq(depth, bytes)` accepts (`depth` of the bucket
+    /// `h` is in); `eq` gets the bytes from the candidate on and returns the entry's length if
+    /// it matches.
     #[inline(always)]
-    pub fn find(
-        &self,
-        h: u64,
-        mut eq: impl FnMut(usize, u8, &[u8]) -> Option<usize>,
-    ) -> Option<Loc> {
+    pub fn find(&self, h: u64, mut eq: impl FnMut(u8, &[u8]) -> Option<usize>) -> Option<Loc> {
         let (ptr, tenant, depth) = self.locate(h);
         let page = pg(ptr);
-        let (home, hint) = (home_of(h), hint_of(h));
-        page.prefetch_run(home);
+        let (run, hint) = (run_of(tenant, h), hint_of(h));
+        page.prefetch_run(run);
         // Every entry lives in its home run: the one run is the whole probe.
-        let (index, offset, len, at) =
-            page.find(home, hint, |b| C::len_of(b), |b| eq(tenant, depth, b))?;
+        let (index, offset, len, at) = page.find(run, hint, |b| C::len_of(b), |b| eq(depth, b))?;
         Some(Loc {
             page: ptr,
-            piece: home,
+            piece: run,
             index,
             offset,
             len,
@@ -349,13 +348,10 @@ impl<C: Codec> Table<C> {
 
     /// The placement `loc` has (for re-encoding an entry where it is).
     #[allow(clippy::unused_self)] // keeps `loc` tied to this table's pages
-    pub fn placement_at(&self, loc: &Loc, h: u64) -> Placement {
-        let page = pg(loc.page);
-        let tenant = page
-            .tenant_of_hash(h)
-            .expect("entry's bucket is hosted here");
-        let depth = page.tenant(tenant).expect("live tenant").1;
-        Placement { tenant, depth }
+    pub fn placement_at(&self, loc: &Loc) -> Placement {
+        let tenant = loc.piece / TENANT_RUNS;
+        let depth = pg(loc.page).tenant(tenant).expect("live tenant").1;
+        Placement { depth }
     }
 
     /// Overwrites a found entry in place if the page has room; false if not (nothing changed).
@@ -431,7 +427,8 @@ impl<C: Codec> Table<C> {
                 self.len += 1;
                 return Ok(());
             }
-            self.make_room(heap, ptr, tenant)?;
+            let run_full = page.piece_count(run_of(tenant, h)) >= RUN_COUNT_MAX;
+            self.make_room(heap, ptr, tenant, run_full)?;
         }
         Err(MapError::Full)
     }
@@ -480,9 +477,29 @@ impl<C: Codec> Table<C> {
         }
     }
 
-    /// Makes room for an insert into `tenant` of page `ptr`, which has no room for it.
-    fn make_room(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize) -> Result<(), MapError> {
-        let page = pg_mut(ptr);
+    /// Makes room for an insert into `tenant` of page `ptr`, which has no room for it: the page
+    /// is full, or (`run_full`) the entry's run holds `RUN_COUNT_MAX` entries.
+    fn make_room(
+        &mut self,
+        heap: &mut Heap,
+        ptr: PagePtr,
+        tenant: usize,
+        run_full: bool,
+    ) -> Result<(), MapError> {
+        let page = pg(ptr);
+        if run_full {
+            // Only splitting the bucket spreads its run over more runs; a page without a free
+            // slot first sheds another bucket to make one.
+            let depth = page.tenant(tenant).expect("live tenant").1;
+            if depth >= self.depth_max {
+                return Err(MapError::Full);
+            }
+            if page.free_tenant_slot().is_some() {
+                self.split_in_place(heap, ptr, tenant, 1);
+                return Ok(());
+            }
+            return self.shed(heap, ptr, Some(tenant));
+        }
         if page.tenant_count() == 1 {
             let depth = page.tenant(tenant).expect("live tenant").1;
             // The page is full to its last byte (an insert may use any free byte of it), so a
@@ -493,144 +510,113 @@ impl<C: Codec> Table<C> {
                 return Err(MapError::Full);
             }
             let levels = SPLIT_LEVELS.min(self.depth_max - depth);
-            let owned = self.split_in_place(heap, ptr, tenant, levels);
-            self.shed(heap, ptr, &owned)
-        } else {
-            // Buckets grow where they live; one that has grown past an eighth of the page is
-            // split in place (as free slots allow) before anything is shed, so that what moves
-            // stays small and the page keeps most of its fill (shedding half a page would leave
-            // a half-empty page). Measured at 1M random pairs: a quarter-page threshold gives
-            // 20.7 B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
-            // Whether to split is decided on sizes estimated from the buckets' depths (hashing
-            // spreads a bucket of depth d over a 2^-d share of the keys), so that every round
-            // hashes the page's keys once: after the split, for the shed.
-            let page = pg(ptr);
-            let sizes = estimated_sizes(page);
-            let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
-            let free_slots = TENANT_SLOTS - page.tenant_count();
-            let depth = page.tenant(largest).expect("live tenant").1;
-            if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < self.depth_max {
-                let mut levels = 1u8;
-                while levels < SPLIT_LEVELS
-                    && (1usize << (levels + 1)) - 1 <= free_slots
-                    && depth + levels < self.depth_max
-                    && sizes[largest] >> (levels + 1) >= PAYLOAD_BYTES / 16
-                {
-                    levels += 1;
-                }
-                let owned = self.split_in_place(heap, ptr, largest, levels);
-                return self.shed(heap, ptr, &owned);
-            }
-            let owned = self.owners(heap, page);
-            self.shed(heap, ptr, &owned)
+            self.split_in_place(heap, ptr, tenant, levels);
+            return self.shed(heap, ptr, None);
         }
+        // Buckets grow where they live; one that has grown past an eighth of the page is split
+        // in place (as free slots allow) before anything is shed, so that what moves stays
+        // small and the page keeps most of its fill (shedding half a page would leave a
+        // half-empty page). Measured at 1M random pairs: a quarter-page threshold gives 20.7
+        // B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
+        let sizes = tenant_sizes(page);
+        let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
+        let free_slots = TENANT_SLOTS - page.tenant_count();
+        let depth = page.tenant(largest).expect("live tenant").1;
+        if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < self.depth_max {
+            let mut levels = 1u8;
+            while levels < SPLIT_LEVELS
+                && (1usize << (levels + 1)) - 1 <= free_slots
+                && depth + levels < self.depth_max
+                && sizes[largest] >> (levels + 1) >= PAYLOAD_BYTES / 16
+            {
+                levels += 1;
+            }
+            self.split_in_place(heap, ptr, largest, levels);
+        }
+        self.shed(heap, ptr, None)
     }
 
-    /// Splits the page's bucket in slot `tenant` into 2^levels buckets, all staying in the page.
-    fn split_in_place(
-        &mut self,
-        heap: &mut Heap,
-        ptr: PagePtr,
-        tenant: usize,
-        levels: u8,
-    ) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
+    /// Splits the page's bucket in slot `tenant` into 2^levels buckets, all staying in the page:
+    /// the new buckets take free slots, and the entries whose prefix is theirs move from the
+    /// bucket's runs to the same home runs of their slot. Hashes the bucket's entries only.
+    fn split_in_place(&mut self, heap: &mut Heap, ptr: PagePtr, tenant: usize, levels: u8) {
         let page = pg_mut(ptr);
-        let (_, depth) = page.tenant(tenant).expect("live tenant");
+        let (prefix, depth) = page.tenant(tenant).expect("live tenant");
         // The old tenant table decodes entries while the page is being re-encoded.
         let old_tenants = page.tenants();
         while self.global_depth < depth + levels {
             self.double();
         }
-        let mut group = [tenant; TENANT_SLOTS];
-        let mut group_len = 1;
-        for _ in 0..levels {
-            for i in 0..group_len {
-                let (p, d) = page.tenant(group[i]).expect("live tenant");
-                page.set_tenant(group[i], Some((p << 1, d + 1)));
-                let sibling = page.free_tenant_slot().expect("caller checked free slots");
-                page.set_tenant(sibling, Some(((p << 1) | 1, d + 1)));
-                group[group_len + i] = sibling;
+        // Part i of the split (prefix `prefix << levels | i`) goes to slot `slot_of[i]`.
+        let parts = 1usize << levels;
+        let mut slot_of = [tenant; TENANT_SLOTS];
+        let new_depth = depth + levels;
+        for (i, slot) in slot_of.iter_mut().enumerate().take(parts) {
+            if i > 0 {
+                *slot = page.free_tenant_slot().expect("caller checked free slots");
             }
-            group_len *= 2;
+            let part = (prefix << levels) | i as u32;
+            page.set_tenant(*slot, Some((part, new_depth)));
+            self.set_bucket(part, new_depth, word(ptr, *slot, new_depth));
         }
-        let mut split = [(0usize, 0u32, 0u8); TENANT_SLOTS];
-        for (i, &t) in group[..group_len].iter().enumerate() {
-            let (p, d) = page.tenant(t).expect("live tenant");
-            self.set_bucket(p, d, word(ptr, t, d));
-            split[i] = (t, p, d);
-        }
-        let split = &split[..group_len];
-        if C::STORES_TENANT {
-            // Entries that store their tenant change slot and lose a prefix bit: re-encode them
-            // where they are (never longer), in one pass over the page.
-            let codec = &self.codec;
-            page.edit_runs(
-                |_| true,
-                |b| C::len_of(b),
-                |_, _, _, bytes| {
-                    if C::stored_tenant(bytes) == Some(tenant) {
+        let part_of = |h: u64| (prefix_of(h, new_depth) & (parts as u32 - 1)) as usize;
+        // What leaves the bucket's runs, per part: the append batches of its slot's two groups.
+        let size = tenant_sizes(page)[tenant];
+        let mut moved: [Batch; TENANT_SLOTS] = std::array::from_fn(|i| {
+            Batch::with_capacity(if 0 < i && i < parts { size } else { 0 })
+        });
+        let codec = &self.codec;
+        let mut out = [0u8; ENTRY_BUF_BYTES];
+        let first_group = tenant * TENANT_RUNS / GROUP_RUNS;
+        page.edit_runs(
+            first_group..first_group + TENANT_RUNS / GROUP_RUNS,
+            |_| true,
+            |b| C::len_of(b),
+            |p, _, hint, bytes| {
+                let h = codec.hash_of(heap, &old_tenants, p, hint, bytes);
+                let i = part_of(h);
+                if i == 0 {
+                    return if C::ENCODES_DEPTH {
                         Edit::Rewrite
                     } else {
                         Edit::Keep
-                    }
-                },
-                |piece, hint, bytes, out| {
-                    let h = codec.hash_of(heap, &old_tenants, piece, hint, bytes);
-                    let &(new_t, _, new_depth) = split
-                        .iter()
-                        .find(|&&(_, p, d)| prefix_of(h, d) == p)
-                        .expect("split covers the bucket");
-                    let at = Placement {
-                        tenant: new_t,
-                        depth: new_depth,
                     };
-                    codec.reencode(bytes, h, at, out)
-                },
-            );
-        }
-        // The split bucket's entries now belong to its parts: the shed that always follows a
-        // split needs the new owners.
-        self.owners(heap, pg(ptr))
-    }
-
-    /// The tenant slot of every entry of `page` in page order (run by run), and the bytes
-    /// (entries + hints) of each tenant: one pass, hashing the entries that do not store
-    /// their tenant. A make-room round computes it once for its split and its shed.
-    fn owners(&self, heap: &Heap, page: &Page) -> (Vec<u8>, [usize; TENANT_SLOTS]) {
-        let mut owners = Vec::with_capacity(page.entry_count());
-        let mut sizes = [0; TENANT_SLOTS];
-        let tenants = page.tenants();
-        page.for_each_entry(
-            |b| C::len_of(b),
-            |piece, _, hint, bytes| {
-                let t = C::stored_tenant(bytes).unwrap_or_else(|| {
-                    let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                    tenants.of_hash(h).expect("entry's bucket is hosted here")
-                });
-                owners.push(t as u8);
-                sizes[t] += bytes.len() + 1;
+                }
+                let at = Placement { depth: new_depth };
+                let n = codec.reencode(bytes, h, at, &mut out);
+                moved[i].push(p % TENANT_RUNS, hint, &out[..n]);
+                Edit::Drop
+            },
+            |p, hint, bytes, out| {
+                let h = codec.hash_of(heap, &old_tenants, p, hint, bytes);
+                let at = Placement { depth: new_depth };
+                codec.reencode(bytes, h, at, out)
             },
         );
-        (owners, sizes)
+        for i in 1..parts {
+            moved[i].append_to(page, slot_of[i]);
+        }
     }
 
-    /// Moves one bucket out of the full page `ptr`: to the spare page if one fits, else to a new
-    /// page.
-    fn shed(
-        &mut self,
-        heap: &mut Heap,
-        ptr: PagePtr,
-        (owners, sizes): &(Vec<u8>, [usize; TENANT_SLOTS]),
-    ) -> Result<(), MapError> {
+    /// Moves one bucket out of the full page `ptr` (not `keep`): to the spare page if one fits,
+    /// else to a new page.
+    fn shed(&mut self, heap: &mut Heap, ptr: PagePtr, keep: Option<usize>) -> Result<(), MapError> {
         let page = pg(ptr);
+        let sizes = tenant_sizes(page);
         // Which bucket goes is a trade between the two pages: a small one keeps this page
         // full, but the spare has eight tenant slots, and a spare whose slots ran out on small
         // buckets is left part-empty. So the victim is the bucket closest to the spare's room
         // per free slot (a fresh page: a page per eight slots). Buckets under 1/32 of a page
-        // would free too little to be worth a pass over the page.
-        let tenants: Vec<usize> = (0..TENANT_SLOTS)
-            .filter(|&t| page.tenant(t).is_some() && sizes[t] >= PAYLOAD_BYTES / 32)
+        // would free too little to be worth a round (unless that is all there is).
+        let live = |t: usize| page.tenant(t).is_some() && Some(t) != keep;
+        let big: Vec<usize> = (0..TENANT_SLOTS)
+            .filter(|&t| live(t) && sizes[t] >= PAYLOAD_BYTES / 32)
             .collect();
+        let tenants = if big.is_empty() {
+            (0..TENANT_SLOTS).filter(|&t| live(t)).collect()
+        } else {
+            big
+        };
         let pick = |free: usize, slots: usize| {
             let target = free / slots.max(1);
             tenants
@@ -644,16 +630,17 @@ impl<C: Codec> Table<C> {
             let slots = TENANT_SLOTS - sp.tenant_count();
             if slots > 0
                 && let Some(victim) = pick(PAYLOAD_BYTES - sp.used_bytes(), slots)
-                && self.move_tenant(heap, ptr, victim, spare, Some((owners, sizes)))
+                && self.move_tenant(ptr, victim, spare)
             {
                 return Ok(());
             }
         }
-        let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
-        let victim = pick(PAYLOAD_BYTES, TENANT_SLOTS).unwrap_or(largest);
+        let Some(victim) = pick(PAYLOAD_BYTES, TENANT_SLOTS) else {
+            return Err(MapError::Full);
+        };
         let fresh = self.new_page(heap)?;
         // A bucket always fits an empty page (it came from one); the check is defensive.
-        if !self.move_tenant(heap, ptr, victim, fresh, Some((owners, sizes))) {
+        if !self.move_tenant(ptr, victim, fresh) {
             self.free_page(heap, fresh);
             return Err(MapError::Full);
         }
@@ -663,106 +650,34 @@ impl<C: Codec> Table<C> {
         Ok(())
     }
 
-    /// Moves tenant `victim` of page `from` into page `to` (a new tenant slot there). All or
-    /// nothing: false (and nothing changed) if `to` has no free slot, too few free bytes, or a
-    /// run that would pass `RUN_COUNT_MAX`.
-    /// `owned` is the page's `owners()` if the caller has it.
+    /// Moves tenant `victim` of page `from` into page `to` (a free tenant slot there). All or
+    /// nothing: false (and nothing changed) if `to` has no free slot or too few free bytes.
     ///
-    /// One pass over the runs that hold the victim's entries: `edit_runs` drops them from
-    /// `from` and hands each to the collector, re-encoded for `to` (same depth, so the same
-    /// length: what fits is known from the owners pass); then each group of `to` takes its
-    /// share in one `append_group`.
-    fn move_tenant(
-        &mut self,
-        heap: &mut Heap,
-        from: PagePtr,
-        victim: usize,
-        to: PagePtr,
-        owned: Option<(&[u8], &[usize; TENANT_SLOTS])>,
-    ) -> bool {
+    /// A bucket's entries are the runs of its slot, and their bytes depend on neither the slot
+    /// nor the page: the move takes the slot's two groups out of `from` and appends each, as
+    /// it is, to the same group of the new slot in `to`. Nothing is hashed or decoded.
+    fn move_tenant(&mut self, from: PagePtr, victim: usize, to: PagePtr) -> bool {
         assert_ne!(from, to);
         let (src, dst) = (pg(from), pg(to));
         let Some(slot) = dst.free_tenant_slot() else {
             return false;
         };
-        let computed;
-        let (owners, sizes) = if let Some(owned) = owned {
-            owned
-        } else {
-            computed = self.owners(heap, src);
-            (&computed.0[..], &computed.1)
-        };
-        debug_assert_eq!(owners.len(), src.entry_count());
-        let (prefix, depth) = src.tenant(victim).expect("live tenant");
-        // Where each run's owners start, and how many of its entries move: only runs with
-        // some are decoded.
-        let mut first = [0usize; PIECE_COUNT + 1];
-        let mut moving = [0usize; PIECE_COUNT];
-        let mut fits = true;
-        for p in 0..PIECE_COUNT {
-            first[p + 1] = first[p] + src.piece_count(p);
-            // A sum, not `any` or `filter`: runs hold a few entries, and an early exit or a
-            // branch per entry mispredicts.
-            moving[p] = owners[first[p]..first[p + 1]]
-                .iter()
-                .map(|&o| usize::from(usize::from(o) == victim))
-                .sum();
-            if moving[p] > 0 {
-                fits &= dst.piece_count(p) + moving[p] <= RUN_COUNT_MAX;
-            }
-        }
-        let count: usize = moving.iter().sum();
-        // The owners pass measured the victim's bytes (entries and hints).
-        let bytes_moving = sizes[victim];
-        if !fits || bytes_moving > dst.free_bytes() {
+        let first = victim * TENANT_RUNS / GROUP_RUNS;
+        if src.groups_used(first..first + TENANT_RUNS / GROUP_RUNS) > dst.free_bytes() {
             return false;
         }
-        let tenants = src.tenants();
-        let mut hints: Vec<u8> = Vec::with_capacity(count);
-        let mut bytes: Vec<u8> = Vec::with_capacity(bytes_moving);
-        let mut lens = [0usize; PIECE_COUNT];
-        let mut out = [0u8; ENTRY_BUF_BYTES];
-        let at = Placement {
-            tenant: slot,
-            depth,
-        };
-        let codec = &self.codec;
-        pg_mut(from).edit_runs(
-            |p| moving[p] > 0,
-            |b| C::len_of(b),
-            |p, i, hint, entry| {
-                if usize::from(owners[first[p] + i]) != victim {
-                    return Edit::Keep;
-                }
-                let h = if C::REENCODE_NEEDS_HASH {
-                    codec.hash_of(heap, &tenants, p, hint, entry)
-                } else {
-                    0
-                };
-                let n = codec.reencode(entry, h, at, &mut out);
-                debug_assert_eq!(n, entry.len(), "a move keeps the depth, so the length");
-                hints.push(hint);
-                bytes.extend_from_slice(&out[..n]);
-                lens[p] += n;
-                Edit::Drop
-            },
-            |_, _, _, _| unreachable!("moving a bucket rewrites nothing"),
-        );
-        pg_mut(from).set_tenant(victim, None);
+        let (prefix, depth) = src.tenant(victim).expect("live tenant");
+        let mut batch =
+            Batch::with_capacity(src.groups_used(first..first + TENANT_RUNS / GROUP_RUNS));
+        let src = pg_mut(from);
+        for k in 0..TENANT_RUNS / GROUP_RUNS {
+            batch.take_from(src, first + k, k);
+        }
+        src.set_tenant(victim, None);
+        src.spread_gaps();
         let dst = pg_mut(to);
         dst.set_tenant(slot, Some((prefix, depth)));
-        let (mut h_at, mut b_at) = (0, 0);
-        for g in 0..GROUP_COUNT {
-            let runs = g * GROUP_RUNS..(g + 1) * GROUP_RUNS;
-            let c: &[usize; GROUP_RUNS] = moving[runs.clone()].try_into().expect("a group");
-            let l: &[usize; GROUP_RUNS] = lens[runs].try_into().expect("a group");
-            let (k, n) = (c.iter().sum::<usize>(), l.iter().sum::<usize>());
-            if k > 0 {
-                dst.append_group(g, c, l, &hints[h_at..h_at + k], &bytes[b_at..b_at + n]);
-            }
-            h_at += k;
-            b_at += n;
-        }
+        batch.append_to(dst, slot);
         self.set_bucket(prefix, depth, word(to, slot, depth));
         true
     }
@@ -791,18 +706,10 @@ impl<C: Codec> Table<C> {
                 if spare != ptr
                     && pg(spare).used_bytes() + pg(ptr).used_bytes() < COALESCE_BELOW_BYTES =>
             {
-                // One hashing pass for all the moves: a move drops exactly its victim's
-                // entries and keeps the others in order, so the owners of what stays are the
-                // old ones without the victim.
-                let (mut owners, sizes) = self.owners(heap, pg(ptr));
                 for t in 0..TENANT_SLOTS {
-                    if pg(ptr).tenant(t).is_none() {
-                        continue;
-                    }
-                    if !self.move_tenant(heap, ptr, t, spare, Some((&owners, &sizes))) {
+                    if pg(ptr).tenant(t).is_some() && !self.move_tenant(ptr, t, spare) {
                         break;
                     }
-                    owners.retain(|&o| usize::from(o) != t);
                 }
                 if pg(ptr).tenant_count() == 0 {
                     self.free_page(heap, ptr);
@@ -841,9 +748,8 @@ impl<C: Codec> Table<C> {
                 if pg(a).used_bytes() + pg(b).used_bytes() >= COALESCE_BELOW_BYTES {
                     break;
                 }
-                // The move hashes the source page's entries to find the bucket's: take them
-                // from the page with fewer entries (usually the one that just went underfull)
-                // when the other has a free tenant slot.
+                // Move from the page with fewer entries (usually the one that just went
+                // underfull, which may then be freed) when the other has a free tenant slot.
                 let (a_free, b_free) = (
                     pg(a).free_tenant_slot().is_some(),
                     pg(b).free_tenant_slot().is_some(),
@@ -854,7 +760,7 @@ impl<C: Codec> Table<C> {
                     } else {
                         (a, a_t, b)
                     };
-                if !self.move_tenant(heap, src, src_t, dst, None) {
+                if !self.move_tenant(src, src_t, dst) {
                     break;
                 }
                 if pg(src).tenant_count() == 0 {
@@ -872,6 +778,7 @@ impl<C: Codec> Table<C> {
     }
 
     /// Rebuilds page `ptr` with buddy tenants `a` (even prefix) and `b` merged into `a`.
+    /// `Ok(false)`, and nothing changed, if the merged bucket does not fit the page.
     fn rebuild_merged(
         &mut self,
         heap: &mut Heap,
@@ -881,15 +788,27 @@ impl<C: Codec> Table<C> {
     ) -> Result<bool, MapError> {
         let page = pg(ptr);
         let (prefix, depth) = page.tenant(a).expect("live tenant");
-        if !C::STORES_TENANT {
-            // Entries that do not store their tenant are where their hash puts them whatever
-            // bucket owns them: merging two buckets of one page is a change of its tenant
-            // table. (Re-placing every entry here made draining a large map spend ~7% of its
-            // time in merges, in bursts of 100+ µs: a page hosts up to eight buckets, and
-            // each merge of two rebuilt the whole page.)
+        if !C::ENCODES_DEPTH {
+            // Entries that do not depend on the depth keep their bytes: b's runs join a's runs
+            // of the same homes, two group moves as in a bucket move, nothing hashed.
+            // (Re-placing every entry of the page here made draining a large map spend ~7% of
+            // its time in merges, in bursts of 100+ µs.)
+            if (0..TENANT_RUNS).any(|i| {
+                page.piece_count(a * TENANT_RUNS + i) + page.piece_count(b * TENANT_RUNS + i)
+                    > RUN_COUNT_MAX
+            }) {
+                return Ok(false);
+            }
+            let first = b * TENANT_RUNS / GROUP_RUNS;
+            let mut batch =
+                Batch::with_capacity(page.groups_used(first..first + TENANT_RUNS / GROUP_RUNS));
             let page = pg_mut(ptr);
+            for k in 0..TENANT_RUNS / GROUP_RUNS {
+                batch.take_from(page, first + k, k);
+            }
             page.set_tenant(b, None);
             page.set_tenant(a, Some((prefix >> 1, depth - 1)));
+            batch.append_to(page, a);
             self.set_bucket(prefix >> 1, depth - 1, word(ptr, a, depth - 1));
             return Ok(true);
         }
@@ -912,7 +831,7 @@ impl<C: Codec> Table<C> {
                     return;
                 }
                 let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                let t = tenants.of_hash(h).expect("entry's bucket is hosted here");
+                let t = piece / TENANT_RUNS;
                 let t = if t == b { a } else { t };
                 let codec = &self.codec;
                 ok = place(scratch, h, t, new_depths[t], |at, out| {
@@ -931,28 +850,18 @@ impl<C: Codec> Table<C> {
 
     /// One SCAN step from `cursor`: visits the bucket holding that hash position, returns the
     /// next cursor (0 when the scan is complete).
-    pub fn scan(
-        &self,
-        heap: &Heap,
-        cursor: u64,
-        mut f: impl FnMut(&Page, usize, u8, &[u8]),
-    ) -> u64 {
+    pub fn scan(&self, cursor: u64, mut f: impl FnMut(&Page, usize, u8, &[u8])) -> u64 {
         let (ptr, tenant, depth) = self.locate(cursor);
         let page = pg(ptr);
-        let tenants = page.tenants();
         let (prefix, _) = page.tenant(tenant).expect("live tenant");
-        page.for_each_entry(
-            |b| C::len_of(b),
-            |piece, _, hint, bytes| {
-                if C::stored_tenant(bytes).is_some_and(|t| t != tenant) {
-                    return;
-                }
-                let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                if prefix_of(h, depth) == prefix {
-                    f(page, piece, hint, bytes);
-                }
-            },
-        );
+        // The bucket's entries are exactly its slot's runs.
+        for run in tenant * TENANT_RUNS..(tenant + 1) * TENANT_RUNS {
+            page.for_each_in_piece(
+                run,
+                |b| C::len_of(b),
+                |_, _, hint, bytes| f(page, run, hint, bytes),
+            );
+        }
         if depth == 0 {
             return 0;
         }
@@ -1041,24 +950,21 @@ impl<C: Codec> Table<C> {
                     piece,
                     |b| C::len_of(b),
                     |_, _, hint, bytes| {
+                        let t = piece / TENANT_RUNS;
+                        let Some((prefix, depth)) = page.tenant(t) else {
+                            err = Some(format!("entry in run {piece} of empty slot {t}"));
+                            return;
+                        };
                         let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        let t = page.tenant_of_hash(h);
-                        let home = home_of(h);
-                        let distance = (piece + PIECE_COUNT - home) % PIECE_COUNT;
-                        let stored = C::stored_tenant(bytes);
-                        if t.is_none() || stored.is_some_and(|s| Some(s) != t) {
-                            err = Some(format!(
-                                "entry in piece {piece}: tenant {t:?} stored {stored:?}"
-                            ));
+                        if prefix_of(h, depth) != prefix {
+                            err = Some(format!("entry in run {piece}: not in tenant {t}"));
                         } else if hint != hint_of(h) {
                             err = Some(format!(
-                                "entry in piece {piece}: hint {hint} != {}",
+                                "entry in run {piece}: hint {hint} != {}",
                                 hint_of(h)
                             ));
-                        } else if distance != 0 {
-                            err = Some(format!(
-                                "entry in run {piece}: homed {distance} pieces back"
-                            ));
+                        } else if home_of(h) != piece % TENANT_RUNS {
+                            err = Some(format!("entry in run {piece}: home {}", home_of(h)));
                         }
                     },
                 );
@@ -1102,17 +1008,73 @@ impl<C: Codec> Table<C> {
     }
 }
 
-/// Bytes of each tenant of `page` estimated from their depths: uniform hashing gives a bucket of
-/// depth d a share of the page's bytes proportional to 2^-d.
-fn estimated_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
-    let depths = page.tenant_depths();
-    let deepest = depths.iter().filter(|&&d| d != NO_TENANT).max().copied();
-    let weight = |d: u8| match deepest {
-        Some(deepest) if d != NO_TENANT => 1usize << (deepest - d).min(16),
-        _ => 0,
-    };
-    let total: usize = depths.iter().map(|&d| weight(d)).sum();
-    std::array::from_fn(|t| page.used_bytes() * weight(depths[t]) / total.max(1))
+/// Bytes (entries and hints) of each tenant slot of `page`: its two groups' runs.
+fn tenant_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
+    const GROUPS: usize = TENANT_RUNS / GROUP_RUNS;
+    std::array::from_fn(|t| page.groups_used(t * GROUPS..(t + 1) * GROUPS))
+}
+
+/// Entries bound for the runs of one tenant slot, in run order: the [`Page::append_group`]
+/// batches of the slot's two groups. Filled by [`Batch::push`] (an entry at a time, in
+/// non-decreasing home order) or [`Batch::take_from`] (a whole group).
+#[derive(Debug, Default)]
+struct Batch {
+    counts: [usize; TENANT_RUNS],
+    lens: [usize; TENANT_RUNS],
+    hints: Vec<u8>,
+    entries: Vec<u8>,
+}
+
+impl Batch {
+    /// An empty batch with room for `bytes` of hints and entries.
+    fn with_capacity(bytes: usize) -> Batch {
+        Batch {
+            hints: Vec::with_capacity(bytes / 2),
+            entries: Vec::with_capacity(bytes),
+            ..Batch::default()
+        }
+    }
+
+    /// Adds an entry for home run `home` (0..16) of the slot.
+    fn push(&mut self, home: usize, hint: u8, entry: &[u8]) {
+        self.counts[home] += 1;
+        self.lens[home] += entry.len();
+        self.hints.push(hint);
+        self.entries.extend_from_slice(entry);
+    }
+
+    /// Empties group `g` of `page` into this batch's group `k` (0 or 1; taken in order).
+    fn take_from(&mut self, page: &mut Page, g: usize, k: usize) {
+        let runs = k * GROUP_RUNS..(k + 1) * GROUP_RUNS;
+        let counts: &mut [usize; GROUP_RUNS] = (&mut self.counts[runs.clone()])
+            .try_into()
+            .expect("a group");
+        let lens: &mut [usize; GROUP_RUNS] = (&mut self.lens[runs]).try_into().expect("a group");
+        page.take_group(g, counts, lens, &mut self.hints, &mut self.entries);
+    }
+
+    /// Appends the batch to the runs of slot `tenant` of `page`, which has the room.
+    fn append_to(&self, page: &mut Page, tenant: usize) {
+        let (mut h_at, mut e_at) = (0, 0);
+        for k in 0..TENANT_RUNS / GROUP_RUNS {
+            let runs = k * GROUP_RUNS..(k + 1) * GROUP_RUNS;
+            let counts: &[usize; GROUP_RUNS] =
+                self.counts[runs.clone()].try_into().expect("a group");
+            let lens: &[usize; GROUP_RUNS] = self.lens[runs].try_into().expect("a group");
+            let (c, n) = (counts.iter().sum::<usize>(), lens.iter().sum::<usize>());
+            if c > 0 {
+                page.append_group(
+                    tenant * TENANT_RUNS / GROUP_RUNS + k,
+                    counts,
+                    lens,
+                    &self.hints[h_at..h_at + c],
+                    &self.entries[e_at..e_at + n],
+                );
+            }
+            h_at += c;
+            e_at += n;
+        }
+    }
 }
 
 /// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
@@ -1126,12 +1088,12 @@ fn place(
     mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> bool {
     let mut buf = [0u8; ENTRY_BUF_BYTES];
-    let len = encode(Placement { tenant, depth }, &mut buf);
-    let home = home_of(h);
-    if !page.fits(home, len) {
+    let len = encode(Placement { depth }, &mut buf);
+    let run = run_of(tenant, h);
+    if !page.fits(run, len) {
         return false;
     }
-    page.push(home, hint_of(h), &buf[..len]);
+    page.push(run, hint_of(h), &buf[..len]);
     true
 }
 

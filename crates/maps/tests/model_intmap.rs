@@ -288,7 +288,7 @@ fn intmap_scan_with_concurrent_mutation_returns_every_stable_key() {
         let mut cursor = 0;
         let mut steps = 0;
         loop {
-            cursor = map.scan(&heap, cursor, |k, _| {
+            cursor = map.scan(cursor, |k, _| {
                 seen.insert(k);
             });
             steps += 1;

@@ -425,7 +425,7 @@ impl<'a> SetView<'a> {
                 0
             }
             SetView::Pages(p, heap) => p.scan(heap, cursor, |k, _| f(Member::Bytes(k))),
-            SetView::Ints(s, heap) => s.scan(heap, cursor, |v| f(Member::Int(v as i64))),
+            SetView::Ints(s, _) => s.scan(cursor, |v| f(Member::Int(v as i64))),
         }
     }
 
