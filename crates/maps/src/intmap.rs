@@ -6,21 +6,21 @@
 //! ("wide") hash by two families:
 //!
 //! ```text
-//!  wide:  h = | bucket prefix: depth bits | rest: 49 - depth bits   | hint: 8 | home: 7 |
-//!  short: h = | x = perm32(key): 32 bits                  | 0: 17   | x & 0x7fff        |
+//!  wide:  h = | bucket prefix: depth bits | rest: 49 - depth bits   | hint: 8 | low: 3 | home: 4 |
+//!  short: h = | x = perm32(key): 32 bits                  | 0: 17   | x & 0x7fff                 |
 //!               prefix: top depth bits of x, mid: the 17 - depth bits below it
-//!               (from the tenant table)      (stored in the entry)   (hint byte, the entry's run)
+//!               (from the tenant table)      (stored)              (hint byte) (stored) (the run)
 //!
 //!  entry (remainder forms)                     entry (literal form)
 //!  +-----+---------------------+---------+     +-----+-------------+---------+
 //!  | hdr | key field: K bytes  | value   |     | hdr | key: LEB128 | value   |
 //!  +-----+---------------------+---------+     +-----+-------------+---------+
 //!  hdr = value form (low nibble) | key form (high nibble):
-//!        1..=7   wide remainder form, K = form:  key field = rest << 3 | tenant slot,
+//!        1..=7   wide remainder form, K = form:  key field = rest << 3 | low,
 //!                K = ceil((52 - depth) / 8)
-//!        9..=11  short remainder form, K = form - 8:  key field = mid << 3 | tenant slot,
+//!        9..=11  short remainder form, K = form - 8:  key field = mid << 3 | low,
 //!                K = ceil((max(17 - depth, 0) + 3) / 8)
-//!        15      literal form: the key itself as a varint (no tenant)
+//!        15      literal form: the key itself as a varint
 //!  value, by the low nibble v:
 //!        0..=8   literal: v minimal little-endian bytes (0 bytes for 0; a set's values are 0)
 //!        9..=15  key-relative: v - 9 little-endian bytes of zigzag(value - key), so a value
@@ -28,10 +28,11 @@
 //! ```
 //!
 //! The shortest form is written (a tie goes to the literal, which no split rewrites; a value
-//! is key-relative only when that is strictly shorter). The
-//! field's length is in the form, so walking a run decodes no page header; the tenant slot sits
-//! in the low three bits of the field's first byte. Every entry lives in its home run (distance
-//! 0), which the forms no longer spell out.
+//! is key-relative only when that is strictly shorter). The field's length is in the form, so
+//! walking a run decodes no page header. The run gives the bucket's tenant slot (its prefix and
+//! depth) and the hash's low four bits; hash bits 4..=6 sit in the low three bits of the field's
+//! first byte. So an entry depends on its bucket's depth but not on its slot or page: moving a
+//! bucket copies its bytes, and only splits and merges re-encode.
 //!
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
 //! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.2 B/pair measured

@@ -8,7 +8,7 @@
 //!  SmallMap   <= 8 pairs               one packed heap allocation, 8 hints in a u64 smallmap.rs
 //!
 //!  table.rs   directory, buckets ("tenants"), split / shed / merge, scan, sampling
-//!  page.rs    the 8 KiB page: header, run index (one run per 64-byte home piece), dense runs
+//!  page.rs    the 8 KiB page: header, run index (128 runs, 16 per bucket slot), dense runs
 //!  raw.rs     the unsafe core: heap pointers to pages and blobs
 //!  hash.rs    seeded hashing (foldhash for bytes, a keyed bijective mix for u64)
 //!  hint.rs    SWAR matching of eight one-byte hints at once

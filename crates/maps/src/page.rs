@@ -1,5 +1,5 @@
 //! The 8 KiB page: a header, a run index with one slot per 64-byte piece, and a dense run area in
-//! which the entries of each home piece sit back to back, crossing piece boundaries freely.
+//! which the entries of each run sit back to back, crossing piece boundaries freely.
 //!
 //! ```text
 //!  page (8192 bytes = 128 pieces x 64, one heap block, 8 KiB-aligned)
@@ -28,10 +28,11 @@
 //!  run p = | hints[count] | entry 0 | entry 1 | ... |     (entries encoded by the map's codec)
 //! ```
 //!
-//! An entry's *home piece* (seven hash bits) names its run; a lookup reads the home's index slot
-//! and then only that run: it never examines an entry homed elsewhere, so the probe bound of
-//! the piece-bin format holds with a distance of zero. Hints come first in the run so one word
-//! load compares up to eight of them (SWAR) before any entry byte is decoded.
+//! The table names an entry's run (its bucket's tenant slot and four hash bits, `table.rs`); a
+//! lookup reads that run's index slot and then only that run: it never examines an entry of
+//! another run, so the probe bound of the piece-bin format holds with a distance of zero.
+//! Hints come first in the run so one word load compares up to eight of them (SWAR) before any
+//! entry byte is decoded.
 //!
 //! Invariants (checked by `validate`):
 //! - runs of a group are contiguous: `end(p) == start(p + 1)` inside a group, the last run ends
@@ -50,14 +51,16 @@
 //! group's last run on every insert and removal.
 //!
 //! Tenants: a page holds the entries of up to eight *buckets* (hash prefixes with their own
-//! depth) — see `table.rs` for why. This module only stores the table; it does not interpret it.
+//! depth) — see `table.rs` for why, and for which runs a bucket owns. This module only stores
+//! the tenant table; it does not interpret it. `take_group` and `spread_gaps` serve moving a
+//! bucket's groups out of a page.
 //!
 //! All functions here are safe code over a `[u8; 8192]`; `raw.rs` turns heap pointers into
 //! `&Page`/`&mut Page`.
 
 /// Bytes in a page (one heap block).
 pub const PAGE_BYTES: usize = heap::BLOCK_BYTES;
-/// Bytes in a piece: the unit an entry's home (seven hash bits) addresses.
+/// Bytes in a piece: the page is addressed as 128 of them, one run index slot each.
 pub const PIECE_BYTES: usize = 64;
 /// Pieces in a page (homes, runs).
 pub const PIECE_COUNT: usize = PAGE_BYTES / PIECE_BYTES;
@@ -78,8 +81,8 @@ pub const AREA_START: usize = GROUP_ENDS_AT + GROUP_COUNT * 2;
 /// Bytes of the run area: what hints and entries can use.
 pub const AREA_BYTES: usize = PAGE_BYTES - AREA_START;
 /// Most entries one run can hold (7 bits of the index slot). Uniform hashing puts ~2..12
-/// entries in a run; a run that reaches this makes its page count as full for it, so a flood
-/// of keys aimed at one home piece is split and shed like any full page.
+/// entries in a run; a run that reaches this makes its bucket split (`table.rs`), so a flood
+/// of keys aimed at one run costs splits, not longer probes.
 pub const RUN_COUNT_MAX: usize = (1 << 7) - 1;
 /// Tenant slots per page.
 pub const TENANT_SLOTS: usize = 8;

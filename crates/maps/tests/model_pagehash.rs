@@ -182,6 +182,42 @@ fn pagehash_all_keys_colliding_on_hint() {
 }
 
 #[test]
+fn pagehash_all_keys_in_one_run_split_their_buckets() {
+    // Every hash has the same low 15 bits (home and hint): each bucket's entries share one run,
+    // which fills to 127 entries long before its page does; inserts then split the bucket (or
+    // shed another one to free a slot), and lookups decode every candidate of the run.
+    let config = Config {
+        seed: Some(11),
+        hash_mask: !0x7FFF,
+        ..Config::default()
+    };
+    run(11, 6_000 / SCALE, 3_000, config, false);
+    // Short entries: runs fill (127) long before pages do, again and again as buckets split.
+    let mut heap = Heap::new().unwrap();
+    let mut map = PageHash::with_config(&mut heap, &config).unwrap();
+    let n = 20_000 / SCALE as u32;
+    for i in 0..n {
+        assert!(!map.insert(&mut heap, &i.to_le_bytes(), b"v").unwrap());
+        if i % 997 == 0 {
+            map.validate(&heap).unwrap();
+        }
+    }
+    map.validate(&heap).unwrap();
+    for i in 0..n {
+        assert_eq!(map.get(&heap, &i.to_le_bytes()).unwrap().bytes, b"v");
+    }
+    for i in 0..n {
+        assert!(map.remove(&mut heap, &i.to_le_bytes()));
+        if i % 997 == 0 {
+            map.validate(&heap).unwrap();
+        }
+    }
+    assert_eq!(map.len(), 0);
+    map.validate(&heap).unwrap();
+    map.destroy(&mut heap);
+}
+
+#[test]
 fn pagehash_all_keys_colliding_entirely_report_full_not_corruption() {
     // Identical hashes cannot be separated by splitting: their run fills (127 entries), then
     // the map reports Full at its maximum depth.
