@@ -596,9 +596,8 @@ impl<C: Codec> Table<C> {
         });
         let codec = &self.codec;
         let mut out = [0u8; ENTRY_BUF_BYTES];
-        let first_group = tenant * TENANT_RUNS / GROUP_RUNS;
         page.edit_runs(
-            first_group..first_group + TENANT_RUNS / GROUP_RUNS,
+            tenant_groups(tenant),
             |_| true,
             |b| C::len_of(b),
             |p, _, hint, bytes| {
@@ -691,17 +690,12 @@ impl<C: Codec> Table<C> {
         let Some(slot) = dst.free_tenant_slot() else {
             return false;
         };
-        let first = victim * TENANT_RUNS / GROUP_RUNS;
-        if src.groups_used(first..first + TENANT_RUNS / GROUP_RUNS) > dst.free_bytes() {
+        if src.groups_used(tenant_groups(victim)) > dst.free_bytes() {
             return false;
         }
         let (prefix, depth) = src.tenant(victim).expect("live tenant");
-        let mut batch =
-            Batch::with_capacity(src.groups_used(first..first + TENANT_RUNS / GROUP_RUNS));
         let src = pg_mut(from);
-        for k in 0..TENANT_RUNS / GROUP_RUNS {
-            batch.take_from(src, first + k, k);
-        }
+        let batch = Batch::take(src, victim);
         src.set_tenant(victim, None);
         src.spread_gaps();
         let dst = pg_mut(to);
@@ -828,13 +822,8 @@ impl<C: Codec> Table<C> {
             }) {
                 return Ok(false);
             }
-            let first = b * TENANT_RUNS / GROUP_RUNS;
-            let mut batch =
-                Batch::with_capacity(page.groups_used(first..first + TENANT_RUNS / GROUP_RUNS));
             let page = pg_mut(ptr);
-            for k in 0..TENANT_RUNS / GROUP_RUNS {
-                batch.take_from(page, first + k, k);
-            }
+            let batch = Batch::take(page, b);
             page.set_tenant(b, None);
             page.set_tenant(a, Some((prefix >> 1, depth - 1)));
             batch.append_to(page, a);
@@ -1052,15 +1041,20 @@ impl<C: Codec> Table<C> {
     }
 }
 
+/// The two groups that hold tenant slot `t`'s runs.
+fn tenant_groups(t: usize) -> std::ops::Range<usize> {
+    let first = t * TENANT_RUNS / GROUP_RUNS;
+    first..first + TENANT_RUNS / GROUP_RUNS
+}
+
 /// Bytes (entries and hints) of each tenant slot of `page`: its two groups.
 fn tenant_sizes(page: &Page) -> [usize; TENANT_SLOTS] {
-    const GROUPS: usize = TENANT_RUNS / GROUP_RUNS;
-    std::array::from_fn(|t| page.groups_used(t * GROUPS..(t + 1) * GROUPS))
+    std::array::from_fn(|t| page.groups_used(tenant_groups(t)))
 }
 
 /// Entries bound for the runs of one tenant slot, in run order: the [`Page::append_group`]
 /// batches of the slot's two groups. Filled by [`Batch::push`] (an entry at a time, in
-/// non-decreasing home order) or [`Batch::take_from`] (a whole group).
+/// non-decreasing home order) or [`Batch::take`] (a whole slot).
 #[derive(Debug, Default)]
 struct Batch {
     counts: [usize; TENANT_RUNS],
@@ -1087,20 +1081,25 @@ impl Batch {
         self.entries.extend_from_slice(entry);
     }
 
-    /// Empties group `g` of `page` into this batch's group `k` (0 or 1; taken in order).
-    fn take_from(&mut self, page: &mut Page, g: usize, k: usize) {
-        let runs = k * GROUP_RUNS..(k + 1) * GROUP_RUNS;
-        let counts: &mut [usize; GROUP_RUNS] = (&mut self.counts[runs.clone()])
-            .try_into()
-            .expect("a group");
-        let lens: &mut [usize; GROUP_RUNS] = (&mut self.lens[runs]).try_into().expect("a group");
-        page.take_group(g, counts, lens, &mut self.hints, &mut self.entries);
+    /// Empties the runs of slot `tenant` of `page` into a batch (its two groups, in order).
+    fn take(page: &mut Page, tenant: usize) -> Batch {
+        let mut batch = Batch::with_capacity(page.groups_used(tenant_groups(tenant)));
+        for (k, g) in tenant_groups(tenant).enumerate() {
+            let runs = k * GROUP_RUNS..(k + 1) * GROUP_RUNS;
+            let counts: &mut [usize; GROUP_RUNS] = (&mut batch.counts[runs.clone()])
+                .try_into()
+                .expect("a group");
+            let lens: &mut [usize; GROUP_RUNS] =
+                (&mut batch.lens[runs]).try_into().expect("a group");
+            page.take_group(g, counts, lens, &mut batch.hints, &mut batch.entries);
+        }
+        batch
     }
 
     /// Appends the batch to the runs of slot `tenant` of `page`, which has the room.
     fn append_to(&self, page: &mut Page, tenant: usize) {
         let (mut h_at, mut e_at) = (0, 0);
-        for k in 0..TENANT_RUNS / GROUP_RUNS {
+        for (k, g) in tenant_groups(tenant).enumerate() {
             let runs = k * GROUP_RUNS..(k + 1) * GROUP_RUNS;
             let counts: &[usize; GROUP_RUNS] =
                 self.counts[runs.clone()].try_into().expect("a group");
@@ -1108,7 +1107,7 @@ impl Batch {
             let (c, n) = (counts.iter().sum::<usize>(), lens.iter().sum::<usize>());
             if c > 0 {
                 page.append_group(
-                    tenant * TENANT_RUNS / GROUP_RUNS + k,
+                    g,
                     counts,
                     lens,
                     &self.hints[h_at..h_at + c],
