@@ -150,9 +150,9 @@ pub const PIPELINE_AHEAD: usize = 8;
 /// Map-level tunables.
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
-    /// Bound on the pieces a lookup may examine, from the entry's home piece (1..=128). Every
-    /// entry now lives in its home piece's run, so a lookup examines exactly one piece whatever
-    /// this says; the field is kept for configuration compatibility.
+    /// Bound on the pieces a lookup may examine (1..=128). Every entry lives in the one run its
+    /// bucket's slot and hash name, so a lookup examines exactly one run whatever this says;
+    /// the field is kept for configuration compatibility.
     pub probe_count_max: u8,
     /// Deepest bucket (and directory) depth, 0..=32. At this depth a full page reports
     /// [`MapError::Full`].
@@ -590,7 +590,7 @@ impl<C: Codec> Table<C> {
         }
         let part_of = |h: u64| (prefix_of(h, new_depth) & (parts as u32 - 1)) as usize;
         // What leaves the bucket's runs, per part: the append batches of its slot's two groups.
-        let size = tenant_sizes(page)[tenant];
+        let size = page.groups_used(tenant_groups(tenant));
         let mut moved: [Batch; TENANT_SLOTS] = std::array::from_fn(|i| {
             Batch::with_capacity(if 0 < i && i < parts { size } else { 0 })
         });
