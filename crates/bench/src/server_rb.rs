@@ -12,10 +12,10 @@
 //! `LPUSH (needed to benchmark LRANGE)` fill row. A test densekv does not implement is detected
 //! before the run by [`probe`], which sends that test's commands once and looks for an error reply.
 //!
-//! The tests run in two invocations per (server, pipeline depth): the cheap tests with
-//! `requests`, and the `lrange_*` tests with a tenth of it (each of their replies carries 100–600
-//! elements, so they take ten times as long per request). Order inside an invocation is
-//! redis-benchmark's own, so `lpop` pops what `lpush` pushed, on both servers alike.
+//! Each test runs in an invocation of its own, the `lrange_*` tests with fewer requests (each of
+//! their replies carries 100–600 elements, so they take up to ten times as long per request).
+//! Tests run in [`TESTS`] order, redis-benchmark's own, so `lpop` pops what `lpush` pushed, on
+//! both servers alike.
 
 use std::path::Path;
 use std::process::{Command, Stdio};

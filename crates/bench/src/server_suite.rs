@@ -12,8 +12,10 @@
 //!    `set`/`get` at `-r N` (the growth throughput), then stop.
 //! 2. **Throughput.** A throwaway densekv is probed for every test's commands (`server_rb::probe`);
 //!    tests it answers with an error are `n/a`. Then `--rounds` rounds of: for `-P 1` and
-//!    `-P 16`, both servers one after the other (who goes first alternates by round), each a fresh
-//!    process. redis-server runs every test; densekv the ones it supports.
+//!    `-P 16`, both servers started fresh, and every test run on one and then on the other (who
+//!    goes first alternates by test and by round), so a ratio compares figures taken seconds
+//!    apart. redis-server runs every test; densekv the ones it supports. The idle server of a
+//!    pair sleeps in its event loop and takes no CPU from the measured one.
 //!
 //! Measurements run one at a time: on two cores, a second server or benchmark running beside
 //! them would take a core from the one being measured.
@@ -38,8 +40,10 @@ use crate::server_workload::MemWorkload;
 const PIPELINES: [u32; 2] = [1, 16];
 /// `-P 16` runs this many times the requests of `-P 1` (it is that much faster per request).
 const P16_REQUEST_FACTOR: u64 = 5;
-/// The `lrange_*` tests run with this fraction of the requests.
-const LRANGE_DIVISOR: u64 = 10;
+/// The `lrange_*` tests run this fraction of the `-P 1` requests at both depths: their replies
+/// carry 100–600 elements. At a tenth, a `-P 1` run lasted a quarter of a second, too short to
+/// compare on a shared machine.
+const LRANGE_DIVISOR: u64 = 2;
 const GROWTH_TESTS: [&str; 2] = ["set", "get"];
 
 /// A part of the suite; the value of `--only`.
@@ -67,7 +71,7 @@ pub struct ServerArgs {
     /// Rounds of the throughput part [default: 3, quick: 1].
     #[arg(long)]
     pub rounds: Option<usize>,
-    /// redis-benchmark requests per test at -P 1; -P 16 runs 5× as many, lrange_* a tenth
+    /// redis-benchmark requests per test at -P 1; -P 16 runs 5× as many, lrange_* half
     /// [default: 100000, quick: 2000].
     #[arg(long)]
     pub requests: Option<u64>,
@@ -154,7 +158,7 @@ impl Plan {
                 rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
                 requests_p1,
                 requests_p16: requests_p1 * P16_REQUEST_FACTOR,
-                lrange_requests_divisor: LRANGE_DIVISOR,
+                lrange_requests: (requests_p1 / LRANGE_DIVISOR).max(100),
                 clients: CLIENTS,
                 keyspace: KEYSPACE,
                 growth_sizes: if growth { growth_sizes } else { Vec::new() },
@@ -509,13 +513,14 @@ fn rps_summary(samples: &[server_rb::BenchSample]) -> String {
 }
 
 /// Part 2: every redis-benchmark test at -P 1 and -P 16, both servers, `rounds` times.
+///
+/// Per round and depth, both servers start fresh and every test runs on one and then straight
+/// on the other (who goes first alternates by test and by round), so the two figures a ratio
+/// is taken from are seconds apart. Run server by server, a test's two figures were half a
+/// minute apart, and the shared machine's load drifts on that scale: single-round ratios of one
+/// test ranged 0.64–1.49.
 fn run_throughput(plan: &Plan, results: &mut Results) {
     let unsupported = densekv_unsupported(plan, results);
-    let densekv_tests: Vec<&str> = TESTS
-        .iter()
-        .copied()
-        .filter(|t| !unsupported.iter().any(|(u, _)| u == t))
-        .collect();
     for (test, why) in &unsupported {
         if plan.densekv.is_some() {
             results
@@ -524,36 +529,60 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
         }
     }
     let mut runs = Vec::new();
-    let kinds_in = |round: usize| {
-        let mut kinds = ServerKind::BOTH.to_vec();
-        if round.is_multiple_of(2) {
-            kinds.reverse();
-        }
-        kinds
-    };
     for round in 1..=plan.config.rounds {
         for pipeline in PIPELINES {
-            for kind in kinds_in(round) {
-                let tests: Vec<&str> = match kind {
-                    ServerKind::Redis => TESTS.to_vec(),
-                    ServerKind::Densekv => densekv_tests.clone(),
-                };
+            let label = format!(
+                "[throughput] round {round}/{} -P {pipeline:<2}",
+                plan.config.rounds
+            );
+            let mut servers: Vec<(ServerKind, ServerProcess)> = Vec::new();
+            for kind in ServerKind::BOTH {
                 let Some(binary) = plan.binary(kind) else {
                     continue;
                 };
-                if tests.is_empty() {
-                    continue;
+                match ServerProcess::start(kind, binary) {
+                    Ok(server) => servers.push((kind, server)),
+                    Err(e) => {
+                        eprintln!("{label} {} FAILED: {e}", kind.name());
+                        results
+                            .failures
+                            .push(format!("throughput {}: {e}", kind.name()));
+                    }
                 }
-                let label = format!(
-                    "[throughput] round {round}/{} -P {pipeline:<2} {:<8}",
-                    plan.config.rounds,
-                    kind.name()
-                );
-                if let Some(run) =
-                    throughput_run(plan, kind, binary, pipeline, &tests, &label, results)
-                {
-                    runs.push(BenchRun { round, ..run });
+            }
+            let mut samples: Vec<Vec<server_rb::BenchSample>> = vec![Vec::new(); servers.len()];
+            let clock = Instant::now();
+            for (index, test) in TESTS.iter().enumerate() {
+                let mut order: Vec<usize> = (0..servers.len()).collect();
+                if (round + index).is_multiple_of(2) {
+                    order.reverse();
                 }
+                for i in order {
+                    let (kind, server) = &servers[i];
+                    if *kind == ServerKind::Densekv && unsupported.iter().any(|(u, _)| u == test) {
+                        continue;
+                    }
+                    if let Some(sample) =
+                        throughput_test(plan, *kind, server.port, pipeline, test, results)
+                    {
+                        samples[i].push(sample);
+                    }
+                }
+            }
+            eprintln!(
+                "{label} {} tests on {} servers ({:.1} s)",
+                TESTS.len(),
+                servers.len(),
+                clock.elapsed().as_secs_f64()
+            );
+            for ((kind, _), samples) in servers.iter().zip(samples) {
+                runs.push(BenchRun {
+                    round,
+                    server: *kind,
+                    pipeline,
+                    keyspace: KEYSPACE,
+                    samples,
+                });
             }
         }
     }
@@ -587,76 +616,53 @@ fn densekv_unsupported(plan: &Plan, results: &mut Results) -> Vec<(String, Strin
     }
 }
 
-/// One fresh server, the cheap tests and then the `lrange_*` tests; `None` when it failed.
-fn throughput_run(
+/// One redis-benchmark run of `test` on the server at `port`: its sample, `None` when it failed.
+fn throughput_test(
     plan: &Plan,
     kind: ServerKind,
-    binary: &Path,
+    port: u16,
     pipeline: u32,
-    tests: &[&str],
-    label: &str,
+    test: &str,
     results: &mut Results,
-) -> Option<BenchRun> {
-    let server = match ServerProcess::start(kind, binary) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("{label} FAILED: {e}");
-            results
-                .failures
-                .push(format!("throughput {}: {e}", kind.name()));
-            return None;
-        }
+) -> Option<server_rb::BenchSample> {
+    let requests = if test.starts_with("lrange_") {
+        plan.config.lrange_requests
+    } else {
+        plan.requests(pipeline)
     };
-    let (lrange, cheap): (Vec<&str>, Vec<&str>) =
-        tests.iter().partition(|t| t.starts_with("lrange_"));
-    let mut samples = Vec::new();
-    for (group, requests) in [
-        (cheap, plan.requests(pipeline)),
-        (lrange, (plan.requests(pipeline) / LRANGE_DIVISOR).max(100)),
-    ] {
-        if group.is_empty() {
-            continue;
-        }
-        let args = server_rb::arguments(server.port, requests, KEYSPACE, pipeline, &group);
-        let shown: Vec<String> = args
-            .iter()
-            .map(|a| {
-                if *a == server.port.to_string() {
-                    "P".into()
-                } else {
-                    a.clone()
-                }
-            })
-            .collect();
-        let command = format!("redis-benchmark {}", shown.join(" "));
-        if !results.commands.contains(&command) {
-            results.commands.push(command);
-        }
-        let clock = Instant::now();
-        match server_rb::run(&plan.redis_benchmark, &args) {
-            Ok(mut group_samples) => {
-                eprintln!(
-                    "{label} {:>2} tests  ({:.1} s)",
-                    group_samples.len(),
-                    clock.elapsed().as_secs_f64()
-                );
-                samples.append(&mut group_samples);
+    let args = server_rb::arguments(port, requests, KEYSPACE, pipeline, &[test]);
+    let shown: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if *a == port.to_string() {
+                "P".into()
+            } else {
+                a.clone()
             }
-            Err(e) => {
-                eprintln!("{label} FAILED: {e}");
-                results
-                    .failures
-                    .push(format!("throughput {} -P {pipeline}: {e}", kind.name()));
-            }
-        }
+        })
+        .collect();
+    let command = format!("redis-benchmark {}", shown.join(" "));
+    if !results.commands.contains(&command) {
+        results.commands.push(command);
     }
-    Some(BenchRun {
-        round: 0,
-        server: kind,
-        pipeline,
-        keyspace: KEYSPACE,
-        samples,
-    })
+    let failed = |results: &mut Results, e: String| {
+        eprintln!(
+            "[throughput] {} -P {pipeline} {test} FAILED: {e}",
+            kind.name()
+        );
+        results.failures.push(format!(
+            "throughput {} -P {pipeline} {test}: {e}",
+            kind.name()
+        ));
+        None
+    };
+    match server_rb::run(&plan.redis_benchmark, &args) {
+        Ok(samples) => match samples.into_iter().find(|s| s.test == test) {
+            Some(sample) => Some(sample),
+            None => failed(results, "no result row".to_owned()),
+        },
+        Err(e) => failed(results, e),
+    }
 }
 
 /// Writes the JSON, and unless asked not to, BENCHMARKS.md and the charts.
