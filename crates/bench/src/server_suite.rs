@@ -495,10 +495,11 @@ fn growth_throughput(plan: &Plan, n: u64, servers: Vec<ServerProcess>, results: 
     results.runs.extend(runs);
 }
 
-/// The servers of a round in running order: densekv first in odd rounds, redis first in even ones.
-fn ordered(servers: &[ServerProcess], round: usize) -> Vec<&ServerProcess> {
+/// The servers in running order for step `step` (a round, or a round plus a test's index):
+/// densekv first at odd steps, redis first at even ones.
+fn ordered(servers: &[ServerProcess], step: usize) -> Vec<&ServerProcess> {
     let mut ordered: Vec<&ServerProcess> = servers.iter().collect();
-    if round.is_multiple_of(2) {
+    if step.is_multiple_of(2) {
         ordered.reverse();
     }
     ordered
@@ -535,13 +536,13 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
                 "[throughput] round {round}/{} -P {pipeline:<2}",
                 plan.config.rounds
             );
-            let mut servers: Vec<(ServerKind, ServerProcess)> = Vec::new();
+            let mut servers: Vec<ServerProcess> = Vec::new();
             for kind in ServerKind::BOTH {
                 let Some(binary) = plan.binary(kind) else {
                     continue;
                 };
                 match ServerProcess::start(kind, binary) {
-                    Ok(server) => servers.push((kind, server)),
+                    Ok(server) => servers.push(server),
                     Err(e) => {
                         eprintln!("{label} {} FAILED: {e}", kind.name());
                         results
@@ -550,22 +551,19 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
                     }
                 }
             }
-            let mut samples: Vec<Vec<server_rb::BenchSample>> = vec![Vec::new(); servers.len()];
+            let mut taken: Vec<(ServerKind, server_rb::BenchSample)> = Vec::new();
             let clock = Instant::now();
             for (index, test) in TESTS.iter().enumerate() {
-                let mut order: Vec<usize> = (0..servers.len()).collect();
-                if (round + index).is_multiple_of(2) {
-                    order.reverse();
-                }
-                for i in order {
-                    let (kind, server) = &servers[i];
-                    if *kind == ServerKind::Densekv && unsupported.iter().any(|(u, _)| u == test) {
+                for server in ordered(&servers, round + index) {
+                    if server.kind == ServerKind::Densekv
+                        && unsupported.iter().any(|(u, _)| u == test)
+                    {
                         continue;
                     }
                     if let Some(sample) =
-                        throughput_test(plan, *kind, server.port, pipeline, test, results)
+                        throughput_test(plan, server.kind, server.port, pipeline, test, results)
                     {
-                        samples[i].push(sample);
+                        taken.push((server.kind, sample));
                     }
                 }
             }
@@ -575,13 +573,17 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
                 servers.len(),
                 clock.elapsed().as_secs_f64()
             );
-            for ((kind, _), samples) in servers.iter().zip(samples) {
+            for server in &servers {
                 runs.push(BenchRun {
                     round,
-                    server: *kind,
+                    server: server.kind,
                     pipeline,
                     keyspace: KEYSPACE,
-                    samples,
+                    samples: taken
+                        .iter()
+                        .filter(|(kind, _)| *kind == server.kind)
+                        .map(|(_, sample)| sample.clone())
+                        .collect(),
                 });
             }
         }
