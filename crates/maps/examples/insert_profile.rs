@@ -1,11 +1,16 @@
 //! Inserts N random keys into one map and prints ns per insert: the insert path alone, for
 //! profilers and for instruction counts that the shared machine's noise does not move.
 //!
+//! `seq` inserts the keys 0..N into an IntMap (the bench's sequential workload) instead of
+//! random ones. With `SHAPE=1` it prints the map's shape (pages, global depth, fill) and bytes
+//! per entry after the inserts.
+//!
 //! With `GETS=1` it then looks every key up once in a random order and prints ns per lookup
 //! (instructions per lookup: the difference of two cachegrind runs, with and without).
 //!
 //! ```sh
 //! cargo run --release -p maps --example insert_profile -- int      # IntMap, random u64 -> u64
+//! cargo run --release -p maps --example insert_profile -- seq      # IntMap, 0..N -> itself
 //! cargo run --release -p maps --example insert_profile -- bytes    # PageHash, 16 B -> 16 B
 //! N=300000 valgrind --tool=cachegrind --cache-sim=no \
 //!     target/release/examples/insert_profile bytes                 # instructions ("I refs")
@@ -61,7 +66,11 @@ fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "bytes".into());
     let n: usize = std::env::var("N").map_or(1_000_000, |v| v.parse().expect("N is a count"));
     let mut seed = 42;
-    let keys: Vec<u64> = (0..n).map(|_| splitmix(&mut seed)).collect();
+    let keys: Vec<u64> = if which == "seq" {
+        (0..n as u64).collect()
+    } else {
+        (0..n).map(|_| splitmix(&mut seed)).collect()
+    };
     let mut heap = Heap::with_config(HeapConfig {
         reserve_bytes: 1 << 30,
         ..HeapConfig::default()
@@ -69,10 +78,14 @@ fn main() {
     .expect("heap");
     let t = Instant::now();
     match which.as_str() {
-        "int" => {
+        "int" | "seq" => {
             let mut map = IntMap::new(&mut heap).expect("map");
             for &k in &keys {
                 map.insert(&mut heap, k, k).expect("insert");
+            }
+            if std::env::var("SHAPE").is_ok_and(|v| v == "1") {
+                println!("{:?}", map.shape());
+                println!("{:.3} B/entry", map.memory_bytes() as f64 / n as f64);
             }
             if gets {
                 let order = shuffled(&keys);
@@ -97,6 +110,10 @@ fn main() {
                 map.insert(&mut heap, k, k).expect("insert");
             }
             println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
+            if std::env::var("SHAPE").is_ok_and(|v| v == "1") {
+                println!("{:?}", map.shape());
+                println!("{:.3} B/entry", map.memory_bytes() as f64 / n as f64);
+            }
             if gets {
                 let order = shuffled(&keys);
                 let t = Instant::now();

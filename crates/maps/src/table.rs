@@ -541,15 +541,31 @@ impl<C: Codec> Table<C> {
         // small and the page keeps most of its fill (shedding half a page would leave a
         // half-empty page). Measured at 1M random pairs: a quarter-page threshold gives 20.7
         // B/pair, an eighth 20.3 B/pair, for ~25% more insert time.
+        //
+        // Splitting past the global depth doubles the directory (8 B per slot). In growth that
+        // is due when the buckets at the global depth are near the split size on average; but
+        // under uniform hashing a few pass an eighth of a page by chance long before (at 1M
+        // 16+16-byte strings, depth 16: 15 entries on average, 28 for an eighth), and one such
+        // bucket would double the directory for the table's last few splits: 40.46 B per entry
+        // instead of 39.94 in 2 builds of 25. So while the average bucket at the global depth
+        // is under 2/3 of the split size, only a bucket past a quarter page (a chance of ~1e-11
+        // per bucket) splits deeper than the directory reaches; the others are shed whole.
         let sizes = tenant_sizes(page);
         let largest = (0..TENANT_SLOTS).max_by_key(|&t| sizes[t]).expect("slots");
         let free_slots = TENANT_SLOTS - page.tenant_count();
         let depth = page.tenant(largest).expect("live tenant").1;
-        if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < self.depth_max {
+        // At most the pages' payload over the slots (pages run 85-100% full).
+        let mean_at_global = (self.pages.len() * PAYLOAD_BYTES) >> self.global_depth;
+        let deepest = if sizes[largest] > PAYLOAD_BYTES / 4 || mean_at_global > PAYLOAD_BYTES / 12 {
+            self.depth_max
+        } else {
+            self.global_depth.min(self.depth_max)
+        };
+        if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < deepest {
             let mut levels = 1u8;
             while levels < SPLIT_LEVELS
                 && (1usize << (levels + 1)) - 1 <= free_slots
-                && depth + levels < self.depth_max
+                && depth + levels < deepest
                 && sizes[largest] >> (levels + 1) >= PAYLOAD_BYTES / 16
             {
                 levels += 1;

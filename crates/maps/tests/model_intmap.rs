@@ -236,6 +236,61 @@ fn intmap_all_keys_colliding_on_hint_and_home() {
     map.destroy(&mut heap);
 }
 
+/// Pages are 8 KiB with a 7,789-byte run area (docs/page-format.md).
+const PAYLOAD_BYTES: usize = 7789;
+
+#[test]
+fn intmap_buckets_outgrowing_the_rest_double_the_directory_only_past_a_quarter_page() {
+    let mut heap = Heap::new().unwrap();
+    let mut map = IntMap::with_config(&mut heap, &config(31, 16)).unwrap();
+    let mut model = HashMap::new();
+    let mut rng = SmallRng::seed_from_u64(6);
+    let mut insert = |map: &mut IntMap, heap: &mut Heap, k: u64, v: u64| {
+        assert_eq!(map.insert(heap, k, v).unwrap(), model.insert(k, v));
+    };
+    // Random pairs (~16 B per entry with its hint) until the directory has just doubled to at
+    // least 256 slots: the average bucket at the global depth is then far below the split
+    // size (an eighth of a page).
+    let mut depth = map.shape().global_depth;
+    while map.shape().global_depth == depth || depth < 8 {
+        depth = map.shape().global_depth;
+        insert(&mut map, &mut heap, rng.r#gen(), rng.r#gen());
+    }
+    let shape = map.shape();
+    let depth = shape.global_depth;
+    assert!(
+        (shape.page_count * PAYLOAD_BYTES) >> depth < PAYLOAD_BYTES / 12,
+        "{shape:?}"
+    );
+    // 16 buckets at the global depth take 80 keys each whose hashes share their prefix: ~1.3
+    // KB more, past an eighth of a page and short of a quarter. Such a bucket is shed whole
+    // when its page fills. (Split at an eighth, as shallower buckets are, they doubled the
+    // directory here after 1,073 of the 1,280 keys.)
+    let prefixes: Vec<u64> = (0..16)
+        .map(|_| rng.r#gen::<u64>() >> (64 - depth) << (64 - depth))
+        .collect();
+    let crafted: Vec<u64> = (0..80 * 16)
+        .map(|i| map.key_of_hash(prefixes[i % 16] | (rng.r#gen::<u64>() >> depth)))
+        .collect();
+    for (i, &k) in crafted.iter().enumerate() {
+        insert(&mut map, &mut heap, k, rng.r#gen::<u64>() | 1 << 63);
+        assert_eq!(map.shape().global_depth, depth, "after {} keys", i + 1);
+    }
+    map.validate(&heap).unwrap();
+    // A page's worth more into one of them: it passes a quarter page and splits deeper.
+    let more: Vec<u64> = (0..600)
+        .map(|_| map.key_of_hash(prefixes[0] | (rng.r#gen::<u64>() >> depth)))
+        .collect();
+    for &k in &more {
+        insert(&mut map, &mut heap, k, rng.r#gen::<u64>() | 1 << 63);
+    }
+    map.validate(&heap).unwrap();
+    assert!(map.shape().global_depth > depth, "{:?}", map.shape());
+    let got: HashMap<u64, u64> = map.iter().collect();
+    assert_eq!(got, model);
+    map.destroy(&mut heap);
+}
+
 #[test]
 fn intmap_at_maximum_depth_probes_the_whole_page_then_reports_full() {
     let mut heap = Heap::new().unwrap();
