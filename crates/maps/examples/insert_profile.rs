@@ -83,6 +83,7 @@ fn main() {
             for &k in &keys {
                 map.insert(&mut heap, k, k).expect("insert");
             }
+            println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
             if std::env::var("SHAPE").is_ok_and(|v| v == "1") {
                 println!("{:?}", map.shape());
                 println!("{:.3} B/entry", map.memory_bytes() as f64 / n as f64);
@@ -120,9 +121,7 @@ fn main() {
                 std::hint::black_box(bytes_gets(&map, &heap, &order));
                 println!("{:.1} ns/get", t.elapsed().as_nanos() as f64 / n as f64);
             }
-            return;
         }
-        other => panic!("unknown map {other:?}: int or bytes"),
+        other => panic!("unknown map {other:?}: int, seq or bytes"),
     }
-    println!("{:.1} ns/insert", t.elapsed().as_nanos() as f64 / n as f64);
 }

@@ -248,8 +248,8 @@ fn intmap_buckets_outgrowing_the_rest_double_the_directory_only_past_a_quarter_p
     let mut insert = |map: &mut IntMap, heap: &mut Heap, k: u64, v: u64| {
         assert_eq!(map.insert(heap, k, v).unwrap(), model.insert(k, v));
     };
-    // Random pairs (~16 B per entry with its hint) until the directory has just doubled to at
-    // least 256 slots: the average bucket at the global depth is then far below the split
+    // Random pairs (~16 B per entry with its hint) until the directory has just doubled from
+    // 256 slots or more: the average bucket at the global depth is then far below the split
     // size (an eighth of a page).
     let mut depth = map.shape().global_depth;
     while map.shape().global_depth == depth || depth < 8 {
