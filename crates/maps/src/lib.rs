@@ -38,7 +38,7 @@ mod varint;
 
 pub use hash::DEPTH_LIMIT;
 pub use intmap::{IntMap, IntSet};
-pub use page::{PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
+pub use page::{AREA_BYTES, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
 pub use pagehash::{PageHash, ValueRef};
 pub use smallmap::{HintStats, SmallInsert, SmallMap, hint_stats, reset_hint_stats};
 pub use table::Config;

@@ -559,7 +559,7 @@ impl<C: Codec> Table<C> {
         let deepest = if sizes[largest] > PAYLOAD_BYTES / 4 || mean_at_global > PAYLOAD_BYTES / 12 {
             self.depth_max
         } else {
-            self.global_depth.min(self.depth_max)
+            self.global_depth
         };
         if sizes[largest] > PAYLOAD_BYTES / 8 && free_slots > 0 && depth < deepest {
             let mut levels = 1u8;

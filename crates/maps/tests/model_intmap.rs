@@ -2,7 +2,7 @@
 //! Each run toggles operation kinds at random and validates every page after every operation.
 
 use heap::Heap;
-use maps::{Config, IntMap, IntSet, MapError};
+use maps::{AREA_BYTES, Config, IntMap, IntSet, MapError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 /// Debug builds run a quarter of the operations (the release suite is the thorough one).
@@ -236,9 +236,6 @@ fn intmap_all_keys_colliding_on_hint_and_home() {
     map.destroy(&mut heap);
 }
 
-/// Pages are 8 KiB with a 7,789-byte run area (docs/page-format.md).
-const PAYLOAD_BYTES: usize = 7789;
-
 #[test]
 fn intmap_buckets_outgrowing_the_rest_double_the_directory_only_past_a_quarter_page() {
     let mut heap = Heap::new().unwrap();
@@ -259,7 +256,7 @@ fn intmap_buckets_outgrowing_the_rest_double_the_directory_only_past_a_quarter_p
     let shape = map.shape();
     let depth = shape.global_depth;
     assert!(
-        (shape.page_count * PAYLOAD_BYTES) >> depth < PAYLOAD_BYTES / 12,
+        (shape.page_count * AREA_BYTES) >> depth < AREA_BYTES / 12,
         "{shape:?}"
     );
     // 16 buckets at the global depth take 80 keys each whose hashes share their prefix: ~1.3
