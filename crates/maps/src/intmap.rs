@@ -34,6 +34,12 @@
 //! first byte. So an entry depends on its bucket's depth but not on its slot or page: moving a
 //! bucket copies its bytes, and only splits and merges re-encode.
 //!
+//! All entries of a run have one length (`Codec::UNIFORM_RUNS`), so a lookup finds the
+//! candidate of hint match `i` at `i x length` without walking the run. An entry is written
+//! longer than its shortest form when its run needs it: fields and values zero-extended, a
+//! literal key as an over-long varint ([`widths_of`] gives the lengths an entry can take, and
+//! 16 bytes is one of every entry's).
+//!
 //! Bytes per entry, 1M random pairs (depth 14..16, K = 5): hint 1 + hdr 1 + key 5 + value 8 = 15,
 //! packed byte by byte in a 7789-byte run area: 15.8 B/pair at full pages, ~17.2 B/pair measured
 //! with ~0.94 page fill and the directory. 1M sequential pairs `i -> i` (short keys, depth
@@ -59,6 +65,13 @@ const SHORT_MID_BITS: u8 = 17;
 const VALUE_RELATIVE: u8 = 9;
 /// Most bytes a key-relative value takes (forms 9..=15).
 const VALUE_RELATIVE_BYTES_MAX: usize = 6;
+/// Most bytes of a wide key's field (forms 1..=7) and of a short key's (forms 9..=11).
+const WIDE_FIELD_BYTES_MAX: usize = 7;
+const SHORT_FIELD_BYTES_MAX: usize = 3;
+/// A length every entry can be written in (a wide key as field and literal value: 1 + 7 + 8;
+/// any other key as a literal varint of up to 5 bytes, padded, and a literal value), so a
+/// run can always agree on one width.
+const WIDTH_COMMON: usize = 16;
 
 /// Bytes of the value per value form, one nibble each: 0..=8 for the literal forms 0..=8,
 /// 0..=6 for the key-relative forms 9..=15.
@@ -157,6 +170,132 @@ fn varint_len_at(bytes: &[u8]) -> usize {
         .position(|&b| b < 0x80)
         .expect("terminated varint")
         + 1
+}
+
+/// Bits `lo..=hi` of a width mask (bit n: n bytes).
+#[inline]
+const fn width_range(lo: usize, hi: usize) -> u32 {
+    if lo > hi {
+        0
+    } else {
+        ((1u32 << (hi + 1)) - 1) & !((1u32 << lo) - 1)
+    }
+}
+
+/// The ways one entry can be written, each a key form and a value form with the byte counts
+/// each can take: `(key literal?, key bytes lo..=hi, value relative?, value bytes lo..=hi)`,
+/// most preferred first. A remainder field or a value is zero-extended to more bytes, a
+/// literal key is padded as an over-long varint (continuation bytes of 0x80).
+#[inline]
+fn writings(key: u64, value: u64, depth: u8) -> [(bool, usize, usize, bool, usize, usize); 4] {
+    let (field_lo, field_hi) = if key >> 32 == 0 {
+        (short_key_bytes(depth), SHORT_FIELD_BYTES_MAX)
+    } else {
+        (key_bytes(depth), WIDE_FIELD_BYTES_MAX)
+    };
+    let literal_lo = varint::len(key);
+    let value_lo = varint::le_len(value);
+    let d = value.wrapping_sub(key) as i64;
+    let relative_lo = varint::le_len(((d << 1) ^ (d >> 63)) as u64);
+    [
+        (false, field_lo, field_hi, false, value_lo, 8),
+        (
+            false,
+            field_lo,
+            field_hi,
+            true,
+            relative_lo,
+            VALUE_RELATIVE_BYTES_MAX,
+        ),
+        (true, literal_lo, varint::LEN_MAX, false, value_lo, 8),
+        (
+            true,
+            literal_lo,
+            varint::LEN_MAX,
+            true,
+            relative_lo,
+            VALUE_RELATIVE_BYTES_MAX,
+        ),
+    ]
+}
+
+/// The lengths `key -> value` can be written in at `depth` (bit n: n bytes). Always holds
+/// [`WIDTH_COMMON`].
+fn widths_of(key: u64, value: u64, depth: u8) -> u32 {
+    let mask = writings(key, value, depth)
+        .iter()
+        .filter(|w| w.1 <= w.2 && w.4 <= w.5)
+        .fold(0, |m, w| m | width_range(1 + w.1 + w.4, 1 + w.2 + w.5));
+    debug_assert!(mask & (1 << WIDTH_COMMON) != 0);
+    mask
+}
+
+/// Writes `key -> value` at `depth` in exactly `width` bytes (a length [`widths_of`] gives).
+fn encode_width(
+    key: u64,
+    value: u64,
+    h: u64,
+    depth: u8,
+    width: usize,
+    out: &mut [u8; ENTRY_BUF_BYTES],
+) -> usize {
+    let body = width - 1;
+    let way = writings(key, value, depth)
+        .into_iter()
+        .find(|w| w.1 <= w.2 && w.4 <= w.5 && w.1 + w.4 <= body && body <= w.2 + w.5)
+        .expect("a width from widths_of");
+    let (key_literal, _, _, relative, _, value_hi) = way;
+    let k = way.1.max(body.saturating_sub(value_hi));
+    let v = body - k;
+    let (vform, stored) = if relative {
+        let d = value.wrapping_sub(key) as i64;
+        (VALUE_RELATIVE + v as u8, ((d << 1) ^ (d >> 63)) as u64)
+    } else {
+        (v as u8, value)
+    };
+    if key_literal {
+        out[0] = (FORM_LITERAL << 4) | vform;
+        varint::put_padded(&mut out[1..], key, k);
+    } else if key >> 32 == 0 {
+        out[0] = ((FORM_SHORT_BASE + k as u8) << 4) | vform;
+        varint::put_le(&mut out[1..], (short_rest_of(h, depth) << 3) | low_of(h), k);
+    } else {
+        out[0] = ((k as u8) << 4) | vform;
+        varint::put_le(&mut out[1..], (rest_of(h, depth) << 3) | low_of(h), k);
+    }
+    varint::put_le(&mut out[1 + k..], stored, v);
+    width
+}
+
+/// If the entry starting `bytes` (in a bucket at `depth`) is `key`'s, whose hash is `h`: its
+/// length and value.
+#[inline(always)]
+fn entry_match(bytes: &[u8], key: u64, h: u64, depth: u8) -> Option<(usize, u64)> {
+    let hdr = bytes[0];
+    let vlen = value_bytes(hdr);
+    let form = hdr >> 4;
+    if form == FORM_LITERAL {
+        let (k, n) = varint::get(&bytes[1..]);
+        if k != key {
+            return None;
+        }
+        return Some((1 + n + vlen, value_at(hdr, key, &bytes[1 + n..])));
+    }
+    // An entry of the other family may share the hash bits its position holds.
+    let short = key >> 32 == 0;
+    if (form > FORM_SHORT_BASE) != short {
+        return None;
+    }
+    let rest = if short {
+        short_rest_of(h, depth)
+    } else {
+        rest_of(h, depth)
+    };
+    let k = field_bytes(hdr);
+    if varint::get_le(&bytes[1..], k) != (rest << 3) | low_of(h) {
+        return None;
+    }
+    Some((1 + k + vlen, value_at(hdr, key, &bytes[1 + k..])))
 }
 
 /// The integer entry codec.
@@ -320,6 +459,25 @@ impl Codec for IntCodec {
     }
 
     fn release(_heap: &mut Heap, _bytes: &[u8]) {}
+
+    const UNIFORM_RUNS: bool = true;
+
+    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u32 {
+        let key = self.key_from(bytes, h);
+        widths_of(key, Self::value_of(bytes, key), at.depth)
+    }
+
+    fn write_width(
+        &self,
+        bytes: &[u8],
+        h: u64,
+        at: Placement,
+        width: usize,
+        out: &mut [u8; ENTRY_BUF_BYTES],
+    ) -> usize {
+        let key = self.key_from(bytes, h);
+        encode_width(key, Self::value_of(bytes, key), h, at.depth, width, out)
+    }
 }
 
 /// A u64 -> u64 map in heap pages; see the module doc for the entry format.
@@ -362,33 +520,10 @@ impl IntMap {
     #[inline]
     fn find_hashed(&self, key: u64, h: u64) -> Option<(crate::table::Loc, u64)> {
         let mut value = 0;
-        let short = key >> 32 == 0;
         let loc = self.table.find(h, |depth, bytes| {
-            let vlen = value_bytes(bytes[0]);
-            let form = bytes[0] >> 4;
-            if form == FORM_LITERAL {
-                let (k, n) = varint::get(&bytes[1..]);
-                if k != key {
-                    return None;
-                }
-                value = value_at(bytes[0], key, &bytes[1 + n..]);
-                return Some(1 + n + vlen);
-            }
-            // An entry of the other family may share the hash bits its position holds.
-            if (form > FORM_SHORT_BASE) != short {
-                return None;
-            }
-            let rest = if short {
-                short_rest_of(h, depth)
-            } else {
-                rest_of(h, depth)
-            };
-            let k = field_bytes(bytes[0]);
-            if varint::get_le(&bytes[1..], k) != (rest << 3) | low_of(h) {
-                return None;
-            }
-            value = value_at(bytes[0], key, &bytes[1 + k..]);
-            Some(1 + k + vlen)
+            let (len, v) = entry_match(bytes, key, h, depth)?;
+            value = v;
+            Some(len)
         });
         loc.map(|loc| (loc, value))
     }
@@ -412,7 +547,7 @@ impl IntMap {
     }
 
     pub fn contains_key(&self, key: u64) -> bool {
-        self.find(key).1.is_some()
+        self.get(key).is_some()
     }
 
     /// Inserts or overwrites; returns the previous value.
@@ -430,10 +565,16 @@ impl IntMap {
             return Ok(None);
         };
         if old != value {
+            // The entries of a run share one length: the new one takes the old one's if it can.
+            let depth = self.table.placement_at(&loc).depth;
             let mut buf = [0u8; ENTRY_BUF_BYTES];
-            let n = IntCodec::encode(key, value, h, self.table.placement_at(&loc), &mut buf);
-            if !self.table.replace(&loc, &buf[..n]) {
-                // The value grew past the page's room: move the entry (make_room runs first).
+            if widths_of(key, value, depth) & (1 << loc.len) != 0 {
+                let n = encode_width(key, value, h, depth, loc.len, &mut buf);
+                let same_size = self.table.replace(&loc, &buf[..n]);
+                assert!(same_size, "same-size replace always fits");
+            } else {
+                // Re-placed, the run is rewritten in a length both can take (make_room runs
+                // first if the page lacks the room).
                 self.table.remove_unmerged(&loc);
                 self.table
                     .insert_new(heap, h, |at, out| IntCodec::encode(key, value, h, at, out))?;
@@ -597,5 +738,75 @@ impl IntSet {
 
     pub fn validate(&self, heap: &Heap) -> Result<(), String> {
         self.map.validate(heap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Keys of both families and literal-sized ones, values of every form.
+    fn pair(rng: &mut SmallRng) -> (u64, u64) {
+        let key = match rng.gen_range(0..4) {
+            0 => rng.gen_range(0..300),
+            1 => rng.r#gen::<u64>() >> rng.gen_range(32..64),
+            2 => rng.r#gen::<u64>() >> rng.gen_range(0..32),
+            _ => u64::MAX - rng.gen_range(0..300),
+        };
+        let value = match rng.gen_range(0..5) {
+            0 => 0,
+            1 => key,
+            2 => key.wrapping_add(rng.gen_range(0..1 << 20)),
+            3 => rng.r#gen::<u64>() >> rng.gen_range(0..64),
+            _ => u64::MAX,
+        };
+        (key, value)
+    }
+
+    #[test]
+    fn every_width_an_entry_can_take_encodes_to_it_and_decodes_back() {
+        let mut rng = SmallRng::seed_from_u64(7);
+        let hasher = IntHasher::new(Some(7));
+        for _ in 0..20_000 {
+            let (key, value) = pair(&mut rng);
+            let h = hasher.mix(key);
+            let depth = rng.gen_range(0..=32);
+            let mut out = [0u8; ENTRY_BUF_BYTES];
+            let minimal = IntCodec::encode(key, value, h, Placement { depth }, &mut out);
+            let mask = widths_of(key, value, depth);
+            assert_eq!(
+                mask.trailing_zeros() as usize,
+                minimal,
+                "{key} {value} {depth}"
+            );
+            assert_ne!(mask & (1 << WIDTH_COMMON), 0);
+            for width in 0..32 {
+                if mask & (1 << width) == 0 {
+                    continue;
+                }
+                let mut out = [0xAAu8; ENTRY_BUF_BYTES];
+                assert_eq!(encode_width(key, value, h, depth, width, &mut out), width);
+                assert_eq!(
+                    IntCodec::len_of(&out),
+                    width,
+                    "{key} {value} {depth} {width}"
+                );
+                assert_eq!(entry_match(&out, key, h, depth), Some((width, value)));
+                assert_eq!(IntCodec::value_of(&out[..width], key), value);
+            }
+        }
+    }
+
+    #[test]
+    fn padded_varints_read_back() {
+        let mut buf = [0u8; varint::LEN_MAX];
+        for v in [0, 1, 127, 128, 1 << 32, u64::MAX >> 1, u64::MAX] {
+            for n in varint::len(v)..=varint::LEN_MAX {
+                varint::put_padded(&mut buf, v, n);
+                assert_eq!(varint::get(&buf), (v, n));
+            }
+        }
     }
 }

@@ -664,6 +664,49 @@ impl Page {
         self.add_totals(-1, 0);
     }
 
+    /// The length of run `p`'s first entry (0 for an empty run): every entry's, in a run of
+    /// uniform length.
+    #[inline]
+    pub fn first_len(&self, p: usize, len_of: impl Fn(&[u8]) -> usize) -> usize {
+        let (s, c) = self.slot(p);
+        if c == 0 {
+            0
+        } else {
+            len_of(&self.bytes[s + c..])
+        }
+    }
+
+    /// Whether the entries of run `p` all have one length.
+    pub fn run_is_uniform(&self, p: usize, len_of: impl Fn(&[u8]) -> usize) -> bool {
+        let (s, c) = self.slot(p);
+        let end = self.run_end(p);
+        if c < 2 {
+            return true;
+        }
+        let width = len_of(&self.bytes[s + c..end]);
+        (end - s - c) == c * width && {
+            let mut at = s + c;
+            (0..c).all(|_| {
+                let len = len_of(&self.bytes[at..end]);
+                at += len;
+                len == width
+            })
+        }
+    }
+
+    /// Replaces the entry bytes of run `p` (its hints stay) by `entries`, which hold as many
+    /// entries. The caller checked that the page has the room.
+    pub fn set_run_entries(&mut self, p: usize, entries: &[u8]) {
+        let old = self.entries(p).len();
+        if entries.len() > old {
+            let room = self.ensure_gap(p / GROUP_RUNS, entries.len() - old);
+            assert!(room, "set_run_entries without room");
+        }
+        let (s, c) = self.slot(p);
+        self.resize_in_group(p, s + c, old, entries.len());
+        self.bytes[s + c..s + c + entries.len()].copy_from_slice(entries);
+    }
+
     /// Replaces the entry at `offset` (`old_len` bytes) of run `p` by `entry`; returns false
     /// (and changes nothing) if the page lacks the room to grow it.
     pub fn replace(&mut self, p: usize, offset: usize, old_len: usize, entry: &[u8]) -> bool {
@@ -842,7 +885,8 @@ impl Page {
     /// from the candidate to the end of the page and returns the entry's length if it is the
     /// one. Returns `(index, offset, len, at)`, `at` the entry's first byte in the page. Only
     /// hint matches are decoded, and `len_of` is called only to skip the entries before a
-    /// candidate.
+    /// candidate; in a `uniform` run (all entries of one length) the candidate of index `i` is
+    /// at `i` times the first entry's length, with no walk.
     ///
     /// One loop for every run length, eight hints per word, with one call site for each
     /// closure: the compiler inlines both, and a lookup is a few dozen instructions.
@@ -851,6 +895,7 @@ impl Page {
         &self,
         p: usize,
         hint: u8,
+        uniform: bool,
         len_of: impl Fn(&[u8]) -> usize,
         mut eq: impl FnMut(&[u8]) -> Option<usize>,
     ) -> Option<(usize, usize, usize, usize)> {
@@ -862,9 +907,13 @@ impl Page {
             while mask != 0 {
                 let index = base + mask.trailing_zeros() as usize / 8;
                 mask &= mask - 1;
-                while walked < index {
-                    offset += len_of(&self.bytes[entries_at + offset..]);
-                    walked += 1;
+                if uniform {
+                    offset = index * len_of(&self.bytes[entries_at..]);
+                } else {
+                    while walked < index {
+                        offset += len_of(&self.bytes[entries_at + offset..]);
+                        walked += 1;
+                    }
                 }
                 if let Some(len) = eq(&self.bytes[entries_at + offset..]) {
                     return Some((index, offset, len, entries_at + offset));
@@ -1057,7 +1106,7 @@ mod tests {
                 1 if !model[p].is_empty() => {
                     let i = (x >> 24) as usize % model[p].len();
                     let (h, want) = model[p][i].clone();
-                    let found = page.find(p, h, len_of, |b| {
+                    let found = page.find(p, h, false, len_of, |b| {
                         (b[..len_of(b)] == *want.as_slice()).then(|| len_of(b))
                     });
                     let (index, offset, len, at) = found.expect("present");

@@ -117,6 +117,31 @@ pub trait Codec {
     ) -> usize;
     /// Frees whatever the entry owns outside its page.
     fn release(heap: &mut Heap, bytes: &[u8]);
+    /// Whether all entries of a run have one length (IntMap). A lookup then finds its
+    /// candidate at index x length instead of walking the entries before it; writers keep the
+    /// invariant through [`Codec::widths`] and [`Codec::write_width`].
+    const UNIFORM_RUNS: bool = false;
+    /// The lengths (bit n: n bytes) the entry `bytes` with hash `h` can be written in at `at`.
+    /// A codec that never pads writes an entry only as it is.
+    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u32 {
+        let _ = (h, at);
+        1 << bytes.len()
+    }
+    /// Writes the entry `bytes` with hash `h` for `at` in exactly `width` bytes (a length
+    /// [`Codec::widths`] gives); returns `width`.
+    fn write_width(
+        &self,
+        bytes: &[u8],
+        h: u64,
+        at: Placement,
+        width: usize,
+        out: &mut [u8; ENTRY_BUF_BYTES],
+    ) -> usize {
+        let _ = (h, at);
+        assert_eq!(width, bytes.len(), "an entry is written only as it is");
+        out[..width].copy_from_slice(bytes);
+        width
+    }
 }
 
 /// Where a found entry is.
@@ -345,7 +370,13 @@ impl<C: Codec> Table<C> {
         let (run, hint) = (run_of(tenant, h), hint_of(h));
         page.prefetch_run(run);
         // Every entry lives in its home run: the one run is the whole probe.
-        let (index, offset, len, at) = page.find(run, hint, |b| C::len_of(b), |b| eq(depth, b))?;
+        let (index, offset, len, at) = page.find(
+            run,
+            hint,
+            C::UNIFORM_RUNS,
+            |b| C::len_of(b),
+            |b| eq(depth, b),
+        )?;
         Some(Loc {
             page: ptr,
             piece: run,
@@ -439,7 +470,7 @@ impl<C: Codec> Table<C> {
         for _ in 0..INSERT_ROUNDS_MAX {
             let (ptr, tenant, depth) = self.locate(h);
             let page = pg_mut(ptr);
-            if place(page, h, tenant, depth, &mut encode) {
+            if place(&self.codec, heap, page, h, tenant, depth, &mut encode) {
                 self.len += 1;
                 return Ok(());
             }
@@ -611,6 +642,7 @@ impl<C: Codec> Table<C> {
             Batch::with_capacity(if 0 < i && i < parts { size } else { 0 })
         });
         let codec = &self.codec;
+        let at = Placement { depth: new_depth };
         let mut out = [0u8; ENTRY_BUF_BYTES];
         page.edit_runs(
             tenant_groups(tenant),
@@ -626,19 +658,30 @@ impl<C: Codec> Table<C> {
                         Edit::Keep
                     };
                 }
-                let at = Placement { depth: new_depth };
                 let n = codec.reencode(bytes, h, at, &mut out);
                 moved[i].push(p % TENANT_RUNS, hint, &out[..n]);
                 Edit::Drop
             },
             |p, hint, bytes, out| {
                 let h = codec.hash_of(heap, &old_tenants, p, hint, bytes);
-                let at = Placement { depth: new_depth };
                 codec.reencode(bytes, h, at, out)
             },
         );
         for i in 1..parts {
             moved[i].append_to(page, slot_of[i]);
+        }
+        if C::UNIFORM_RUNS {
+            // Re-encoded for the deeper depth, a run's entries may now differ in length; each
+            // such run is rewritten in the narrowest length they all take. The old run's
+            // length is one of them (fields only shorten), so no run grows past its old bytes.
+            for &t in &slot_of[..parts] {
+                for p in t * TENANT_RUNS..(t + 1) * TENANT_RUNS {
+                    if !page.run_is_uniform(p, |b| C::len_of(b)) {
+                        let fixed = rewidth_run(&self.codec, heap, page, p, at, u32::MAX, 0);
+                        assert!(fixed.is_some(), "a split run fits in its old bytes");
+                    }
+                }
+            }
         }
     }
 
@@ -860,6 +903,7 @@ impl<C: Codec> Table<C> {
         scratch.set_tenant(a, Some((prefix >> 1, depth - 1)));
         let new_depths = scratch.tenant_depths();
         let tenants = page.tenants();
+        let shared: &Heap = heap;
         let mut ok = true;
         page.for_each_entry(
             |b| C::len_of(b),
@@ -867,11 +911,11 @@ impl<C: Codec> Table<C> {
                 if !ok {
                     return;
                 }
-                let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
+                let h = self.codec.hash_of(shared, &tenants, piece, hint, bytes);
                 let t = piece / TENANT_RUNS;
                 let t = if t == b { a } else { t };
                 let codec = &self.codec;
-                ok = place(scratch, h, t, new_depths[t], |at, out| {
+                ok = place(codec, shared, scratch, h, t, new_depths[t], |at, out| {
                     codec.reencode(bytes, h, at, out)
                 });
             },
@@ -989,10 +1033,17 @@ impl<C: Codec> Table<C> {
             total += page.entry_count();
             let mut err = None;
             for piece in 0..PIECE_COUNT {
+                let mut run_len = None;
                 page.for_each_in_piece(
                     piece,
                     |b| C::len_of(b),
                     |_, _, hint, bytes| {
+                        if C::UNIFORM_RUNS && *run_len.get_or_insert(bytes.len()) != bytes.len() {
+                            err = Some(format!(
+                                "run {piece}: entries of lengths {run_len:?} and {}",
+                                bytes.len()
+                            ));
+                        }
                         let t = piece / TENANT_RUNS;
                         let Some((prefix, depth)) = page.tenant(t) else {
                             err = Some(format!("entry in run {piece} of empty slot {t}"));
@@ -1137,23 +1188,90 @@ impl Batch {
 }
 
 /// Places an entry in `page` as tenant `tenant` at `depth`: appended to its home run, the page
-/// bringing free bytes from wherever they are. False if the page has no room.
+/// bringing free bytes from wherever they are. False if the page has no room. With
+/// `C::UNIFORM_RUNS` the entry takes the run's length, or, if it cannot be written in that
+/// length, the run's entries are rewritten in the narrowest length all of them can take.
 #[inline]
-fn place(
+fn place<C: Codec>(
+    codec: &C,
+    heap: &Heap,
     page: &mut Page,
     h: u64,
     tenant: usize,
     depth: u8,
     mut encode: impl FnMut(Placement, &mut [u8; ENTRY_BUF_BYTES]) -> usize,
 ) -> bool {
+    let at = Placement { depth };
     let mut buf = [0u8; ENTRY_BUF_BYTES];
-    let len = encode(Placement { depth }, &mut buf);
+    let mut len = encode(at, &mut buf);
     let run = run_of(tenant, h);
+    if C::UNIFORM_RUNS {
+        let width = page.first_len(run, |b| C::len_of(b));
+        if width != 0 && len != width {
+            let mine = codec.widths(&buf[..len], h, at);
+            let target = if mine & (1 << width) != 0 {
+                width
+            } else {
+                match rewidth_run(codec, heap, page, run, at, mine, len) {
+                    Some(target) => target,
+                    None => return false,
+                }
+            };
+            let entry = buf;
+            len = codec.write_width(&entry[..len], h, at, target, &mut buf);
+        }
+    }
     if !page.fits(run, len) {
         return false;
     }
     page.push(run, hint_of(h), &buf[..len]);
     true
+}
+
+/// Rewrites the entries of run `p` (at `at`) in the narrowest length they and a new entry
+/// (`len` bytes, lengths `mine`; `len` 0 and `mine` all ones for none) can all be written in,
+/// if the page then still has room for the new entry; returns that length. `None`, and
+/// nothing changed, if not.
+#[cold]
+fn rewidth_run<C: Codec>(
+    codec: &C,
+    heap: &Heap,
+    page: &mut Page,
+    p: usize,
+    at: Placement,
+    mine: u32,
+    len: usize,
+) -> Option<usize> {
+    let tenants = page.tenants();
+    let mut common = mine;
+    page.for_each_in_piece(
+        p,
+        |b| C::len_of(b),
+        |_, _, hint, bytes| {
+            let h = codec.hash_of(heap, &tenants, p, hint, bytes);
+            common &= codec.widths(bytes, h, at);
+        },
+    );
+    let target = common.trailing_zeros() as usize;
+    let count = page.piece_count(p);
+    let old = page.entries(p).len();
+    let new_entry = if len == 0 { 0 } else { 1 + target };
+    if (len > 0 && count >= RUN_COUNT_MAX) || page.free_bytes() + old < count * target + new_entry {
+        return None;
+    }
+    let mut entries = Vec::with_capacity(count * target);
+    let mut out = [0u8; ENTRY_BUF_BYTES];
+    page.for_each_in_piece(
+        p,
+        |b| C::len_of(b),
+        |_, _, hint, bytes| {
+            let h = codec.hash_of(heap, &tenants, p, hint, bytes);
+            let n = codec.write_width(bytes, h, at, target, &mut out);
+            entries.extend_from_slice(&out[..n]);
+        },
+    );
+    page.set_run_entries(p, &entries);
+    Some(target)
 }
 
 /// Iterator over a table's entries (see [`Table::entries`]).

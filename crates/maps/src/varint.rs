@@ -11,6 +11,9 @@
 //! minimal little-endian byte strings with the byte count in a nibble ([`le_len`]): a random
 //! 64-bit value then costs 8 bytes plus half a byte, where LEB128 would cost 10.
 
+/// Most bytes a varint takes (a u64 has ten groups of seven bits).
+pub const LEN_MAX: usize = 10;
+
 /// Bytes the varint of `v` takes.
 #[inline]
 pub fn len(v: u64) -> usize {
@@ -30,6 +33,16 @@ pub fn put(out: &mut [u8], mut v: u64) -> usize {
     }
     out[i] = v as u8;
     i + 1
+}
+
+/// Writes `v` as exactly `n` LEB128 bytes (`len(v) <= n <= LEN_MAX`): over-long forms carry
+/// 0x80 continuation bytes, which [`get`] reads as the same value.
+pub fn put_padded(out: &mut [u8], v: u64, n: usize) {
+    debug_assert!(len(v) <= n && n <= LEN_MAX);
+    for (i, b) in out[..n].iter_mut().enumerate() {
+        let more = if i + 1 < n { 0x80 } else { 0 };
+        *b = ((v >> (7 * i).min(63)) as u8 & 0x7f) | more;
+    }
 }
 
 /// Reads a varint at the start of `bytes`: `(value, bytes read)`. Panics on truncated input
