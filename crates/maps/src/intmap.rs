@@ -97,13 +97,19 @@ static ENTRY_LENS: [u8; 256] = {
     table
 };
 
+/// `value` as stored key-relative: zigzag(value - key), small for values near the key.
+#[inline]
+fn relative_of(key: u64, value: u64) -> u64 {
+    let d = value.wrapping_sub(key) as i64;
+    ((d << 1) ^ (d >> 63)) as u64
+}
+
 /// The value form and its bytes for `value` under `key`: literal, or key-relative when that
 /// is strictly shorter.
 #[inline]
 fn value_form(key: u64, value: u64) -> (u8, u64, usize) {
     let literal = varint::le_len(value);
-    let d = value.wrapping_sub(key) as i64;
-    let zigzag = ((d << 1) ^ (d >> 63)) as u64;
+    let zigzag = relative_of(key, value);
     let relative = varint::le_len(zigzag);
     if relative < literal && relative <= VALUE_RELATIVE_BYTES_MAX {
         (VALUE_RELATIVE + relative as u8, zigzag, relative)
@@ -172,60 +178,66 @@ fn varint_len_at(bytes: &[u8]) -> usize {
         + 1
 }
 
-/// Bits `lo..=hi` of a width mask (bit n: n bytes).
+/// Bits `lo..=hi` of a width mask (bit n: n bytes; `hi` < 128).
 #[inline]
-const fn width_range(lo: usize, hi: usize) -> u32 {
-    if lo > hi {
-        0
-    } else {
-        ((1u32 << (hi + 1)) - 1) & !((1u32 << lo) - 1)
-    }
+const fn width_range(lo: usize, hi: usize) -> u128 {
+    ((1u128 << (hi + 1)) - 1) & !((1u128 << lo) - 1)
 }
 
-/// The ways one entry can be written, each a key form and a value form with the byte counts
-/// each can take: `(key literal?, key bytes lo..=hi, value relative?, value bytes lo..=hi)`,
-/// most preferred first. A remainder field or a value is zero-extended to more bytes, a
-/// literal key is padded as an over-long varint (continuation bytes of 0x80).
+/// One way to write an entry: its key as a remainder field or a literal varint, its value
+/// literal or key-relative, each in a range of byte counts. A field or a value is
+/// zero-extended to more bytes; a literal key is padded as an over-long varint (continuation
+/// bytes of 0x80).
+#[derive(Clone, Copy)]
+struct Writing {
+    key_literal: bool,
+    key_bytes: (usize, usize),
+    relative: bool,
+    value_bytes: (usize, usize),
+}
+
+/// The ways `key -> value` can be written at `depth`, most preferred first (a key-relative
+/// value only where it fits in [`VALUE_RELATIVE_BYTES_MAX`]).
 #[inline]
-fn writings(key: u64, value: u64, depth: u8) -> [(bool, usize, usize, bool, usize, usize); 4] {
-    let (field_lo, field_hi) = if key >> 32 == 0 {
+fn writings(key: u64, value: u64, depth: u8) -> impl Iterator<Item = Writing> {
+    let field = if key >> 32 == 0 {
         (short_key_bytes(depth), SHORT_FIELD_BYTES_MAX)
     } else {
         (key_bytes(depth), WIDE_FIELD_BYTES_MAX)
     };
-    let literal_lo = varint::len(key);
-    let value_lo = varint::le_len(value);
-    let d = value.wrapping_sub(key) as i64;
-    let relative_lo = varint::le_len(((d << 1) ^ (d >> 63)) as u64);
-    [
-        (false, field_lo, field_hi, false, value_lo, 8),
-        (
-            false,
-            field_lo,
-            field_hi,
-            true,
-            relative_lo,
-            VALUE_RELATIVE_BYTES_MAX,
-        ),
-        (true, literal_lo, varint::LEN_MAX, false, value_lo, 8),
+    let literal = (varint::len(key), varint::LEN_MAX);
+    let values = [
+        (false, (varint::le_len(value), 8)),
         (
             true,
-            literal_lo,
-            varint::LEN_MAX,
-            true,
-            relative_lo,
-            VALUE_RELATIVE_BYTES_MAX,
+            (
+                varint::le_len(relative_of(key, value)),
+                VALUE_RELATIVE_BYTES_MAX,
+            ),
         ),
-    ]
+    ];
+    [(false, field), (true, literal)]
+        .into_iter()
+        .flat_map(move |(key_literal, key_bytes)| {
+            values.map(|(relative, value_bytes)| Writing {
+                key_literal,
+                key_bytes,
+                relative,
+                value_bytes,
+            })
+        })
+        .filter(|w| w.value_bytes.0 <= w.value_bytes.1)
 }
 
 /// The lengths `key -> value` can be written in at `depth` (bit n: n bytes). Always holds
 /// [`WIDTH_COMMON`].
-fn widths_of(key: u64, value: u64, depth: u8) -> u32 {
-    let mask = writings(key, value, depth)
-        .iter()
-        .filter(|w| w.1 <= w.2 && w.4 <= w.5)
-        .fold(0, |m, w| m | width_range(1 + w.1 + w.4, 1 + w.2 + w.5));
+fn widths_of(key: u64, value: u64, depth: u8) -> u128 {
+    let mask = writings(key, value, depth).fold(0, |m, w| {
+        m | width_range(
+            1 + w.key_bytes.0 + w.value_bytes.0,
+            1 + w.key_bytes.1 + w.value_bytes.1,
+        )
+    });
     debug_assert!(mask & (1 << WIDTH_COMMON) != 0);
     mask
 }
@@ -240,20 +252,23 @@ fn encode_width(
     out: &mut [u8; ENTRY_BUF_BYTES],
 ) -> usize {
     let body = width - 1;
-    let way = writings(key, value, depth)
-        .into_iter()
-        .find(|w| w.1 <= w.2 && w.4 <= w.5 && w.1 + w.4 <= body && body <= w.2 + w.5)
+    let w = writings(key, value, depth)
+        .find(|w| {
+            let (lo, hi) = (
+                w.key_bytes.0 + w.value_bytes.0,
+                w.key_bytes.1 + w.value_bytes.1,
+            );
+            lo <= body && body <= hi
+        })
         .expect("a width from widths_of");
-    let (key_literal, _, _, relative, _, value_hi) = way;
-    let k = way.1.max(body.saturating_sub(value_hi));
+    let k = w.key_bytes.0.max(body.saturating_sub(w.value_bytes.1));
     let v = body - k;
-    let (vform, stored) = if relative {
-        let d = value.wrapping_sub(key) as i64;
-        (VALUE_RELATIVE + v as u8, ((d << 1) ^ (d >> 63)) as u64)
+    let (vform, stored) = if w.relative {
+        (VALUE_RELATIVE + v as u8, relative_of(key, value))
     } else {
         (v as u8, value)
     };
-    if key_literal {
+    if w.key_literal {
         out[0] = (FORM_LITERAL << 4) | vform;
         varint::put_padded(&mut out[1..], key, k);
     } else if key >> 32 == 0 {
@@ -462,7 +477,7 @@ impl Codec for IntCodec {
 
     const UNIFORM_RUNS: bool = true;
 
-    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u32 {
+    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u128 {
         let key = self.key_from(bytes, h);
         widths_of(key, Self::value_of(bytes, key), at.depth)
     }

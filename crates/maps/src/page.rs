@@ -684,14 +684,12 @@ impl Page {
             return true;
         }
         let width = len_of(&self.bytes[s + c..end]);
-        (end - s - c) == c * width && {
-            let mut at = s + c;
-            (0..c).all(|_| {
-                let len = len_of(&self.bytes[at..end]);
-                at += len;
-                len == width
-            })
-        }
+        let mut at = s + c;
+        (0..c).all(|_| {
+            let len = len_of(&self.bytes[at..end]);
+            at += len;
+            len == width
+        })
     }
 
     /// Replaces the entry bytes of run `p` (its hints stay) by `entries`, which hold as many

@@ -121,9 +121,9 @@ pub trait Codec {
     /// candidate at index x length instead of walking the entries before it; writers keep the
     /// invariant through [`Codec::widths`] and [`Codec::write_width`].
     const UNIFORM_RUNS: bool = false;
-    /// The lengths (bit n: n bytes) the entry `bytes` with hash `h` can be written in at `at`.
-    /// A codec that never pads writes an entry only as it is.
-    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u32 {
+    /// The lengths (bit n: n bytes; entries are at most 120) the entry `bytes` with hash `h`
+    /// can be written in at `at`. A codec that never pads writes an entry only as it is.
+    fn widths(&self, bytes: &[u8], h: u64, at: Placement) -> u128 {
         let _ = (h, at);
         1 << bytes.len()
     }
@@ -677,7 +677,7 @@ impl<C: Codec> Table<C> {
             for &t in &slot_of[..parts] {
                 for p in t * TENANT_RUNS..(t + 1) * TENANT_RUNS {
                     if !page.run_is_uniform(p, |b| C::len_of(b)) {
-                        let fixed = rewidth_run(&self.codec, heap, page, p, at, u32::MAX, 0);
+                        let fixed = rewidth_run(&self.codec, heap, page, p, at, u128::MAX, 0);
                         assert!(fixed.is_some(), "a split run fits in its old bytes");
                     }
                 }
@@ -1239,7 +1239,7 @@ fn rewidth_run<C: Codec>(
     page: &mut Page,
     p: usize,
     at: Placement,
-    mine: u32,
+    mine: u128,
     len: usize,
 ) -> Option<usize> {
     let tenants = page.tenants();
