@@ -22,7 +22,8 @@
 //! is bounded per page (a lookup reads one run of at most 127 entries); a bucket's run that
 //! reaches that count splits the bucket, so colliding keys cost splits, not longer probes; and at `depth_max` the map reports [`crate::MapError::Full`]. A server that wants
 //! cryptographic resistance swaps this one function for SipHash-1-3; nothing else depends on
-//! which hash it is. (SmallMap hints use foldhash's `fast` variant: they only pick candidates.)
+//! which hash it is. (SmallMap hints use foldhash's `fast` steps with fixed seeds: a SmallMap
+//! lookup compares at most eight keys whatever the hints, so they need no secret.)
 //!
 //! # Integers: a keyed bijective mix
 //! [`IntHasher::mix`] is a keyed permutation of `u64` (xor key, xorshift-multiply, xor key,

@@ -74,36 +74,29 @@ fn bump(counter: &'static std::thread::LocalKey<Cell<u64>>) {
     counter.with(|c| c.set(c.get() + 1));
 }
 
-/// SmallMap hints need only eight good bits: foldhash's `fast` variant (one folded multiply
-/// fewer than `quality`), seeded once per process.
-#[inline]
-fn hasher() -> &'static foldhash::fast::SeedableRandomState {
-    static HASHER: std::sync::OnceLock<foldhash::fast::SeedableRandomState> =
-        std::sync::OnceLock::new();
-    HASHER.get_or_init(|| {
-        foldhash::fast::SeedableRandomState::with_seed(
-            crate::hash::process_random(),
-            foldhash::SharedSeed::global_random(),
-        )
-    })
-}
+/// The hint hash's two seeds. They are fixed, not drawn per process: a lookup compares at most
+/// eight keys whatever the hints, so hints an attacker made collide would cost no more than a
+/// map of eight pairs with the same first byte of hash, and constants in the instruction stream
+/// spare every lookup the load and check of a lazily seeded static.
+const SEEDS: [u64; 2] = [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344];
 
 /// The hint hash of a key of at most 16 bytes: foldhash's short-input step (the key's first and
-/// last words, each xored with a seed, through one folded multiply) with the two seeds held
-/// in one static rather than behind foldhash's shared-seed pointer.
+/// last words, each xored with a seed, through one folded multiply).
 #[inline(always)]
 fn short_hash(key: &[u8]) -> u64 {
-    static SEEDS: std::sync::OnceLock<[u64; 2]> = std::sync::OnceLock::new();
-    let seeds = SEEDS.get_or_init(|| {
-        let s = crate::hash::process_random();
-        [
-            crate::hash::splitmix(s ^ 0x5a11),
-            crate::hash::splitmix(s ^ 0x3a9),
-        ]
-    });
     let (a, b) = crate::hint::edge_words(key);
-    let m = u128::from(a ^ seeds[0]) * u128::from(b ^ seeds[1] ^ key.len() as u64);
+    let m = u128::from(a ^ SEEDS[0]) * u128::from(b ^ SEEDS[1] ^ key.len() as u64);
     (m as u64) ^ ((m >> 64) as u64)
+}
+
+/// The hint hash of a longer key: foldhash's `fast` variant (one folded multiply fewer than
+/// `quality`; hints need only eight good bits).
+#[inline(never)]
+fn long_hash(key: &[u8]) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = foldhash::fast::FixedState::with_seed(SEEDS[0]).build_hasher();
+    h.write(key);
+    h.finish()
 }
 
 /// What [`SmallMap::insert`] did.
@@ -208,6 +201,28 @@ impl SmallMap {
         self.u16_at(16 + 2 * i)
     }
 
+    /// The pair starting at byte `at` of the allocation: (meta, key, value), with no bounds
+    /// checks (a lookup's hot path).
+    ///
+    /// # Safety
+    /// `at` must be `HEADER_BYTES + offset(i)` for a live pair `i < len()`.
+    #[inline(always)]
+    unsafe fn pair_at(&self, at: usize) -> (Meta, &[u8], &[u8]) {
+        let p = self.ptr.as_ptr();
+        // SAFETY: the caller names a live pair: its three length bytes, key and value lie in
+        // the header + `used` bytes, which are initialised, inside the allocation, and not
+        // written while `&self` lends them.
+        unsafe {
+            let k_len = usize::from(*p.add(at + 1));
+            let v_len = usize::from(*p.add(at + 2 + k_len));
+            (
+                Meta(*p.add(at)),
+                std::slice::from_raw_parts(p.add(at + 2), k_len),
+                std::slice::from_raw_parts(p.add(at + 3 + k_len), v_len),
+            )
+        }
+    }
+
     /// Index of `key`, where its pair starts in `bytes()`, and its value, counting hint hits,
     /// misses and not-founds. One pass: the eight hints at once, then only the candidates' pairs.
     #[inline(always)]
@@ -219,7 +234,6 @@ impl SmallMap {
             bump(&NOT_FOUND);
             return None;
         }
-        let bytes = self.bytes();
         // Bounded: at most eight candidates.
         while mask != 0 {
             let i = mask.trailing_zeros() as usize / 8;
@@ -227,13 +241,12 @@ impl SmallMap {
             let at = HEADER_BYTES
                 + u16::from_le_bytes(header[16 + 2 * i..18 + 2 * i].try_into().expect("2 bytes"))
                     as usize;
-            // Length first: a hint match with another length is settled by one byte.
-            if bytes[at + 1] as usize == key.len() {
-                let (meta, k, value, _) = split_pair(&bytes[at..]);
-                if crate::hint::key_eq(k, key) {
-                    bump(&HINT_HIT);
-                    return Some((i, at, ValueRef { meta, bytes: value }));
-                }
+            // SAFETY: hint `i` matched, and hints are never 0 while empty slots hold 0, so pair
+            // `i` is live and `at` is its start (`validate` checks both invariants).
+            let (meta, k, value) = unsafe { self.pair_at(at) };
+            if crate::hint::key_eq(k, key) {
+                bump(&HINT_HIT);
+                return Some((i, at, ValueRef { meta, bytes: value }));
             }
             bump(&HINT_MISS);
         }
@@ -246,10 +259,7 @@ impl SmallMap {
         let h = if key.len() <= 16 {
             short_hash(key)
         } else {
-            use std::hash::{BuildHasher, Hasher};
-            let mut h = hasher().build_hasher();
-            h.write(key);
-            h.finish()
+            long_hash(key)
         };
         // Never 0: the hint bytes of empty slots are 0, so a lookup compares all eight bytes
         // without masking by the count (folding 0 into 1 moves the false-match rate per stored
