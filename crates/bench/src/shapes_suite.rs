@@ -88,7 +88,7 @@ fn user_record(rng: &mut SplitMix64, i: usize) -> [(Vec<u8>, Vec<u8>); 5] {
 /// Bytes of one listpack entry holding `value`, as listpack.c encodes it (integer forms for
 /// canonical integers, string forms otherwise, plus the back-length).
 pub fn listpack_entry_bytes(value: &[u8]) -> usize {
-    let encoded = match shape::record::canonical_i64(value) {
+    let encoded = match shape::canonical_i64(value) {
         Some(v) if (0..=127).contains(&v) => 1,
         Some(v) if (-4096..4096).contains(&v) => 2,
         Some(v) if i16::try_from(v).is_ok() => 3,

@@ -100,8 +100,7 @@ static ENTRY_LENS: [u8; 256] = {
 /// `value` as stored key-relative: zigzag(value - key), small for values near the key.
 #[inline]
 fn relative_of(key: u64, value: u64) -> u64 {
-    let d = value.wrapping_sub(key) as i64;
-    ((d << 1) ^ (d >> 63)) as u64
+    varint::zigzag(value.wrapping_sub(key) as i64)
 }
 
 /// The value form and its bytes for `value` under `key`: literal, or key-relative when that
@@ -123,8 +122,7 @@ fn value_form(key: u64, value: u64) -> (u8, u64, usize) {
 fn value_at(hdr: u8, key: u64, bytes: &[u8]) -> u64 {
     let stored = varint::get_le(bytes, value_bytes(hdr));
     if hdr & 15 >= VALUE_RELATIVE {
-        let d = ((stored >> 1) as i64) ^ -((stored & 1) as i64);
-        key.wrapping_add(d as u64)
+        key.wrapping_add(varint::unzigzag(stored) as u64)
     } else {
         stored
     }

@@ -34,7 +34,7 @@ mod pagehash;
 mod raw;
 mod smallmap;
 mod table;
-mod varint;
+pub mod varint;
 
 pub use hash::DEPTH_LIMIT;
 pub use intmap::{IntMap, IntSet};

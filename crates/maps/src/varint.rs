@@ -77,6 +77,40 @@ fn get_long(bytes: &[u8]) -> (u64, usize) {
     panic!("varint longer than 10 bytes");
 }
 
+/// Appends the varint of `v` to `out`.
+#[inline]
+pub fn push(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; LEN_MAX];
+    let n = put(&mut buf, v);
+    out.extend_from_slice(&buf[..n]);
+}
+
+/// Reads a varint that may be truncated or over-long: `None` instead of a panic, for bytes that
+/// did not come from this crate's own writers.
+pub fn get_checked(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(LEN_MAX) {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// ZigZag: signed integers to unsigned ones that are small when the magnitude is small
+/// (0, -1, 1, -2 … map to 0, 1, 2, 3 …), so a small negative number takes a short varint.
+#[inline]
+pub fn zigzag(i: i64) -> u64 {
+    ((i << 1) ^ (i >> 63)) as u64
+}
+
+/// The inverse of [`zigzag`].
+#[inline]
+pub fn unzigzag(u: u64) -> i64 {
+    (u >> 1) as i64 ^ -((u & 1) as i64)
+}
+
 /// Minimal little-endian byte count of `v` (0 for 0, 8 for values >= 2^56).
 #[inline]
 pub fn le_len(v: u64) -> usize {
@@ -115,6 +149,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn zigzag_round_trips_and_checked_reads_refuse_bad_input() {
+        for i in [0, -1, 1, i64::MIN, i64::MAX, -64, 63, 64] {
+            assert_eq!(unzigzag(zigzag(i)), i);
+        }
+        assert_eq!(zigzag(-1), 1);
+        assert_eq!(zigzag(1), 2);
+        assert_eq!(get_checked(&[]), None);
+        assert_eq!(get_checked(&[0x80]), None);
+        assert_eq!(get_checked(&[0xff; 11]), None);
+    }
+
+    #[test]
     fn round_trips() {
         let mut buf = [0u8; 10];
         let mut x = 0x1234_5678u64;
@@ -127,6 +173,10 @@ mod tests {
             let n = put(&mut buf, v);
             assert_eq!(n, len(v));
             assert_eq!(get(&buf), (v, n));
+            assert_eq!(get_checked(&buf[..n]), Some((v, n)));
+            let mut pushed = Vec::new();
+            push(&mut pushed, v);
+            assert_eq!(pushed, &buf[..n]);
             let m = le_len(v);
             put_le(&mut buf, v, m);
             assert_eq!(get_le(&buf, m), v);

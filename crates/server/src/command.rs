@@ -11,7 +11,7 @@ use crate::server::Server;
 use parking_lot::MutexGuard;
 use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
-use store::Shard;
+use store::{Collection, Edit, Shard, StoreError};
 
 /// Command flags.
 pub mod flag {
@@ -28,6 +28,9 @@ pub mod flag {
     pub const ALLOW_BUSY: u32 = 1 << 10;
     /// Runs in MULTI instead of being queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const TXN_CONTROL: u32 = 1 << 11;
+
+    /// No flags.
+    pub const NONE: u32 = 0;
 
     pub const NAMES: [(u32, &str); 11] = [
         (WRITE, "write"),
@@ -63,6 +66,40 @@ pub enum Keys {
     NumKeys { at: usize, also: Option<usize> },
 }
 
+pub use flag::{
+    ADMIN, ALLOW_BUSY, DENYOOM, FAST, LOADING, NO_AUTH, NO_MULTI, NONE, NOSCRIPT, READONLY, STALE,
+    TXN_CONTROL, WRITE,
+};
+
+/// No key arguments (PING, CLIENT…).
+pub const NOKEYS: Keys = Keys::None;
+/// The whole keyspace (KEYS, DBSIZE, INFO…).
+pub const ALL: Keys = Keys::All;
+/// The key at argument 1.
+pub const K1: Keys = Keys::Range {
+    first: 1,
+    last: 1,
+    step: 1,
+};
+/// The keys at arguments 1 and 2 (RENAME, LMOVE…).
+pub const K12: Keys = Keys::Range {
+    first: 1,
+    last: 2,
+    step: 1,
+};
+/// Every argument from 1 on (DEL, MGET…).
+pub const KALL: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 1,
+};
+/// Every other argument from 1 on (MSET key value …).
+pub const KPAIRS: Keys = Keys::Range {
+    first: 1,
+    last: -1,
+    step: 2,
+};
+
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
 
 /// One command.
@@ -72,6 +109,9 @@ pub struct Spec {
     pub arity: i32,
     pub flags: u32,
     pub keys: Keys,
+    /// The argument naming a field or member of the collection at the command's one key (the
+    /// read-ahead in `net.rs` prefetches its lookup); 0 for none.
+    pub member: u8,
     pub group: &'static str,
     pub since: &'static str,
     pub summary: &'static str,
@@ -134,11 +174,34 @@ impl<'a> Locks<'a> {
         &mut self.guards[at].1
     }
 
+    /// Two different locked shards at once (RENAME and COPY between shards).
+    pub fn pair(&mut self, a: usize, b: usize) -> (&mut Shard, &mut Shard) {
+        let at = |index: usize| {
+            self.guards
+                .iter()
+                .position(|(i, _)| *i == index)
+                .expect("a command touched a shard it did not lock")
+        };
+        let (ia, ib) = (at(a), at(b));
+        assert_ne!(ia, ib, "pair takes two different shards");
+        let (low, high) = self.guards.split_at_mut(ia.max(ib));
+        let (first, second) = (&mut *low[ia.min(ib)].1, &mut *high[0].1);
+        if ia < ib {
+            (first, second)
+        } else {
+            (second, first)
+        }
+    }
+
     /// Every locked shard (all of them, for keyless keyspace commands).
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
 }
+
+/// What a handler's store access gave: `None` when an error was replied, else the result
+/// (`None` for a missing key).
+pub type Replied<R> = Option<Option<R>>;
 
 /// Everything a command handler works with.
 pub struct Ctx<'s, 'c> {
@@ -195,15 +258,16 @@ impl<'c> Ctx<'_, 'c> {
     }
 
     pub fn wrong_type(&mut self) {
-        self.error("WRONGTYPE Operation against a key holding the wrong kind of value");
+        self.store_error(StoreError::WrongType);
     }
 
     pub fn not_integer(&mut self) {
-        self.error("ERR value is not an integer or out of range");
+        self.error(crate::commands::args::NOT_INTEGER);
     }
 
-    pub fn oom(&mut self) {
-        self.error("OOM command not allowed when used memory > 'maxmemory'.");
+    /// The reply for a store operation that failed (WRONGTYPE, OOM, a full bucket).
+    pub fn store_error(&mut self, e: StoreError) {
+        self.error(e.reply_text());
     }
 
     /// The key was modified: WATCH and the dirty counter learn of it.
@@ -216,6 +280,43 @@ impl<'c> Ctx<'_, 'c> {
         self.server.signal_ready(db, key);
     }
 
+    /// Calls `f` with the `T` at `key` and the reply writer (`Some(None)`: the key is missing),
+    /// or replies the store's error (WRONGTYPE) and returns `None`.
+    pub fn read<T: Collection, R>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(T::View<'_>, &mut ReplyWriter<'c>) -> R,
+    ) -> Replied<R> {
+        let (db, now) = (self.db(), self.now_ms);
+        let (shard, out) = self.shard_and_out(key);
+        match shard.read::<T, _>(db, key, now, |v| f(v, out)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.store_error(e);
+                None
+            }
+        }
+    }
+
+    /// Runs `f` on the `T` at `key` for writing, creating it when `create` (an emptied one is
+    /// deleted), or replies the store's error and returns `None`.
+    pub fn write<T: Collection, R>(
+        &mut self,
+        key: &[u8],
+        create: bool,
+        f: impl FnOnce(&mut Edit<'_, T>, &mut ReplyWriter<'c>) -> Result<R, StoreError>,
+    ) -> Replied<R> {
+        let (db, now) = (self.db(), self.now_ms);
+        let (shard, out) = self.shard_and_out(key);
+        match shard.update::<T, _>(db, key, now, create, |v| f(v, out)) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.store_error(e);
+                None
+            }
+        }
+    }
+
     /// Writes a string value as a bulk reply.
     pub fn bulk_str(&mut self, value: store::Str<'_>) {
         match value {
@@ -223,11 +324,6 @@ impl<'c> Ctx<'_, 'c> {
             store::Str::Int(i) => self.out.bulk_integer(i),
         }
     }
-}
-
-/// Parses an integer argument as Redis's `getLongLongFromObjectOrReply` does.
-pub fn parse_i64(arg: &[u8]) -> Option<i64> {
-    store::value::parse_i64(arg)
 }
 
 /// The command named `name` (ASCII case-insensitive).
@@ -245,23 +341,9 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
 }
 
 /// For commands that look up one member or field of the collection at their key: which
-/// argument it is (the read-ahead in `net.rs` prefetches it). Names compared case-insensitively.
-pub fn member_arg(name: &[u8]) -> Option<usize> {
-    // Only set, hash and sorted-set commands qualify; the first letter rules out the rest cheaply.
-    if !matches!(name.first()?.to_ascii_lowercase(), b's' | b'h' | b'z') || name.len() > 12 {
-        return None;
-    }
-    let mut lower = [0u8; 12];
-    for (d, s) in lower.iter_mut().zip(name) {
-        *d = s.to_ascii_lowercase();
-    }
-    match &lower[..name.len()] {
-        b"sadd" | b"srem" | b"sismember" | b"smismember" | b"hset" | b"hsetnx" | b"hget"
-        | b"hmget" | b"hmset" | b"hdel" | b"hexists" | b"hstrlen" | b"hincrby"
-        | b"hincrbyfloat" | b"zscore" | b"zmscore" | b"zrem" | b"zrank" | b"zrevrank" => Some(2),
-        b"zadd" | b"zincrby" => Some(3),
-        _ => None,
-    }
+/// argument it is (the read-ahead in `net.rs` prefetches it), from the command table.
+pub fn member_arg(spec: &Spec) -> Option<usize> {
+    (spec.member != 0).then_some(usize::from(spec.member))
 }
 
 thread_local! {
@@ -277,7 +359,7 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
         Keys::NumKeys { at, also } => {
             let count = args
                 .get(at)
-                .and_then(|a| parse_i64(a))
+                .and_then(|a| crate::commands::args::parse_i64(a))
                 .filter(|&n| n > 0 && (n as usize) < args.len() - at);
             let mut positions: smallvec::SmallVec<[usize; 4]> =
                 also.filter(|&i| i < args.len()).into_iter().collect();
@@ -349,21 +431,12 @@ pub fn run<'s>(
         now_ms,
         failed: false,
     };
-    // A bug in a handler must not take its I/O thread (and every client on it) down: the panic
-    // is logged by the panic hook, the client gets an error, and the server keeps serving.
-    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        (spec.handler)(&mut ctx, args);
-    }));
-    if ran.is_err() {
-        crate::log::warning(&format!(
-            "command '{}' panicked; replied with an error",
-            spec.name
-        ));
-        ctx.error(&format!(
-            "ERR internal error while running '{}' (see the server log)",
-            spec.name
-        ));
-    }
+    // A panic in a handler is a bug that may have left a shard half-edited: the panic hook
+    // (`log::install_crash_report`) writes a bug report naming this command and aborts the
+    // process, as Redis does on a failed assertion, so no client sees that shard again.
+    crate::log::set_current_command(spec.name, args.len());
+    (spec.handler)(&mut ctx, args);
+    crate::log::clear_current_command();
     let failed = ctx.failed;
     let ended = crate::clock::now();
     let usec = crate::clock::micros(*mark, ended);
@@ -407,825 +480,63 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
     }
 }
 
-macro_rules! cmd {
-    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $group:literal, $since:literal, $summary:literal, $handler:path) => {
-        Spec {
+/// Declares one command family's table, one line per command:
+/// `name, arity, flags, keys, member, since, handler, summary;` under the family's `group`
+/// (COMMAND DOCS). `member` is the argument naming a field or member of the key's collection
+/// (prefetched ahead of the command), 0 for none. The table, the prefetch list and COMMAND's
+/// replies all come from these lines.
+macro_rules! table {
+    (group: $group:literal; $($name:literal, $arity:expr, $flags:expr, $keys:expr, $member:literal,
+        $since:literal, $handler:path, $summary:literal;)*) => {
+        &[$($crate::command::Spec {
             name: $name,
             arity: $arity,
             flags: $flags,
             keys: $keys,
+            member: $member,
             group: $group,
             since: $since,
             summary: $summary,
             handler: $handler,
-        }
+        }),*]
     };
 }
-
-use crate::commands::{connection as conn, keys, server as admin, string, transaction as txn};
-use Keys::{All, None as NoKeys};
-pub use flag::{
-    ADMIN, DENYOOM, FAST, LOADING, NO_AUTH, NO_MULTI, NOSCRIPT, READONLY, STALE, TXN_CONTROL, WRITE,
-};
-
-pub const K1: Keys = Keys::Range {
-    first: 1,
-    last: 1,
-    step: 1,
-};
-pub const K12: Keys = Keys::Range {
-    first: 1,
-    last: 2,
-    step: 1,
-};
-pub const KALL: Keys = Keys::Range {
-    first: 1,
-    last: -1,
-    step: 1,
-};
-pub const KPAIRS: Keys = Keys::Range {
-    first: 1,
-    last: -1,
-    step: 2,
-};
+pub(crate) use table;
 
 /// Every command densekv knows: the core table, then one table per collection type, in the
 /// order COMMAND LIST reports them. An index into this list identifies a command (commandstats).
 pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLock::new(|| {
+    use crate::commands as c;
     [
-        CORE,
-        crate::commands::hash::COMMANDS,
-        crate::commands::list::COMMANDS,
-        crate::commands::set::COMMANDS,
-        crate::commands::zset::COMMANDS,
-        crate::commands::sort::COMMANDS,
-        crate::commands::blocking::COMMANDS,
+        c::connection::COMMANDS,
+        c::server::COMMANDS,
+        c::keys::COMMANDS,
+        c::string::COMMANDS,
+        c::transaction::COMMANDS,
+        c::hash::COMMANDS,
+        c::list::COMMANDS,
+        c::set::COMMANDS,
+        c::zset::COMMANDS,
+        c::sort::COMMANDS,
+        c::blocking::LIST_COMMANDS,
+        c::blocking::ZSET_COMMANDS,
     ]
     .into_iter()
     .flatten()
     .collect()
 });
 
-/// A table entry (for the per-type tables in `commands/*.rs`).
-#[allow(clippy::too_many_arguments)]
-pub const fn spec(
-    name: &'static str,
-    arity: i32,
-    flags: u32,
-    keys: Keys,
-    group: &'static str,
-    since: &'static str,
-    summary: &'static str,
-    handler: Handler,
-) -> Spec {
-    Spec {
-        name,
-        arity,
-        flags,
-        keys,
-        group,
-        since,
-        summary,
-        handler,
-    }
-}
-
-/// The connection, server, key, string and transaction commands.
-static CORE: &[Spec] = &[
-    // connection
-    cmd!(
-        "ping",
-        -1,
-        FAST | STALE,
-        NoKeys,
-        "connection",
-        "1.0.0",
-        "Returns the server's liveliness response.",
-        conn::ping
-    ),
-    cmd!(
-        "echo",
-        2,
-        FAST | STALE,
-        NoKeys,
-        "connection",
-        "1.0.0",
-        "Returns the given string.",
-        conn::echo
-    ),
-    cmd!(
-        "quit",
-        -1,
-        FAST | NO_AUTH | STALE | TXN_CONTROL | ALLOW_BUSY_,
-        NoKeys,
-        "connection",
-        "1.0.0",
-        "Closes the connection.",
-        conn::quit
-    ),
-    cmd!(
-        "select",
-        2,
-        FAST | STALE | LOADING,
-        NoKeys,
-        "connection",
-        "1.0.0",
-        "Changes the selected database.",
-        conn::select
-    ),
-    cmd!(
-        "hello",
-        -1,
-        FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,
-        NoKeys,
-        "connection",
-        "6.0.0",
-        "Handshakes with the Redis server.",
-        conn::hello
-    ),
-    cmd!(
-        "auth",
-        -2,
-        FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,
-        NoKeys,
-        "connection",
-        "1.0.0",
-        "Authenticates the connection.",
-        conn::auth
-    ),
-    cmd!(
-        "reset",
-        1,
-        FAST | NO_AUTH | STALE | LOADING | NOSCRIPT | TXN_CONTROL,
-        NoKeys,
-        "connection",
-        "6.2.0",
-        "Resets the connection.",
-        conn::reset
-    ),
-    cmd!(
-        "client",
-        -2,
-        STALE | LOADING | NOSCRIPT,
-        NoKeys,
-        "connection",
-        "2.4.0",
-        "A container for client connection commands.",
-        conn::client
-    ),
-    // server
-    cmd!(
-        "info",
-        -1,
-        STALE | LOADING,
-        All,
-        "server",
-        "1.0.0",
-        "Returns information and statistics about the server.",
-        admin::info
-    ),
-    cmd!(
-        "dbsize",
-        1,
-        READONLY | FAST,
-        All,
-        "server",
-        "1.0.0",
-        "Returns the number of keys in the database.",
-        admin::dbsize
-    ),
-    cmd!(
-        "flushdb",
-        -1,
-        WRITE,
-        All,
-        "server",
-        "1.0.0",
-        "Removes all keys from the current database.",
-        admin::flushdb
-    ),
-    cmd!(
-        "flushall",
-        -1,
-        WRITE,
-        All,
-        "server",
-        "1.0.0",
-        "Removes all keys from all databases.",
-        admin::flushall
-    ),
-    cmd!(
-        "swapdb",
-        3,
-        WRITE | FAST,
-        All,
-        "server",
-        "4.0.0",
-        "Swaps two Redis databases.",
-        admin::swapdb
-    ),
-    cmd!(
-        "config",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        NoKeys,
-        "server",
-        "2.0.0",
-        "A container for server configuration commands.",
-        admin::config
-    ),
-    cmd!(
-        "command",
-        -1,
-        LOADING | STALE,
-        NoKeys,
-        "server",
-        "2.8.13",
-        "Returns detailed information about all commands.",
-        admin::command
-    ),
-    cmd!(
-        "time",
-        1,
-        FAST | LOADING | STALE,
-        NoKeys,
-        "server",
-        "2.6.0",
-        "Returns the server time.",
-        admin::time
-    ),
-    cmd!(
-        "shutdown",
-        -1,
-        ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI,
-        NoKeys,
-        "server",
-        "1.0.0",
-        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
-        admin::shutdown
-    ),
-    cmd!(
-        "memory",
-        -2,
-        READONLY,
-        All,
-        "server",
-        "4.0.0",
-        "A container for memory diagnostics commands.",
-        admin::memory
-    ),
-    cmd!(
-        "slowlog",
-        -2,
-        ADMIN | LOADING | STALE,
-        NoKeys,
-        "server",
-        "2.2.12",
-        "A container for slow log commands.",
-        admin::slowlog
-    ),
-    cmd!(
-        "latency",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        NoKeys,
-        "server",
-        "2.8.13",
-        "A container for latency diagnostics commands.",
-        admin::latency
-    ),
-    cmd!(
-        "lolwut",
-        -1,
-        READONLY | FAST,
-        NoKeys,
-        "server",
-        "5.0.0",
-        "Displays computer art and the Redis version",
-        admin::lolwut
-    ),
-    cmd!(
-        "debug",
-        -2,
-        ADMIN | NOSCRIPT | LOADING | STALE,
-        All,
-        "server",
-        "1.0.0",
-        "A container for debugging commands.",
-        admin::debug
-    ),
-    // generic
-    cmd!(
-        "object",
-        -2,
-        READONLY,
-        Keys::Range {
-            first: 2,
-            last: 2,
-            step: 1
-        },
-        "generic",
-        "2.2.3",
-        "A container for object introspection commands.",
-        keys::object
-    ),
-    cmd!(
-        "del",
-        -2,
-        WRITE,
-        KALL,
-        "generic",
-        "1.0.0",
-        "Deletes one or more keys.",
-        keys::del
-    ),
-    cmd!(
-        "unlink",
-        -2,
-        WRITE | FAST,
-        KALL,
-        "generic",
-        "4.0.0",
-        "Asynchronously deletes one or more keys.",
-        keys::del
-    ),
-    cmd!(
-        "exists",
-        -2,
-        READONLY | FAST,
-        KALL,
-        "generic",
-        "1.0.0",
-        "Determines whether one or more keys exist.",
-        keys::exists
-    ),
-    cmd!(
-        "touch",
-        -2,
-        READONLY | FAST,
-        KALL,
-        "generic",
-        "3.2.1",
-        "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
-        keys::exists
-    ),
-    cmd!(
-        "type",
-        2,
-        READONLY | FAST,
-        K1,
-        "generic",
-        "1.0.0",
-        "Determines the type of value stored at a key.",
-        keys::type_
-    ),
-    cmd!(
-        "rename",
-        3,
-        WRITE,
-        K12,
-        "generic",
-        "1.0.0",
-        "Renames a key and overwrites the destination.",
-        keys::rename
-    ),
-    cmd!(
-        "renamenx",
-        3,
-        WRITE | FAST,
-        K12,
-        "generic",
-        "1.0.0",
-        "Renames a key only when the target key name doesn't exist.",
-        keys::renamenx
-    ),
-    cmd!(
-        "copy",
-        -3,
-        WRITE | DENYOOM,
-        K12,
-        "generic",
-        "6.2.0",
-        "Copies the value of a key to a new key.",
-        keys::copy
-    ),
-    cmd!(
-        "move",
-        3,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "1.0.0",
-        "Moves a key to another database.",
-        keys::move_
-    ),
-    cmd!(
-        "keys",
-        2,
-        READONLY,
-        All,
-        "generic",
-        "1.0.0",
-        "Returns all key names that match a pattern.",
-        keys::keys
-    ),
-    cmd!(
-        "scan",
-        -2,
-        READONLY,
-        All,
-        "generic",
-        "2.8.0",
-        "Iterates over the key names in the database.",
-        keys::scan
-    ),
-    cmd!(
-        "randomkey",
-        1,
-        READONLY,
-        All,
-        "generic",
-        "1.0.0",
-        "Returns a random key name from the database.",
-        keys::randomkey
-    ),
-    cmd!(
-        "expire",
-        -3,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "1.0.0",
-        "Sets the expiration time of a key in seconds.",
-        keys::expire
-    ),
-    cmd!(
-        "pexpire",
-        -3,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "2.6.0",
-        "Sets the expiration time of a key in milliseconds.",
-        keys::pexpire
-    ),
-    cmd!(
-        "expireat",
-        -3,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "1.2.0",
-        "Sets the expiration time of a key to a Unix timestamp.",
-        keys::expireat
-    ),
-    cmd!(
-        "pexpireat",
-        -3,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "2.6.0",
-        "Sets the expiration time of a key to a Unix milliseconds timestamp.",
-        keys::pexpireat
-    ),
-    cmd!(
-        "ttl",
-        2,
-        READONLY | FAST,
-        K1,
-        "generic",
-        "1.0.0",
-        "Returns the expiration time in seconds of a key.",
-        keys::ttl
-    ),
-    cmd!(
-        "pttl",
-        2,
-        READONLY | FAST,
-        K1,
-        "generic",
-        "2.6.0",
-        "Returns the expiration time in milliseconds of a key.",
-        keys::pttl
-    ),
-    cmd!(
-        "expiretime",
-        2,
-        READONLY | FAST,
-        K1,
-        "generic",
-        "7.0.0",
-        "Returns the expiration time of a key as a Unix timestamp.",
-        keys::expiretime
-    ),
-    cmd!(
-        "pexpiretime",
-        2,
-        READONLY | FAST,
-        K1,
-        "generic",
-        "7.0.0",
-        "Returns the expiration time of a key as a Unix milliseconds timestamp.",
-        keys::pexpiretime
-    ),
-    cmd!(
-        "persist",
-        2,
-        WRITE | FAST,
-        K1,
-        "generic",
-        "2.2.0",
-        "Removes the expiration time of a key.",
-        keys::persist
-    ),
-    // string
-    cmd!(
-        "get",
-        2,
-        READONLY | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Returns the string value of a key.",
-        string::get
-    ),
-    cmd!(
-        "set",
-        -3,
-        WRITE | DENYOOM,
-        K1,
-        "string",
-        "1.0.0",
-        "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
-        string::set
-    ),
-    cmd!(
-        "setnx",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Set the string value of a key only when the key doesn't exist.",
-        string::setnx
-    ),
-    cmd!(
-        "setex",
-        4,
-        WRITE | DENYOOM,
-        K1,
-        "string",
-        "2.0.0",
-        "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.",
-        string::setex
-    ),
-    cmd!(
-        "psetex",
-        4,
-        WRITE | DENYOOM,
-        K1,
-        "string",
-        "2.6.0",
-        "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.",
-        string::psetex
-    ),
-    cmd!(
-        "mget",
-        -2,
-        READONLY | FAST,
-        KALL,
-        "string",
-        "1.0.0",
-        "Atomically returns the string values of one or more keys.",
-        string::mget
-    ),
-    cmd!(
-        "mset",
-        -3,
-        WRITE | DENYOOM,
-        KPAIRS,
-        "string",
-        "1.0.1",
-        "Atomically creates or modifies the string values of one or more keys.",
-        string::mset
-    ),
-    cmd!(
-        "msetnx",
-        -3,
-        WRITE | DENYOOM,
-        KPAIRS,
-        "string",
-        "1.0.1",
-        "Atomically modifies the string values of one or more keys only when all keys don't exist.",
-        string::msetnx
-    ),
-    cmd!(
-        "getset",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Returns the previous string value of a key after setting it to a new value.",
-        string::getset
-    ),
-    cmd!(
-        "getdel",
-        2,
-        WRITE | FAST,
-        K1,
-        "string",
-        "6.2.0",
-        "Returns the string value of a key after deleting the key.",
-        string::getdel
-    ),
-    cmd!(
-        "getex",
-        -2,
-        WRITE | FAST,
-        K1,
-        "string",
-        "6.2.0",
-        "Returns the string value of a key after setting its expiration time.",
-        string::getex
-    ),
-    cmd!(
-        "append",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "2.0.0",
-        "Appends a string to the value of a key. Creates the key if it doesn't exist.",
-        string::append
-    ),
-    cmd!(
-        "strlen",
-        2,
-        READONLY | FAST,
-        K1,
-        "string",
-        "2.2.0",
-        "Returns the length of a string value.",
-        string::strlen
-    ),
-    cmd!(
-        "incr",
-        2,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-        string::incr
-    ),
-    cmd!(
-        "decr",
-        2,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.",
-        string::decr
-    ),
-    cmd!(
-        "incrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-        string::incrby
-    ),
-    cmd!(
-        "decrby",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "1.0.0",
-        "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.",
-        string::decrby
-    ),
-    cmd!(
-        "incrbyfloat",
-        3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "string",
-        "2.6.0",
-        "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
-        string::incrbyfloat
-    ),
-    cmd!(
-        "getrange",
-        4,
-        READONLY,
-        K1,
-        "string",
-        "2.4.0",
-        "Returns a substring of the string stored at a key.",
-        string::getrange
-    ),
-    cmd!(
-        "substr",
-        4,
-        READONLY,
-        K1,
-        "string",
-        "1.0.0",
-        "Returns a substring from a string value.",
-        string::getrange
-    ),
-    cmd!(
-        "setrange",
-        4,
-        WRITE | DENYOOM,
-        K1,
-        "string",
-        "2.2.0",
-        "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.",
-        string::setrange
-    ),
-    cmd!(
-        "lcs",
-        -3,
-        READONLY,
-        K12,
-        "string",
-        "7.0.0",
-        "Finds the longest common substring.",
-        string::lcs
-    ),
-    // transactions
-    cmd!(
-        "multi",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL,
-        NoKeys,
-        "transactions",
-        "1.2.0",
-        "Starts a transaction.",
-        txn::multi
-    ),
-    cmd!(
-        "exec",
-        1,
-        NOSCRIPT | LOADING | STALE | TXN_CONTROL,
-        NoKeys,
-        "transactions",
-        "1.2.0",
-        "Executes all commands in a transaction.",
-        txn::exec
-    ),
-    cmd!(
-        "discard",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL,
-        NoKeys,
-        "transactions",
-        "2.0.0",
-        "Discards a transaction.",
-        txn::discard
-    ),
-    cmd!(
-        "watch",
-        -2,
-        NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL,
-        KALL,
-        "transactions",
-        "2.2.0",
-        "Monitors changes to keys to determine the execution of a transaction.",
-        txn::watch
-    ),
-    cmd!(
-        "unwatch",
-        1,
-        NOSCRIPT | LOADING | STALE | FAST,
-        NoKeys,
-        "transactions",
-        "2.2.0",
-        "Forgets about watched keys of a transaction.",
-        txn::unwatch
-    ),
-];
-
-const ALLOW_BUSY_: u32 = flag::ALLOW_BUSY;
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every command `member_arg` names exists, has one key at 1 and can carry an argument at the
-    /// member's position; case does not matter, and other commands have no member argument.
+    /// Every command with a member argument has one key at 1 and can carry an argument at the
+    /// member's position; the prefetch relies on it.
     #[test]
     fn member_args_name_real_single_key_commands() {
         let mut named = 0;
         for spec in COMMANDS.iter() {
-            let Some(at) = member_arg(spec.name.as_bytes()) else {
+            let Some(at) = member_arg(spec) else {
                 continue;
             };
             named += 1;
@@ -1242,20 +553,11 @@ mod tests {
                 spec.name
             );
             assert!(spec.arity.unsigned_abs() as usize > at, "{}", spec.name);
-            let upper = spec.name.to_ascii_uppercase();
-            assert_eq!(member_arg(upper.as_bytes()), Some(at));
         }
         assert_eq!(named, 21);
-        for name in [
-            &b"get"[..],
-            b"set",
-            b"smembers",
-            b"hgetall",
-            b"zrange",
-            b"",
-            b"s",
-        ] {
-            assert_eq!(member_arg(name), None, "{}", String::from_utf8_lossy(name));
+        for name in ["get", "set", "smembers", "hgetall", "zrange"] {
+            let (_, spec) = lookup(name.as_bytes()).expect("a command");
+            assert_eq!(member_arg(spec), None, "{name}");
         }
     }
 }

@@ -34,6 +34,7 @@ pub mod hot_stats;
 pub mod log;
 pub mod longdouble;
 pub mod net;
+pub mod number;
 pub mod server;
 
 pub use config::Config;
@@ -47,6 +48,7 @@ pub const DENSEKV_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Starts every I/O thread and blocks until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
     let threads = config.io_threads.max(1);
+    log::install_crash_report();
     clock::init();
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
@@ -81,7 +83,7 @@ pub fn run(config: Config) -> Result<(), String> {
         match handle.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err("an I/O thread panicked".into()),
+            Err(_) => unreachable!("a panic aborts the process (log::install_crash_report)"),
         }
     }
     log::notice("densekv is now ready to exit, bye bye...");

@@ -85,3 +85,55 @@ pub fn notice(message: &str) {
 pub fn warning(message: &str) {
     write(3, '#', message);
 }
+
+thread_local! {
+    /// The command this thread is running (name, argument count), for the crash report.
+    static CURRENT: std::cell::Cell<Option<(&'static str, usize)>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// Notes the command this thread starts running (`command::run`).
+#[inline]
+pub fn set_current_command(name: &'static str, argc: usize) {
+    CURRENT.with(|c| c.set(Some((name, argc))));
+}
+
+#[inline]
+pub fn clear_current_command() {
+    CURRENT.with(|c| c.set(None));
+}
+
+/// Makes every panic a crash: the hook writes a bug report (the panic, the thread, the command
+/// it was running, a backtrace) to the log and to stderr, then aborts the process. A panic is a
+/// bug, and one inside a command may have left a shard half-edited; Redis's `serverPanic` and
+/// failed assertions end the same way rather than serve from a keyspace it cannot vouch for.
+pub fn install_crash_report() {
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let command = CURRENT.with(std::cell::Cell::get).map_or_else(
+            || "none".to_string(),
+            |(name, argc)| format!("'{name}' with {argc} arguments"),
+        );
+        let report = format!(
+            "\n\n=== DENSEKV BUG REPORT START: Cut & paste starting from here ===\n\
+             # densekv {} (Redis {}) crashed: {info}\n\
+             # thread: {}\n\
+             # current command: {command}\n\
+             ------ STACK TRACE ------\n{}\n\
+             === DENSEKV BUG REPORT END. Make sure to include from START to END. ===\n",
+            crate::DENSEKV_VERSION,
+            crate::REDIS_VERSION,
+            thread.name().unwrap_or("main"),
+            std::backtrace::Backtrace::force_capture(),
+        );
+        let _ = std::io::stderr().write_all(report.as_bytes());
+        // The log's lock may be held by the panicking thread itself: never wait for it.
+        if let Some(mut file) = FILE.try_lock()
+            && let Some(f) = file.as_mut()
+        {
+            let _ = f.write_all(report.as_bytes());
+            let _ = f.sync_all();
+        }
+        std::process::abort();
+    }));
+}

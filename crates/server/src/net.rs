@@ -659,6 +659,7 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
     let mut batch: smallvec::SmallVec<[Ahead<'_>; PREFETCH_BATCH]> = smallvec::SmallVec::new();
     let mut spans: smallvec::SmallVec<[std::ops::Range<usize>; 24]> = smallvec::SmallVec::new();
     let (mut at, mut requests) = (0, 0);
+    let mut last_spec: Option<(&[u8], &crate::command::Spec)> = None;
     while requests < PREFETCH_BATCH && batch.len() < PREFETCH_KEYS_MAX {
         spans.clear();
         let Some(peeked) = resp::peek::peek_multibulk(&buf[at..], |_, span| spans.push(span))
@@ -667,14 +668,19 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
         };
         let arg = |i: usize| spans.get(i).map(|r| &buf[at + r.start..at + r.end]);
         if let (Some(name), Some(key)) = (arg(0), arg(1)) {
-            let member = crate::command::member_arg(name).and_then(arg);
+            // A pipeline mostly repeats one command: its spec is looked up once per run.
+            let spec = match last_spec {
+                Some((last, spec)) if last.eq_ignore_ascii_case(name) => Some(spec),
+                _ => crate::command::lookup(name).map(|(_, spec)| spec),
+            };
+            last_spec = spec.map(|spec| (name, spec));
+            let member = spec.and_then(crate::command::member_arg).and_then(arg);
             batch.push((server.shard_of(key), key, member));
             // Multi-key commands (MSET, MGET, DEL…): the rest of their keys, from the key spec.
-            // A command with a member argument has one key (a command-table test holds it),
-            // so HSET, ZADD and the like skip the table lookup here.
+            // A command with a member argument has one key (a command-table test holds it).
             if member.is_none()
                 && peeked.argc >= 4
-                && let Some((_, spec)) = crate::command::lookup(name)
+                && let Some(spec) = spec
             {
                 let args: smallvec::SmallVec<[&[u8]; 24]> =
                     (0..spans.len()).filter_map(arg).collect();

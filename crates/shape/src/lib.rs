@@ -18,8 +18,10 @@
 //! or in the heap) and hands them in as slices.
 
 mod record_impl;
+mod str;
 mod tree;
 
+pub use str::{I64_TEXT_BYTES_MAX, Str, canonical_i64, format_i64};
 pub use tree::{ROOT, ShapeId, ShapeLimits, ShapeStats, ShapeTree, TooComplex};
 
 /// The shaped-record byte format and the hash operations on it.

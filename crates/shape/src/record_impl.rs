@@ -22,98 +22,16 @@
 //! the child shape), HSET of an existing field rewrites the value in place, HDEL removes the value
 //! and moves the record to the shape of the remaining fields in their order.
 
+use crate::str::{Str, canonical_i64};
 use crate::tree::{ROOT, ShapeId, ShapeTree, TooComplex};
-
-/// A field's value as stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Value<'a> {
-    Int(i64),
-    Bytes(&'a [u8]),
-}
-
-impl Value<'_> {
-    /// Appends the value's bytes (an integer in decimal) to `out`.
-    pub fn write_to(&self, out: &mut Vec<u8>) {
-        match *self {
-            Value::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
-            Value::Bytes(bytes) => out.extend_from_slice(bytes),
-        }
-    }
-
-    pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_to(&mut out);
-        out
-    }
-
-    /// Length of the value's bytes (HSTRLEN).
-    pub fn len(&self) -> usize {
-        match *self {
-            Value::Int(i) => {
-                let digits = i
-                    .unsigned_abs()
-                    .checked_ilog10()
-                    .map_or(1, |d| d as usize + 1);
-                digits + usize::from(i < 0)
-            }
-            Value::Bytes(bytes) => bytes.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// The i64 whose canonical decimal form is exactly `bytes`.
-pub fn canonical_i64(bytes: &[u8]) -> Option<i64> {
-    let (negative, digits) = match bytes {
-        [b'-', rest @ ..] => (true, rest),
-        _ => (false, bytes),
-    };
-    if digits.is_empty()
-        || digits.len() > 19
-        || (digits[0] == b'0' && (digits.len() > 1 || negative))
-    {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        let digit = i64::from(d - b'0');
-        value = value.checked_mul(10)?;
-        value = if negative {
-            value.checked_sub(digit)?
-        } else {
-            value.checked_add(digit)?
-        };
-    }
-    Some(value)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+use maps::varint;
 
 /// Reads a varint at `*pos`, advancing it. Records are built by this module, so a malformed one
 /// is a bug, reported by a panic rather than wrong data.
-fn get_varint(bytes: &[u8], pos: &mut usize) -> u64 {
-    let mut v = 0u64;
-    for shift in (0..70).step_by(7) {
-        let b = bytes[*pos];
-        *pos += 1;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return v;
-        }
-    }
-    panic!("corrupt varint in a shaped record");
+fn read_varint(bytes: &[u8], pos: &mut usize) -> usize {
+    let (v, n) = varint::get(&bytes[*pos..]);
+    *pos += n;
+    v as usize
 }
 
 /// Appends the encoding of `value`.
@@ -140,19 +58,19 @@ pub fn encode_value(out: &mut Vec<u8>, value: &[u8]) {
     } else {
         let rest = len - 64;
         out.push(0xC0 | (rest & 0x1f) as u8);
-        put_varint(out, (rest >> 5) as u64);
+        varint::push(out, (rest >> 5) as u64);
     }
     out.extend_from_slice(value);
 }
 
 /// Decodes the value at `*pos`, advancing past it.
-pub fn decode_value<'a>(bytes: &'a [u8], pos: &mut usize) -> Value<'a> {
+pub fn decode_value<'a>(bytes: &'a [u8], pos: &mut usize) -> Str<'a> {
     let b = bytes[*pos];
     *pos += 1;
     let len = match b {
-        0x00..=0x7F => return Value::Int(i64::from(b)),
+        0x00..=0x7F => return Str::Int(i64::from(b)),
         0x80..=0xBF => (b & 0x3f) as usize,
-        0xC0..=0xDF => 64 + (b & 0x1f) as usize + ((get_varint(bytes, pos) as usize) << 5),
+        0xC0..=0xDF => 64 + (b & 0x1f) as usize + (read_varint(bytes, pos) << 5),
         0xE0..=0xE7 => {
             let n = (b & 7) as usize + 1;
             let mut le = [0u8; 8];
@@ -160,13 +78,13 @@ pub fn decode_value<'a>(bytes: &'a [u8], pos: &mut usize) -> Value<'a> {
             *pos += n;
             // Sign-extend from n bytes.
             let shift = 64 - 8 * n as u32;
-            return Value::Int((i64::from_le_bytes(le) << shift) >> shift);
+            return Str::Int((i64::from_le_bytes(le) << shift) >> shift);
         }
         _ => panic!("corrupt value header {b:#x} in a shaped record"),
     };
     let start = *pos;
     *pos += len;
-    Value::Bytes(&bytes[start..start + len])
+    Str::Bytes(&bytes[start..start + len])
 }
 
 /// A record of no fields (shape ROOT).
@@ -201,7 +119,7 @@ pub fn len(tree: &ShapeTree, record: &[u8]) -> usize {
 }
 
 /// HGET.
-pub fn get<'a>(tree: &mut ShapeTree, record: &'a [u8], field: &[u8]) -> Option<Value<'a>> {
+pub fn get<'a>(tree: &mut ShapeTree, record: &'a [u8], field: &[u8]) -> Option<Str<'a>> {
     let index = tree.field_index(shape(record), field)?;
     let (start, _) = value_span(record, index);
     let mut pos = start;
@@ -262,7 +180,7 @@ pub fn remove(
 pub fn iter<'a>(
     tree: &'a ShapeTree,
     record: &'a [u8],
-) -> impl Iterator<Item = (&'a [u8], Value<'a>)> {
+) -> impl Iterator<Item = (&'a [u8], Str<'a>)> {
     let fields = tree.fields(shape(record));
     let mut pos = 4;
     fields
@@ -336,14 +254,14 @@ mod tests {
             out.clear();
             encode_value(&mut out, text.as_bytes());
             let mut pos = 0;
-            assert_eq!(decode_value(&out, &mut pos), Value::Int(i));
+            assert_eq!(decode_value(&out, &mut pos), Str::Int(i));
             assert_eq!(pos, out.len());
         }
         let long = vec![b'x'; 5000];
         out.clear();
         encode_value(&mut out, &long);
         let mut pos = 0;
-        assert_eq!(decode_value(&out, &mut pos), Value::Bytes(&long));
+        assert_eq!(decode_value(&out, &mut pos), Str::Bytes(&long));
     }
 
     #[test]
@@ -354,7 +272,7 @@ mod tests {
         assert_eq!(set(&mut tree, &mut rec, b"age", b"42"), Ok(true));
         assert_eq!(set(&mut tree, &mut rec, b"city", b"Oslo"), Ok(true));
         assert_eq!(set(&mut tree, &mut rec, b"age", b"43"), Ok(false));
-        assert_eq!(get(&mut tree, &rec, b"age"), Some(Value::Int(43)));
+        assert_eq!(get(&mut tree, &rec, b"age"), Some(Str::Int(43)));
         assert_eq!(remove(&mut tree, &mut rec, b"name"), Ok(true));
         assert_eq!(remove(&mut tree, &mut rec, b"name"), Ok(false));
         let all: Vec<_> = iter(&tree, &rec)

@@ -180,6 +180,33 @@ impl ShapeTree {
         }
     }
 
+    /// Checks every live shape's hold count: one per record that `records` says holds it, plus
+    /// one per child shape (a child keeps its parent), so a hold leaked or released twice by the
+    /// caller shows here. For the store's validator.
+    pub fn check_holds(&self, records: impl Fn(ShapeId) -> u32) -> Result<(), String> {
+        let free: std::collections::HashSet<ShapeId> = self.free_ids.iter().copied().collect();
+        for (id, shape) in self.shapes.iter().enumerate().skip(1) {
+            let id = id as ShapeId;
+            if free.contains(&id) {
+                continue;
+            }
+            let children = match &shape.transitions {
+                Transitions::None => 0,
+                Transitions::One(_) => 1,
+                Transitions::Many(c) => c.len() as u32,
+            };
+            let want = records(id) + children;
+            if shape.refs != want {
+                return Err(format!(
+                    "shape {id}: {} holds, {} records and {children} children",
+                    shape.refs,
+                    records(id)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Number of fields of `shape`.
     #[inline]
     pub fn field_count(&self, shape: ShapeId) -> usize {

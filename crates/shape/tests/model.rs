@@ -9,7 +9,8 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use shape::record::{self, Value};
+use shape::Str;
+use shape::record;
 use shape::{ShapeLimits, ShapeTree};
 use std::collections::HashMap;
 
@@ -166,7 +167,7 @@ fn run(seed: u64) -> (usize, usize) {
                 let got = match hashes.get(&key) {
                     None => None,
                     Some(Hash::Shaped(rec)) => {
-                        record::get(&mut tree, rec, &field).map(|v: Value| v.to_vec())
+                        record::get(&mut tree, rec, &field).map(|v: Str| v.to_vec())
                     }
                     Some(Hash::Plain(pairs)) => pairs
                         .iter()

@@ -1,4 +1,4 @@
-//! The keyspace: databases of keys on PageHash, value encodings, and expiry.
+//! The keyspace: databases of keys on PageHash, the value types and their encodings, expiry.
 //!
 //! ```text
 //!  server ──(lock shard i)──▶ Shard ── heap
@@ -6,18 +6,56 @@
 //!                                   └─ shapes
 //! ```
 //! A key lives in exactly one shard, chosen by the server from the key's hash. Everything in this
-//! crate is single-threaded and does no I/O: `shard.rs` holds the keyspace operations (lookup with
-//! lazy expiry, put with TTL handling, take, scan, random key, active expiry), `value.rs` the
-//! per-entry encoding of values and TTLs, `glob.rs` the KEYS/SCAN pattern matcher.
+//! crate is single-threaded and does no I/O. The store is the one owner of encodings and
+//! handles: its public API is typed, and nothing outside it can store bytes under a tag or make
+//! a reference from a payload.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `encoding.rs` | the meta tags, the `Encoding` of every value, `Kind` (TYPE) |
+//! | `shard.rs` | raw entries: lookup with lazy expiry, the one write and the one take |
+//! | `walk.rs` | SCAN steps, random keys, active expiry |
+//! | `strings.rs` | string reads and writes, the INCR read-modify-write |
+//! | `edit.rs` | `read::<T>`, `update::<T>`, builders: creation, conversion, deletion, once |
+//! | `keyops.rs` | TYPE, TTL, OBJECT, MEMORY USAGE; RENAME, MOVE, COPY that complete or undo |
+//! | `view.rs` | the logical view of a value, and its rebuild in another shard |
+//! | `object.rs` | boxed values and their handles (the crate's raw pointers) |
+//! | `types/*.rs` | each type's encodings and operations |
+//! | `value.rs`, `glob.rs` | the string payload codec; the KEYS/SCAN pattern matcher |
+//!
+//! A handle cannot be forged from outside the crate; the raw write is not part of the API:
+//! ```compile_fail
+//! let mut shard = store::Shard::new(&store::ShardConfig::default()).unwrap();
+//! shard.put_raw(0, b"k", 15, store::Encoding::List, &[0x41; 8], None);
+//! ```
 
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod edit;
+mod encoding;
+mod error;
 pub mod glob;
-pub mod object;
-pub mod shard;
+mod keyops;
+mod object;
+mod shard;
+mod strings;
 pub mod types;
-pub mod value;
+mod value;
+mod view;
+mod walk;
 
-pub use object::{Object, Portable};
-pub use shard::{
-    Entry, ExpireRound, Exported, OwnedEntry, Shard, ShardConfig, Slot, StoreError, Ttl,
-};
-pub use value::{Kind, Str};
+pub use edit::{Builder, Collection, Edit};
+pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
+pub use error::StoreError;
+pub use keyops::{Relocated, copy_between, rename_between};
+pub use shape::{Str, canonical_i64};
+pub use shard::{ExpireRound, Shard, ShardConfig, Ttl};
+pub use types::hash::{Hash, HashView};
+pub use types::list::{List, ListObj};
+pub use types::set::{Set, SetView};
+pub use types::zset::{ZIter, ZSet, ZSetView};
+pub use view::View;
+pub use walk::Walked;
+
+#[cfg(test)]
+mod tests;

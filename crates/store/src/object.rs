@@ -1,80 +1,36 @@
-//! Collection values (hash, list, set, sorted set) in the keyspace: their tags, which of them are
-//! stored inline and which behind a handle, and the one place a handle becomes a reference.
+//! Boxed values and their handles: the one place where a keyspace payload becomes a reference.
 //!
 //! ```text
-//!  tag  type   encoding (OBJECT ENCODING)   payload in the keyspace entry
-//!   3   hash   record   ("listpack")        inline bytes: shape id + values (crate `shape`)
-//!   4   hash   small    ("listpack")        handle → Object::Hash
-//!   5   hash   pages    ("hashtable")       handle → Object::Hash
-//!   6   hash   ints     ("hashtable")       handle → Object::Hash
-//!   7   list   chunks   ("quicklist"/"listpack")  handle → Object::List
-//!   8   set    intset   ("intset")          inline bytes
-//!   9   set    small    ("hashtable")       inline bytes
-//!  10   set    pages    ("hashtable")       handle → Object::Set
-//!  11   set    ints     ("hashtable")       handle → Object::Set
-//!  12   zset   packed   ("listpack")        inline bytes
-//!  13   zset   index    ("skiplist")        handle → Object::ZSet
-//!  14   hash   flat     ("listpack"/"hashtable")  handle → Object::Hash
-//!  15   set    flat     ("hashtable")       handle → Object::Set
-//!
-//!
-//!  Meta tags are four bits: 14 and 15 are the last two.
-//!  handle payload: 8 bytes, little-endian address of a `Box<Object>` (global allocator)
+//!  keyspace entry, meta tag 15 (BOXED):  payload = handle: 8 bytes, little-endian address of a
+//!                                                  Box<Object> (global allocator)
+//!  Object ─ Hash(HashObj)   small │ flat │ ints │ pages   (types/hash.rs)
+//!         ├ List(ListObj)   chunks                      (types/list.rs)
+//!         ├ Set(SetObj)     flat │ ints │ pages           (types/set.rs)
+//!         └ ZSet(ZSetObj)   index: map + tree            (types/zset.rs)
 //! ```
-//! Inline encodings are rewritten whole on every change (they are small and bounded, as Redis's
-//! listpacks are); boxed ones are changed in place through `Shard::object_mut`. The keyspace owns
-//! the box: every path that drops or overwrites an entry with a boxed tag destroys its object
-//! (`Shard::put`, `remove`, expiry, `flush`, `Drop`); `Shard::take` hands ownership to the caller,
-//! who puts the entry back (RENAME/MOVE within a shard) or destroys it. An object may own memory
-//! of its shard's heap (pages of a PageHash), so a box never moves between shards: RENAME and
-//! COPY across shards go through `Portable`, the heap-independent form of a value.
-//!
-//! Which encoding each type picks, the thresholds and the conversions are the type modules'
-//! (`types/*.rs`); `docs/types.md` has the whole picture.
+//! Ownership: the keyspace entry that holds a handle owns its object. Only `shard.rs` makes,
+//! stores and frees handles (`into_handle`, `from_handle`), and only through the crate-private
+//! raw entry functions, whose callers give the tag from the value they store; nothing outside the
+//! crate can put bytes under tag 15, so no safe code can forge a handle. Every path that drops or
+//! overwrites a boxed entry (`Shard::remove`, overwrites, expiry, `flush`, `Drop`) destroys its
+//! object; RENAME and MOVE within a shard move the handle to the new entry and forget the old one
+//! without freeing. An object may own memory of its shard's heap (pages of a PageHash), so a box
+//! never moves between shards: RENAME and COPY across shards rebuild the value from its logical
+//! view (`view.rs`).
 
+use crate::encoding::Encoding;
 use crate::types::{hash::HashObj, list::ListObj, set::SetObj, zset::ZSetObj};
 use heap::Heap;
 
-/// Collection tags (strings are 0–2, see `value::tag`).
-pub mod tag {
-    pub const HASH_RECORD: u8 = 3;
-    pub const HASH_SMALL: u8 = 4;
-    pub const HASH_PAGES: u8 = 5;
-    pub const HASH_INTS: u8 = 6;
-    pub const LIST: u8 = 7;
-    pub const SET_INTSET: u8 = 8;
-    pub const SET_SMALL: u8 = 9;
-    pub const SET_PAGES: u8 = 10;
-    pub const SET_INTS: u8 = 11;
-    pub const ZSET_PACKED: u8 = 12;
-    pub const ZSET_INDEX: u8 = 13;
-    pub const HASH_FLAT: u8 = 14;
-    pub const SET_FLAT: u8 = 15;
-}
+/// Bytes of a handle payload.
+pub(crate) const HANDLE_BYTES: usize = 8;
+
+/// A handle payload (owned by the entry it was read from).
+pub(crate) type Handle = [u8; HANDLE_BYTES];
 
 // Every boxed collection pays for one `Object` (plus its malloc header): large parts of the
 // variants (a PageHash is 104 bytes) are boxed so it stays at 48.
 const _: () = assert!(std::mem::size_of::<Object>() <= 48);
-
-/// Whether entries with `tag` hold a handle to a boxed `Object` rather than inline bytes.
-#[inline]
-pub fn is_boxed(t: u8) -> bool {
-    matches!(
-        t,
-        tag::HASH_SMALL
-            | tag::HASH_PAGES
-            | tag::HASH_INTS
-            | tag::LIST
-            | tag::SET_PAGES
-            | tag::SET_INTS
-            | tag::ZSET_INDEX
-            | tag::HASH_FLAT
-            | tag::SET_FLAT
-    )
-}
-
-/// Bytes of a handle payload.
-pub const HANDLE_BYTES: usize = 8;
 
 /// A collection too large (or too irregular) to be rewritten whole on every change.
 #[derive(Debug)]
@@ -96,7 +52,16 @@ impl Object {
         }
     }
 
-    /// OBJECT ENCODING of the object (a list reports `listpack` or `quicklist` by size).
+    pub fn encoding(&self) -> Encoding {
+        match self {
+            Object::Hash(o) => o.encoding(),
+            Object::List(_) => Encoding::List,
+            Object::Set(o) => o.encoding(),
+            Object::ZSet(_) => Encoding::ZSetIndex,
+        }
+    }
+
+    /// OBJECT ENCODING of the object (a hash answers by its history, see `types/hash.rs`).
     pub fn encoding_name(&self) -> &'static str {
         match self {
             Object::Hash(o) => o.encoding_name(),
@@ -116,103 +81,66 @@ impl Object {
                 Object::ZSet(o) => o.memory_bytes(),
             }
     }
+
+    /// Checks the object's own invariants (tests and `Shard::validate`).
+    pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+        match self {
+            Object::Hash(o) => o.validate(heap),
+            Object::List(o) if o.is_empty() => Err("empty list stored".into()),
+            Object::List(o) => o.validate(),
+            Object::Set(o) => o.validate(heap),
+            Object::ZSet(o) => o.validate(heap),
+        }
+    }
 }
 
 /// Boxes `object` and returns the handle payload that owns it.
-pub(crate) fn into_handle(object: Object) -> [u8; HANDLE_BYTES] {
+pub(crate) fn into_handle(object: Object) -> Handle {
     (Box::into_raw(Box::new(object)) as usize as u64).to_le_bytes()
 }
 
-fn address(payload: &[u8]) -> *mut Object {
-    let bytes: [u8; HANDLE_BYTES] = payload[..HANDLE_BYTES]
+/// The handle at the start of a boxed entry's payload.
+pub(crate) fn handle_of(payload: &[u8]) -> Handle {
+    payload[..HANDLE_BYTES]
         .try_into()
-        .expect("a handle payload is 8 bytes");
-    u64::from_le_bytes(bytes) as usize as *mut Object
+        .expect("a handle payload is 8 bytes")
 }
 
-/// The object a handle payload points to.
+fn address(handle: &Handle) -> *mut Object {
+    u64::from_le_bytes(*handle) as usize as *mut Object
+}
+
+/// The object a handle points to.
 ///
 /// # Safety
-/// `payload` must be the payload of a live keyspace entry with a boxed tag (so it was made by
+/// `handle` must be the payload of a live keyspace entry with tag `BOXED` (so it was made by
 /// `into_handle` and not yet passed to `from_handle`), and no other reference to the object may
-/// exist for `'a`. The shard's `&mut self` guarantees both for `Shard::object_mut`.
-pub(crate) unsafe fn object_of<'a>(payload: &[u8]) -> &'a mut Object {
+/// exist for `'a`. A `&mut Shard` borrow for `'a`, during which the entry is neither removed nor
+/// overwritten, guarantees both.
+pub(crate) unsafe fn object_mut<'a>(handle: &Handle) -> &'a mut Object {
     // SAFETY: per the contract, the address came from `Box::into_raw` and the box is still
     // owned by the entry, so it is valid, aligned and not aliased for `'a`.
-    unsafe { &mut *address(payload) }
+    unsafe { &mut *address(handle) }
 }
 
-/// A shared view of the object a handle payload points to.
+/// A shared view of the object a handle points to.
 ///
 /// # Safety
-/// `payload` must be the payload of a live keyspace entry with a boxed tag, and no mutable
+/// `handle` must be the payload of a live keyspace entry with tag `BOXED`, and no mutable
 /// reference to the object may exist for `'a` (a `&Shard` borrow for `'a` guarantees both).
-pub(crate) unsafe fn object_ref<'a>(payload: &[u8]) -> &'a Object {
+pub(crate) unsafe fn object_ref<'a>(handle: &Handle) -> &'a Object {
     // SAFETY: per the contract, the address came from `Box::into_raw`, the box is still owned by
     // the entry and nothing mutates it for `'a`.
-    unsafe { &*address(payload) }
+    unsafe { &*address(handle) }
 }
 
-/// Takes back ownership of the object a handle payload owns.
+/// Takes back ownership of the object a handle owns.
 ///
 /// # Safety
-/// `payload` must come from `into_handle` and this must be the only `from_handle` for it: the
-/// entry holding it is being dropped or overwritten (or was taken out of the keyspace).
-pub(crate) unsafe fn from_handle(payload: &[u8]) -> Object {
+/// `handle` must come from `into_handle` and this must be the only `from_handle` for it: the
+/// entry holding it has been removed or overwritten, or never stored.
+pub(crate) unsafe fn from_handle(handle: &Handle) -> Object {
     // SAFETY: per the contract, the address came from `Box::into_raw` and ownership returns here
     // exactly once.
-    *unsafe { Box::from_raw(address(payload)) }
-}
-
-/// A value in a form that does not depend on any shard (no handles, no shape ids): what RENAME
-/// and COPY carry between shards, and what SORT and the persistence layer read.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Portable {
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
-    List(Vec<Vec<u8>>),
-    Set(Vec<Vec<u8>>),
-    /// (member, score) in rank order.
-    ZSet(Vec<(Vec<u8>, f64)>),
-}
-
-/// The name of a value tag in INFO's encoding statistics (`densekv_keys_<name>`).
-pub fn tag_name(t: u8) -> Option<&'static str> {
-    Some(match t {
-        0 => "string_embstr",
-        1 => "string_raw",
-        2 => "string_int",
-        tag::HASH_RECORD => "hash_record",
-        tag::HASH_SMALL => "hash_small",
-        tag::HASH_PAGES => "hash_pages",
-        tag::HASH_INTS => "hash_ints",
-        tag::LIST => "list",
-        tag::SET_INTSET => "set_intset",
-        tag::SET_SMALL => "set_small",
-        tag::SET_PAGES => "set_pages",
-        tag::SET_INTS => "set_ints",
-        tag::ZSET_PACKED => "zset_packed",
-        tag::ZSET_INDEX => "zset_index",
-        tag::HASH_FLAT => "hash_flat",
-        tag::SET_FLAT => "set_flat",
-        _ => return None,
-    })
-}
-
-/// The OBJECT ENCODING name of an inline collection tag (boxed ones ask their object: a flat or
-/// ints hash answers by its history). Redis 7.0 has no listpack sets (they came in 7.2): a set
-/// of strings is a "hashtable" however small.
-pub fn encoding_name(t: u8) -> &'static str {
-    match t {
-        tag::HASH_RECORD | tag::HASH_SMALL | tag::HASH_FLAT | tag::ZSET_PACKED => "listpack",
-        tag::HASH_PAGES
-        | tag::HASH_INTS
-        | tag::SET_SMALL
-        | tag::SET_PAGES
-        | tag::SET_INTS
-        | tag::SET_FLAT => "hashtable",
-        tag::LIST => "quicklist",
-        tag::SET_INTSET => "intset",
-        tag::ZSET_INDEX => "skiplist",
-        _ => "unknown",
-    }
+    *unsafe { Box::from_raw(address(handle)) }
 }

@@ -1,22 +1,22 @@
-//! Model-based randomized tests of the hash encodings (`store::types::hash`) against std maps.
+//! Model-based randomized tests of the hash encodings (`store::Hash`) against std maps.
 //!
 //! One seeded stream of HSET / HDEL / HGET / whole-hash reads per key family runs on a `Shard`
 //! and on a `BTreeMap<field, value>` per key. Families steer each encoding and every conversion:
 //! record-like names (record → small/flat), integers (small → ints → flat/pages), binary
 //! fields (small → flat → pages on a long string, pages → flat with the shrink), and big integer /
 //! string hashes of up to ~4000 fields (flat → pages past 32 KiB). After every step the touched
-//! key is compared whole, its tag checked against the rules the module doc states, its OBJECT
+//! key is compared whole, its encoding checked against the rules the module doc states, its OBJECT
 //! ENCODING against Redis 7.0's rule (listpack until it ever held more than 512 pairs or a
 //! string longer than 64 B), and at the end every key is deleted and the shape tree must be back to its root: a hold leaked or
-//! released twice by a conversion would show there. `IntHash` has its own model test with its
-//! invariant validator. Set `DENSEKV_SEED` to change the seed.
+//! released twice by a conversion would show there; `Shard::validate` (every encoding's own
+//! invariants, the counts per encoding, the shape holds) runs after every step. `IntHash` has its
+//! own model test with its invariant validator. Set `DENSEKV_SEED` to change the seed.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
-use store::object::tag;
 use store::types::hash::{self, ints::IntHash};
-use store::{Shard, ShardConfig, Slot};
+use store::{Encoding, Hash, Shard, ShardConfig};
 
 fn seed() -> u64 {
     std::env::var("DENSEKV_SEED")
@@ -67,23 +67,25 @@ fn value(rng: &mut SmallRng, family: u8) -> Vec<u8> {
     }
 }
 
-/// (tag, pairs in the encoding's order) of `key`, or `None` when missing.
-fn read(shard: &mut Shard, key: &[u8]) -> Option<(u8, Pairs)> {
-    shard.with_slot(0, key, 0, |slot| {
-        let t = match &slot {
-            Slot::Missing => return None,
-            Slot::Inline { tag, .. } | Slot::Boxed { tag, .. } => *tag,
-        };
-        let h = hash::view(slot).expect("a hash").expect("present");
-        Some((t, h.pairs()))
-    })
+/// (encoding, pairs in the encoding's order) of `key`, or `None` when missing.
+fn read(shard: &mut Shard, key: &[u8]) -> Option<(Encoding, Pairs)> {
+    let pairs = shard
+        .read::<Hash, _>(0, key, 0, |h| h.pairs())
+        .expect("a hash")?;
+    Some((shard.encoding(0, key, 0).expect("present"), pairs))
 }
 
-/// Checks `key` against its model; returns its tag (0 when missing).
-fn check(shard: &mut Shard, key: &[u8], model: &Model, hashtable: bool, step: usize) -> u8 {
+/// Checks `key` against its model; returns its encoding (`None` when missing).
+fn check(
+    shard: &mut Shard,
+    key: &[u8],
+    model: &Model,
+    hashtable: bool,
+    step: usize,
+) -> Option<Encoding> {
     let Some((t, pairs)) = read(shard, key) else {
         assert!(model.is_empty(), "step {step}: {key:?} missing");
-        return 0;
+        return None;
     };
     let mut sorted = pairs.clone();
     sorted.sort();
@@ -99,22 +101,25 @@ fn check(shard: &mut Shard, key: &[u8], model: &Model, hashtable: bool, step: us
         .iter()
         .all(|(f, v)| f.len() <= hash::FLAT_BYTES_MAX && v.len() <= hash::FLAT_BYTES_MAX);
     match t {
-        tag::HASH_RECORD => assert!(fits_small, "step {step}: record with a long value"),
-        tag::HASH_SMALL => assert!(model.len() <= hash::SMALL_PAIRS_MAX && fits_small),
-        tag::HASH_FLAT => assert!(fits_flat, "step {step}: flat hash with a long string"),
-        tag::HASH_INTS => assert!(ints, "step {step}: ints hash holds a non-integer"),
+        Encoding::HashRecord => assert!(fits_small, "step {step}: record with a long value"),
+        Encoding::HashSmall => assert!(model.len() <= hash::SMALL_PAIRS_MAX && fits_small),
+        Encoding::HashFlat => assert!(fits_flat, "step {step}: flat hash with a long string"),
+        Encoding::HashInts => assert!(ints, "step {step}: ints hash holds a non-integer"),
         // Pages hold anything: they do not convert back to ints once a non-integer left, and a
         // long value overwritten by a short one leaves a few short pairs there until a delete.
-        tag::HASH_PAGES => {}
-        other => panic!("step {step}: tag {other}"),
+        Encoding::HashPages => {}
+        other => panic!("step {step}: {other:?}"),
     }
     let want = if hashtable { "hashtable" } else { "listpack" };
     assert_eq!(
-        shard.encoding(0, key, 0),
+        shard.object_encoding(0, key, 0),
         Some(want),
-        "step {step}: OBJECT ENCODING of {key:?} (tag {t})"
+        "step {step}: OBJECT ENCODING of {key:?} ({t:?})"
     );
-    t
+    shard
+        .validate()
+        .unwrap_or_else(|e| panic!("step {step}: {e}"));
+    Some(t)
 }
 
 #[test]
@@ -129,7 +134,7 @@ fn hash_encodings_match_a_btreemap() {
     let mut models: HashMap<Vec<u8>, Model> = HashMap::new();
     // Keys whose hash has passed Redis's listpack bounds since it was created.
     let mut hashtable: HashMap<Vec<u8>, bool> = HashMap::new();
-    let mut tags_seen = std::collections::BTreeSet::new();
+    let mut tags_seen = std::collections::HashSet::new();
     // Operation kinds switched on and off per phase, so hashes both grow large and drain.
     let mut weights = [4u32, 3, 2, 1];
     for step in 0..120_000 {
@@ -160,15 +165,16 @@ fn hash_encodings_match_a_btreemap() {
                 let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.gen_range(1..4))
                     .map(|_| (field(&mut rng, family), value(&mut rng, family)))
                     .collect();
-                let created = hash::update(&mut shard, 0, &key, 0, true, |h| {
-                    let mut n = 0;
-                    for (f, v) in &pairs {
-                        n += usize::from(h.set(f, v)?);
-                    }
-                    Ok(n)
-                })
-                .unwrap()
-                .unwrap();
+                let created = shard
+                    .update::<Hash, _>(0, &key, 0, true, |h| {
+                        let mut n = 0;
+                        for (f, v) in &pairs {
+                            n += usize::from(h.set(f, v)?);
+                        }
+                        Ok(n)
+                    })
+                    .unwrap()
+                    .unwrap();
                 let mut want = 0;
                 let sticky = hashtable.entry(key.clone()).or_default();
                 for (f, v) in pairs {
@@ -182,25 +188,25 @@ fn hash_encodings_match_a_btreemap() {
                 let fields: Vec<Vec<u8>> = (0..rng.gen_range(1..4))
                     .map(|_| field(&mut rng, family))
                     .collect();
-                let removed = hash::update(&mut shard, 0, &key, 0, false, |h| {
-                    let mut n = 0;
-                    for f in &fields {
-                        n += usize::from(h.remove(f)?);
-                    }
-                    Ok(n)
-                })
-                .unwrap()
-                .unwrap_or(0);
+                let removed = shard
+                    .update::<Hash, _>(0, &key, 0, false, |h| {
+                        let mut n = 0;
+                        for f in &fields {
+                            n += usize::from(h.remove(f)?);
+                        }
+                        Ok(n)
+                    })
+                    .unwrap()
+                    .unwrap_or(0);
                 let want = fields.iter().filter(|f| model.remove(*f).is_some()).count();
                 assert_eq!(removed, want, "step {step}: removed fields");
             }
             _ => {
                 let f = field(&mut rng, family);
-                let got = shard.with_slot(0, &key, 0, |slot| {
-                    hash::view(slot)
-                        .unwrap()
-                        .and_then(|mut h| h.get(&f).map(|v| v.to_vec()))
-                });
+                let got = shard
+                    .read::<Hash, _>(0, &key, 0, |mut h| h.get(&f).map(|v| v.to_vec()))
+                    .unwrap()
+                    .flatten();
                 assert_eq!(got.as_ref(), model.get(&f), "step {step}: get");
             }
         }
@@ -211,21 +217,24 @@ fn hash_encodings_match_a_btreemap() {
         tags_seen.insert(check(&mut shard, &key, model, sticky, step));
     }
     for t in [
-        tag::HASH_RECORD,
-        tag::HASH_SMALL,
-        tag::HASH_FLAT,
-        tag::HASH_INTS,
-        tag::HASH_PAGES,
+        Encoding::HashRecord,
+        Encoding::HashSmall,
+        Encoding::HashFlat,
+        Encoding::HashInts,
+        Encoding::HashPages,
     ] {
-        assert!(tags_seen.contains(&t), "no step saw tag {t}: {tags_seen:?}");
+        assert!(
+            tags_seen.contains(&Some(t)),
+            "no step saw {t:?}: {tags_seen:?}"
+        );
     }
     for key in &keys {
         shard.remove(0, key, 0);
     }
     assert!(
-        shard.shapes.is_empty(),
+        shard.shapes().is_empty(),
         "shape holds leaked or double-released: {} shapes live",
-        shard.shapes.len()
+        shard.shapes().len()
     );
 }
 
@@ -234,58 +243,62 @@ fn records_keep_insertion_order_and_release_their_shapes() {
     let mut shard = Shard::new(&ShardConfig::default()).expect("shard");
     for i in 0..100 {
         let key = format!("user:{i}");
-        hash::update(&mut shard, 0, key.as_bytes(), 0, true, |h| {
-            for (f, v) in [
-                ("name", "ann"),
-                ("email", "a@x"),
-                ("age", "42"),
-                ("city", "Oslo"),
-            ] {
-                h.set(f.as_bytes(), v.as_bytes())?;
-            }
-            Ok(())
-        })
-        .unwrap();
+        shard
+            .update::<Hash, _>(0, key.as_bytes(), 0, true, |h| {
+                for (f, v) in [
+                    ("name", "ann"),
+                    ("email", "a@x"),
+                    ("age", "42"),
+                    ("city", "Oslo"),
+                ] {
+                    h.set(f.as_bytes(), v.as_bytes())?;
+                }
+                Ok(())
+            })
+            .unwrap();
     }
     let (t, pairs) = read(&mut shard, b"user:7").unwrap();
-    assert_eq!(t, tag::HASH_RECORD);
+    assert_eq!(t, Encoding::HashRecord);
     let names: Vec<&[u8]> = pairs.iter().map(|(f, _)| f.as_slice()).collect();
     assert_eq!(names, [&b"name"[..], b"email", b"age", b"city"]);
     assert_eq!(
-        shard.shapes.len(),
+        shard.shapes().len(),
         5,
         "one chain of four shapes plus the root"
     );
     // Conversions in both directions on one key.
-    hash::update(&mut shard, 0, b"user:7", 0, false, |h| h.set(b"12", b"x")).unwrap();
-    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_SMALL);
+    shard
+        .update::<Hash, _>(0, b"user:7", 0, false, |h| h.set(b"12", b"x"))
+        .unwrap();
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, Encoding::HashSmall);
     // small → flat past 8 pairs, still a listpack to OBJECT ENCODING until 512 pairs.
     let grow = |shard: &mut Shard, from: usize, to: usize| {
-        hash::update(shard, 0, b"user:7", 0, false, |h| {
-            for i in from..to {
-                h.set(format!("f{i}").as_bytes(), b"v")?;
-            }
-            Ok(())
-        })
-        .unwrap();
+        shard
+            .update::<Hash, _>(0, b"user:7", 0, false, |h| {
+                for i in from..to {
+                    h.set(format!("f{i}").as_bytes(), b"v")?;
+                }
+                Ok(())
+            })
+            .unwrap();
     };
     grow(&mut shard, 0, 4);
-    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
-    assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, Encoding::HashFlat);
+    assert_eq!(shard.object_encoding(0, b"user:7", 0), Some("listpack"));
     // Five record pairs + f0..f506: 512 pairs.
     grow(&mut shard, 4, 507);
-    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
-    assert_eq!(shard.encoding(0, b"user:7", 0), Some("listpack"));
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, Encoding::HashFlat);
+    assert_eq!(shard.object_encoding(0, b"user:7", 0), Some("listpack"));
     grow(&mut shard, 507, 509);
-    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_FLAT);
-    assert_eq!(shard.encoding(0, b"user:7", 0), Some("hashtable"));
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, Encoding::HashFlat);
+    assert_eq!(shard.object_encoding(0, b"user:7", 0), Some("hashtable"));
     // flat → pages past 32 KiB.
     grow(&mut shard, 509, 5000);
-    assert_eq!(read(&mut shard, b"user:7").unwrap().0, tag::HASH_PAGES);
+    assert_eq!(read(&mut shard, b"user:7").unwrap().0, Encoding::HashPages);
     for i in 0..100 {
         shard.remove(0, format!("user:{i}").as_bytes(), 0);
     }
-    assert!(shard.shapes.is_empty());
+    assert!(shard.shapes().is_empty());
 }
 
 #[test]

@@ -1,13 +1,14 @@
-//! Model-based randomized test of a shard: puts with every TTL mode, takes, TTL changes, lazy and
-//! active expiry, SCAN and RANDOMKEY against a `HashMap` model under a simulated clock. After each
-//! step the shard's answer must match the model (expired keys read as missing), and `validate()`
-//! checks the maps and the per-db TTL counts.
+//! Model-based randomized test of the keyspace: puts with every TTL mode, deletes, TTL changes,
+//! lazy and active expiry, SCAN, RANDOMKEY, and RENAME / COPY / MOVE within a shard and between
+//! two, against a `HashMap` model per database under a simulated clock. After each step every key
+//! must read back as the model says (expired keys read as missing), and `validate()` checks the
+//! maps, the per-db TTL counts and the counts per encoding.
 
 use heap::HeapConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{HashMap, HashSet};
-use store::{Shard, ShardConfig, Str, Ttl};
+use store::{Relocated, Shard, ShardConfig, Ttl};
 
 #[derive(Clone, Debug, PartialEq)]
 struct Model {
@@ -42,9 +43,8 @@ fn live(model: &HashMap<Vec<u8>, Model>, key: &[u8], now: u64) -> Option<Model> 
         .cloned()
 }
 
-fn run(seed: u64) {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut shard = Shard::new(&ShardConfig {
+fn new_shard(seed: u64) -> Shard {
+    Shard::new(&ShardConfig {
         databases: 2,
         heap: HeapConfig {
             reserve_bytes: 2 << 30,
@@ -55,15 +55,53 @@ fn run(seed: u64) {
             ..maps::Config::default()
         },
     })
-    .unwrap();
-    let mut models = [HashMap::new(), HashMap::new()];
+    .unwrap()
+}
+
+type Models = [HashMap<Vec<u8>, Model>; 2];
+
+/// RENAME / COPY / MOVE of `src` (db `from`) to `dst` (db `to`) on the model: what the store
+/// must answer, and the model changed accordingly.
+fn relocate_model(
+    models: &mut Models,
+    (from, src): (usize, &[u8]),
+    (to, dst): (usize, &[u8]),
+    replace: bool,
+    copy: bool,
+    now: u64,
+) -> Relocated {
+    let Some(value) = live(&models[from], src, now) else {
+        return Relocated::NoSource;
+    };
+    if !replace && live(&models[to], dst, now).is_some() {
+        return Relocated::TargetExists;
+    }
+    if !copy {
+        models[from].remove(src);
+    }
+    models[to].insert(dst.to_vec(), value);
+    Relocated::Done
+}
+
+fn run(seed: u64) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut shard = new_shard(seed);
+    // A second shard: RENAME and COPY between shards go through the logical view.
+    let mut other = new_shard(seed ^ 1);
+    let mut models: Models = [HashMap::new(), HashMap::new()];
     let mut now = 1_000_000u64;
-    let enabled: Vec<bool> = (0..7).map(|i| i == 0 || rng.gen_bool(0.75)).collect();
+    let enabled: Vec<bool> = (0..8).map(|i| i == 0 || rng.gen_bool(0.75)).collect();
     for step in 0..4000 {
         let db = rng.gen_range(0..2);
         let key = random_key(&mut rng);
+        let op = rng.gen_range(0..8);
+        if op == 7 && enabled[7] {
+            relocate_step(&mut shard, &mut models, &mut rng, now, seed, step);
+            round_trip_between(&mut shard, &mut other, &mut models, &mut rng, now);
+            check_all(&mut shard, &models, now, seed, step);
+            continue;
+        }
         let model = &mut models[db];
-        let op = rng.gen_range(0..7);
         if !enabled[op] {
             continue;
         }
@@ -87,11 +125,9 @@ fn run(seed: u64) {
             1 => {
                 let expected = live(model, &key, now);
                 model.remove(&key);
-                let got = shard.take(db, &key, now);
-                assert_eq!(got.is_some(), expected.is_some(), "seed {seed} step {step}");
-                if let (Some(got), Some(expected)) = (got, expected) {
-                    assert_eq!(Str::of(got.tag, &got.payload).to_vec(), expected.value);
-                }
+                let got = shard.get_string(db, &key, now, |s| s.to_vec()).unwrap();
+                assert_eq!(got, expected.map(|m| m.value), "seed {seed} step {step}");
+                assert_eq!(shard.remove(db, &key, now), got.is_some());
             }
             2 => {
                 let at = if rng.gen_bool(0.3) {
@@ -145,21 +181,8 @@ fn run(seed: u64) {
                 }
             }
         }
-        // Every key reads back as the model says.
-        for (k, m) in model.iter() {
-            let got = shard.with_entry(db, k, now, |e| {
-                (Str::of(e.tag, e.payload).to_vec(), e.expire_at_ms)
-            });
-            let expected = live(model, k, now).map(|m| (m.value, m.expire_at));
-            assert_eq!(
-                got, expected,
-                "seed {seed} step {step} key {:?}",
-                m.expire_at
-            );
-        }
-        if step % 50 == 0 {
-            shard.validate().unwrap();
-        }
+        check_all(&mut shard, &models, now, seed, step);
+        shard.validate().unwrap();
     }
     shard.validate().unwrap();
     for db in 0..2 {
@@ -173,4 +196,63 @@ fn shard_agrees_with_model() {
     for seed in 0..12 {
         run(seed);
     }
+}
+
+/// Every key of both databases reads back as the model says.
+fn check_all(shard: &mut Shard, models: &Models, now: u64, seed: u64, step: usize) {
+    for (db, model) in models.iter().enumerate() {
+        for k in model.keys() {
+            let value = shard.get_string(db, k, now, |s| s.to_vec()).unwrap();
+            let got = value.map(|v| (v, shard.expire_at(db, k, now).expect("live")));
+            let expected = live(model, k, now).map(|m| (m.value, m.expire_at));
+            assert_eq!(got, expected, "seed {seed} step {step} db {db}");
+        }
+    }
+}
+
+/// RENAME, COPY or MOVE between random keys and databases of one shard.
+fn relocate_step(
+    shard: &mut Shard,
+    models: &mut Models,
+    rng: &mut SmallRng,
+    now: u64,
+    seed: u64,
+    step: usize,
+) {
+    let (from, to) = (rng.gen_range(0..2), rng.gen_range(0..2));
+    let (src, dst) = (random_key(rng), random_key(rng));
+    if from == to && src == dst {
+        return;
+    }
+    let (replace, copy) = (rng.gen_bool(0.5), rng.gen_bool(0.3));
+    let want = relocate_model(models, (from, &src), (to, &dst), replace, copy, now);
+    let got = if copy {
+        shard.copy(from, &src, to, &dst, replace, now)
+    } else {
+        shard.rename(from, &src, to, &dst, replace, now)
+    };
+    assert_eq!(got.unwrap(), want, "seed {seed} step {step}: copy {copy}");
+}
+
+/// Moves a random key to `other` and back (RENAME between shards, both ways), then checks that
+/// `other` holds nothing: a value crosses shards whole and leaves nothing behind.
+fn round_trip_between(
+    shard: &mut Shard,
+    other: &mut Shard,
+    models: &mut Models,
+    rng: &mut SmallRng,
+    now: u64,
+) {
+    let db = rng.gen_range(0..2);
+    let key = random_key(rng);
+    let present = live(&models[db], &key, now).is_some();
+    let there = store::rename_between(shard, other, db, &key, db, b"parked", true, now).unwrap();
+    assert_eq!(there == Relocated::Done, present);
+    if present {
+        assert!(!shard.contains(db, &key, now));
+        let back = store::rename_between(other, shard, db, b"parked", db, &key, false, now);
+        assert_eq!(back.unwrap(), Relocated::Done);
+    }
+    assert_eq!(other.len(db), 0);
+    other.validate().unwrap();
 }

@@ -1,13 +1,11 @@
 //! The read-ahead hooks the server calls before running a pipelined batch: `Shard::prefetch`
 //! must accept any database and key (missing, empty keyspace) without effect, and
 //! `Shard::members_map` must name the map that holds a collection's members — the set's or hash's
-//! PageHash, the sorted set's member map — and nothing for strings, lists and missing keys.
+//! PageHash, the sorted set's member map — and nothing for strings, lists, compact encodings and
+//! missing keys.
 
 use maps::PageHash;
-use store::object::tag as ctag;
-use store::types::{hash::HashObj, list::ListObj, set::SetObj, zset::ZSetObj};
-use store::value::tag;
-use store::{Object, Shard, ShardConfig, Ttl};
+use store::{Encoding, Hash, List, Set, Shard, ShardConfig, Ttl, ZSet};
 
 #[test]
 fn prefetch_accepts_any_key() {
@@ -16,9 +14,7 @@ fn prefetch_accepts_any_key() {
         shard.prefetch(0, b"missing", stage);
         shard.prefetch(15, b"", stage);
     }
-    shard
-        .put(0, b"k", tag::STR_RAW, b"v", Ttl::Clear, 0)
-        .unwrap();
+    shard.put_string(0, b"k", b"v", Ttl::Clear, 0).unwrap();
     for stage in 0..3 {
         shard.prefetch(0, b"k", stage);
         shard.prefetch(0, b"other", stage);
@@ -30,36 +26,45 @@ fn prefetch_accepts_any_key() {
 #[test]
 fn members_map_is_the_collections_own() {
     let mut shard = Shard::new(&ShardConfig::default()).unwrap();
-    let heap = shard.heap_mut();
-    let mut set = PageHash::new(heap).unwrap();
-    let mut hash = PageHash::new(heap).unwrap();
-    for i in 0..3u8 {
-        set.insert(heap, &[b'm', i], b"").unwrap();
+    // Members and values longer than 256 bytes put sets and hashes in their pages encoding.
+    let long = |c: u8, i: u8| {
+        let mut v = vec![c; 300];
+        v[0] = i;
+        v
+    };
+    shard
+        .update::<Set, _>(0, b"s", 0, true, |s| {
+            (0..3u8).try_for_each(|i| s.add(&long(b'm', i)).map(drop))
+        })
+        .unwrap();
+    shard
+        .update::<Hash, _>(0, b"h", 0, true, |h| {
+            (0..5u8).try_for_each(|i| h.set(&[b'f', i], &long(b'v', i)).map(drop))
+        })
+        .unwrap();
+    let mut z = shard.zset_builder(200, 2).unwrap();
+    for i in 0..200u8 {
+        z.insert(&[b'z', i], 1.0).unwrap();
     }
-    for i in 0..5u8 {
-        hash.insert(heap, &[b'f', i], b"v").unwrap();
-    }
-    let members: Vec<Vec<u8>> = (0..7u8).map(|i| vec![b'z', i]).collect();
-    let zset = ZSetObj::from_entries(heap, members.iter().map(|m| (1.0, m.as_slice()))).unwrap();
-    let set = Object::Set(SetObj::Pages(Box::new(set)));
-    let hash = Object::Hash(HashObj::Pages(Box::new(hash), true));
-    shard
-        .put_object(0, b"s", ctag::SET_PAGES, set, Ttl::Clear, 0)
-        .unwrap();
-    shard
-        .put_object(0, b"h", ctag::HASH_PAGES, hash, Ttl::Clear, 0)
-        .unwrap();
-    shard
-        .put_object(0, b"z", ctag::ZSET_INDEX, Object::ZSet(zset), Ttl::Clear, 0)
-        .unwrap();
+    z.finish(0, b"z", None).unwrap();
+    assert_eq!(shard.encoding(0, b"s", 0), Some(Encoding::SetPages));
+    assert_eq!(shard.encoding(0, b"h", 0), Some(Encoding::HashPages));
+    assert_eq!(shard.encoding(0, b"z", 0), Some(Encoding::ZSetIndex));
     assert_eq!(shard.members_map(0, b"s").map(PageHash::len), Some(3));
     assert_eq!(shard.members_map(0, b"h").map(PageHash::len), Some(5));
-    assert_eq!(shard.members_map(0, b"z").map(PageHash::len), Some(7));
+    assert_eq!(shard.members_map(0, b"z").map(PageHash::len), Some(200));
     assert_eq!(shard.members_map(1, b"s").map(PageHash::len), None);
-    // A list is boxed but has no map.
-    let list = Object::List(ListObj::new());
+    // A list is boxed but has no map; a small set has none either.
     shard
-        .put_object(0, b"l", ctag::LIST, list, Ttl::Clear, 0)
+        .update::<List, _>(0, b"l", 0, true, |l| {
+            l.push_back(b"x");
+            Ok(())
+        })
+        .unwrap();
+    shard
+        .update::<ZSet, _>(0, b"small", 0, true, |z| z.insert(b"m", 1.0))
         .unwrap();
     assert_eq!(shard.members_map(0, b"l").map(PageHash::len), None);
+    assert_eq!(shard.members_map(0, b"small").map(PageHash::len), None);
+    shard.validate().unwrap();
 }

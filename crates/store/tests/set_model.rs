@@ -5,16 +5,16 @@
 //! thousands of short strings: flat then pages past 32 KiB; long strings: flat, and pages past
 //! 256 B; mixes crossing from intset to small to flat). After each step the set's answers (len,
 //! membership of present and absent members, all members, random picks) must match the model,
-//! the tag must be the one the content rules imply, OBJECT ENCODING must be Redis 7.0's ("intset"
-//! or "hashtable"), and `set::validate` checks the layout invariants.
+//! the encoding must be the one the content rules imply, OBJECT ENCODING must be Redis 7.0's
+//! ("intset" or "hashtable"), and `Shard::validate` checks the layouts, the counts per encoding
+//! and that no empty set is stored.
 
 use heap::HeapConfig;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
-use store::object::tag;
-use store::types::set::{self, SetError};
-use store::{Shard, ShardConfig, Ttl};
+use store::types::set;
+use store::{Encoding, Set, Shard, ShardConfig, StoreError, Ttl};
 
 const KEYS: usize = 4;
 
@@ -73,32 +73,46 @@ fn member(rng: &mut SmallRng, pool: Pool) -> Vec<u8> {
     }
 }
 
-/// The tag the content rules imply for a set that started empty and grew to `model` (sets never
-/// convert back down, so only the upper bounds are checked against `seen_max`).
-fn check_tag(t: u8, model: &BTreeSet<Vec<u8>>, all_ints_ever: bool) {
-    let ints = model.iter().all(|m| store::value::parse_i64(m).is_some());
+/// The encoding the content rules imply for a set that started empty and grew to `model` (sets
+/// never convert back down, so only the upper bounds are checked).
+fn check_encoding(t: Encoding, model: &BTreeSet<Vec<u8>>, all_ints_ever: bool) {
+    let ints = model.iter().all(|m| store::canonical_i64(m).is_some());
     match t {
-        tag::SET_INTSET => assert!(ints && model.len() <= 512, "intset with {model:?}"),
-        tag::SET_SMALL => assert!(
+        Encoding::SetIntset => assert!(ints && model.len() <= 512, "intset with {model:?}"),
+        Encoding::SetSmall => assert!(
             model.len() <= 128 && model.iter().all(|m| m.len() <= 64),
             "small set past its bounds"
         ),
-        tag::SET_INTS => assert!(ints && all_ints_ever, "ints set holding a string"),
-        tag::SET_FLAT => assert!(
+        Encoding::SetInts => assert!(ints && all_ints_ever, "ints set holding a string"),
+        Encoding::SetFlat => assert!(
             model.iter().all(|m| m.len() <= set::FLAT_MEMBER_BYTES_MAX),
             "flat set with a long member"
         ),
-        tag::SET_PAGES => {}
-        other => panic!("tag {other} is not a set"),
+        Encoding::SetPages => {}
+        other => panic!("{other:?} is not a set encoding"),
     }
 }
 
 fn members_of(shard: &mut Shard, key: &[u8]) -> Option<BTreeSet<Vec<u8>>> {
-    set::read(shard, 0, key, 0, |v| v.to_vec().into_iter().collect()).expect("a set or nothing")
+    shard
+        .read::<Set, _>(0, key, 0, |v| v.to_vec().into_iter().collect())
+        .expect("a set or nothing")
 }
 
-fn tag_of(shard: &mut Shard, key: &[u8]) -> Option<u8> {
-    shard.with_entry(0, key, 0, |e| e.tag)
+fn encoding_of(shard: &mut Shard, key: &[u8]) -> Option<Encoding> {
+    shard.encoding(0, key, 0)
+}
+
+fn add(shard: &mut Shard, key: &[u8], members: &[&[u8]]) -> Result<usize, StoreError> {
+    shard
+        .update::<Set, _>(0, key, 0, true, |s| {
+            let mut added = 0;
+            for m in members {
+                added += usize::from(s.add(m)?);
+            }
+            Ok(added)
+        })
+        .map(|n| n.unwrap_or(0))
 }
 
 fn run(seed: u64) {
@@ -134,21 +148,21 @@ fn run(seed: u64) {
             let model = &mut models[k];
             match rng.gen_range(0..5) {
                 0 if enabled[0] => {
-                    let add: Vec<Vec<u8>> = (0..rng.gen_range(1..=bulk))
+                    let adds: Vec<Vec<u8>> = (0..rng.gen_range(1..=bulk))
                         .map(|_| member(&mut rng, pool))
                         .collect();
-                    let refs: Vec<&[u8]> = add.iter().map(Vec::as_slice).collect();
+                    let refs: Vec<&[u8]> = adds.iter().map(Vec::as_slice).collect();
                     let before = model.len();
-                    for m in &add {
+                    for m in &adds {
                         model.insert(m.clone());
                     }
                     if before == 0 {
                         ints_ever[k] = true;
                     }
-                    if add.iter().any(|m| store::value::parse_i64(m).is_none()) {
+                    if adds.iter().any(|m| store::canonical_i64(m).is_none()) {
                         ints_ever[k] = false;
                     }
-                    let added = set::add(&mut shard, 0, &key, 0, &refs).unwrap();
+                    let added = add(&mut shard, &key, &refs).unwrap();
                     assert_eq!(added, model.len() - before);
                 }
                 1 if enabled[1] => {
@@ -162,18 +176,23 @@ fn run(seed: u64) {
                         .into_iter()
                         .filter(|m| model.remove(*m))
                         .count();
-                    assert_eq!(
-                        set::remove(&mut shard, 0, &key, 0, &refs).unwrap(),
-                        expected
-                    );
+                    let removed = shard
+                        .update::<Set, _>(0, &key, 0, false, |s| {
+                            Ok(refs.iter().filter(|m| s.remove(m)).count())
+                        })
+                        .unwrap()
+                        .unwrap_or(0);
+                    assert_eq!(removed, expected);
                 }
                 2 if enabled[2] => {
                     let count = rng.gen_range(0..model.len() + 3);
                     let mut popped = Vec::new();
-                    let n = set::pop(&mut shard, 0, &key, 0, count, &mut random, |m| {
-                        popped.push(m.to_vec());
-                    })
-                    .unwrap();
+                    let n = shard
+                        .update::<Set, _>(0, &key, 0, false, |s| {
+                            Ok(s.pop(count, &mut random, |m| popped.push(m.to_vec())))
+                        })
+                        .unwrap()
+                        .unwrap_or(0);
                     assert_eq!(n, count.min(model.len()));
                     assert_eq!(popped.len(), n);
                     for m in &popped {
@@ -184,18 +203,19 @@ fn run(seed: u64) {
                     // Store a copy of another key's members (SUNIONSTORE's path).
                     let src = rng.gen_range(0..KEYS);
                     let copy: Vec<Vec<u8>> = models[src].iter().cloned().collect();
-                    set::store(&mut shard, 0, &key, &copy, Ttl::Clear, 0).unwrap();
-                    ints_ever[k] = copy.iter().all(|m| store::value::parse_i64(m).is_some());
+                    let mut b = shard.builder::<Set>().unwrap();
+                    for m in &copy {
+                        b.insert(m).unwrap();
+                    }
+                    b.finish(0, &key, None).unwrap();
+                    ints_ever[k] = copy.iter().all(|m| store::canonical_i64(m).is_some());
                     models[k] = copy.into_iter().collect();
                 }
                 4 if enabled[4] => {
                     shard
                         .put_string(0, &key, b"a string", Ttl::Clear, 0)
                         .unwrap();
-                    assert_eq!(
-                        set::add(&mut shard, 0, &key, 0, &[b"x"]),
-                        Err(SetError::WrongType)
-                    );
+                    assert_eq!(add(&mut shard, &key, &[b"x"]), Err(StoreError::WrongType));
                     shard.remove(0, &key, 0);
                     model.clear();
                 }
@@ -206,13 +226,11 @@ fn run(seed: u64) {
     }
     for k in 0..KEYS {
         let key = format!("set{k}").into_bytes();
-        let exported = shard.export(0, &key, 0);
-        if let Some((store::shard::Exported::Coll(store::Portable::Set(m)), _)) = exported {
-            let got: BTreeSet<Vec<u8>> = m.into_iter().collect();
-            assert_eq!(got, models[k], "export");
-        } else {
-            assert!(models[k].is_empty());
-        }
+        let viewed = shard.view(0, &key, 0, |v, _| match v {
+            store::View::Set(s) => s.iter().map(|m| m.to_vec()).collect::<BTreeSet<_>>(),
+            other => panic!("{other:?} is not a set"),
+        });
+        assert_eq!(viewed.unwrap_or_default(), models[k], "logical view");
     }
 }
 
@@ -224,30 +242,31 @@ fn check(
     rng: &mut SmallRng,
     pool: Pool,
 ) {
-    set::validate(shard, 0, key, 0).unwrap();
+    shard.validate().unwrap();
     match members_of(shard, key) {
         None => assert!(model.is_empty(), "key gone but model holds {}", model.len()),
         Some(got) => {
             assert!(!got.is_empty(), "an empty set was kept");
             assert_eq!(&got, model);
-            let t = tag_of(shard, key).unwrap();
-            check_tag(t, model, ints_ever);
-            let want = if t == tag::SET_INTSET {
+            let t = encoding_of(shard, key).unwrap();
+            check_encoding(t, model, ints_ever);
+            let want = if t == Encoding::SetIntset {
                 "intset"
             } else {
                 "hashtable"
             };
-            assert_eq!(shard.encoding(0, key, 0), Some(want));
+            assert_eq!(shard.object_encoding(0, key, 0), Some(want));
             let probe = member(rng, pool);
-            let answer = set::read(shard, 0, key, 0, |v| {
-                (
-                    v.len(),
-                    v.contains(&probe),
-                    v.random(rng.r#gen()).map(store::types::set::Member::to_vec),
-                )
-            })
-            .unwrap()
-            .unwrap();
+            let answer = shard
+                .read::<Set, _>(0, key, 0, |v| {
+                    (
+                        v.len(),
+                        v.contains(&probe),
+                        v.random(rng.r#gen()).map(|m| m.to_vec()),
+                    )
+                })
+                .unwrap()
+                .unwrap();
             assert_eq!(answer.0, model.len());
             assert_eq!(answer.1, model.contains(&probe));
             assert!(
@@ -277,18 +296,18 @@ fn sets_match_the_model() {
 fn conversions_happen_exactly_at_the_thresholds() {
     let mut shard = shard(7);
     let add = |shard: &mut Shard, key: &[u8], m: &[u8]| {
-        set::add(shard, 0, key, 0, &[m]).unwrap();
-        tag_of(shard, key).unwrap()
+        add(shard, key, &[m]).unwrap();
+        encoding_of(shard, key).unwrap()
     };
     for i in 0..512 {
         assert_eq!(
             add(&mut shard, b"i", i.to_string().as_bytes()),
-            tag::SET_INTSET
+            Encoding::SetIntset
         );
     }
-    assert_eq!(add(&mut shard, b"i", b"512"), tag::SET_INTS);
-    assert_eq!(add(&mut shard, b"i", b"x"), tag::SET_FLAT);
-    for (n, expect) in [(127, tag::SET_SMALL), (128, tag::SET_FLAT)] {
+    assert_eq!(add(&mut shard, b"i", b"512"), Encoding::SetInts);
+    assert_eq!(add(&mut shard, b"i", b"x"), Encoding::SetFlat);
+    for (n, expect) in [(127, Encoding::SetSmall), (128, Encoding::SetFlat)] {
         let key = format!("n{n}").into_bytes();
         for i in 0..n {
             add(&mut shard, &key, i.to_string().as_bytes());
@@ -302,28 +321,26 @@ fn conversions_happen_exactly_at_the_thresholds() {
     for i in 0..128 {
         assert_eq!(
             add(&mut shard, b"s", format!("m{i}").as_bytes()),
-            tag::SET_SMALL
+            Encoding::SetSmall
         );
     }
-    assert_eq!(add(&mut shard, b"s", b"m128"), tag::SET_FLAT);
-    assert_eq!(shard.encoding(0, b"s", 0), Some("hashtable"));
+    assert_eq!(add(&mut shard, b"s", b"m128"), Encoding::SetFlat);
+    assert_eq!(shard.object_encoding(0, b"s", 0), Some("hashtable"));
     let mut i = 129;
-    while add(&mut shard, b"s", format!("m{i}").as_bytes()) == tag::SET_FLAT {
+    while add(&mut shard, b"s", format!("m{i}").as_bytes()) == Encoding::SetFlat {
         i += 1;
     }
-    assert_eq!(tag_of(&mut shard, b"s"), Some(tag::SET_PAGES));
+    assert_eq!(encoding_of(&mut shard, b"s"), Some(Encoding::SetPages));
     assert!(i > 2500, "a flat set of short members holds thousands: {i}");
-    assert_eq!(add(&mut shard, b"l", &[b'z'; 64]), tag::SET_SMALL);
-    assert_eq!(add(&mut shard, b"l", &[b'z'; 65]), tag::SET_FLAT);
-    assert_eq!(add(&mut shard, b"l", &[b'z'; 256]), tag::SET_FLAT);
-    assert_eq!(add(&mut shard, b"l", &[b'z'; 257]), tag::SET_PAGES);
-    assert_eq!(add(&mut shard, b"w", b"1"), tag::SET_INTSET);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 64]), Encoding::SetSmall);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 65]), Encoding::SetFlat);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 256]), Encoding::SetFlat);
+    assert_eq!(add(&mut shard, b"l", &[b'z'; 257]), Encoding::SetPages);
+    assert_eq!(add(&mut shard, b"w", b"1"), Encoding::SetIntset);
     assert_eq!(
         add(&mut shard, b"w", i64::MIN.to_string().as_bytes()),
-        tag::SET_INTSET
+        Encoding::SetIntset
     );
     assert_eq!(members_of(&mut shard, b"w").unwrap().len(), 2);
-    for key in [&b"i"[..], b"n127", b"n128", b"s", b"l", b"w"] {
-        set::validate(&mut shard, 0, key, 0).unwrap();
-    }
+    shard.validate().unwrap();
 }

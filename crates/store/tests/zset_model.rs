@@ -1,15 +1,14 @@
 //! Seeded model-based tests of the zset encodings against a `BTreeMap` model: the counted B+tree
-//! (ranks, selects, predicates, both iteration directions), the index (map + tree), the packed
-//! encoding through `ZMut`, and the conversion by size in `store_entries`. Set `DENSEKV_SEED` to
-//! explore other seeds.
+//! (ranks, selects, predicates, both iteration directions), the packed encoding and the index
+//! (map + tree) through `Shard::update::<ZSet>` (one key that converts by size, one kept as the
+//! index from the start), and the builder's choice by size. `Shard::validate` runs after every
+//! step. Set `DENSEKV_SEED` to explore other seeds.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
-use store::object::tag;
-use store::types::zset::{self, ZMut, ZRef, ZSetObj, packed};
 use store::types::zset_tree::{Tree, cmp_key};
-use store::{Shard, ShardConfig, Slot, Ttl};
+use store::{Edit, Encoding, Shard, ShardConfig, StoreError, ZSet, ZSetView};
 
 fn seed() -> u64 {
     std::env::var("DENSEKV_SEED")
@@ -44,7 +43,7 @@ fn score(rng: &mut SmallRng) -> f64 {
     }
 }
 
-fn check_view(view: ZRef<'_>, model: &BTreeMap<Vec<u8>, f64>, rng: &mut SmallRng) {
+fn check_view(view: ZSetView<'_>, model: &BTreeMap<Vec<u8>, f64>, rng: &mut SmallRng) {
     let want = sorted(model);
     assert_eq!(view.len(), want.len());
     let got: Vec<(f64, Vec<u8>)> = view.iter(0, false).map(|(s, m)| (s, m.to_vec())).collect();
@@ -129,107 +128,133 @@ fn tree_matches_model() {
     }
 }
 
-#[test]
-fn index_and_packed_match_model() {
-    let mut rng = SmallRng::seed_from_u64(seed() ^ 0x5eed);
-    let mut heap = heap::Heap::new().unwrap();
-    for round in 0..8 {
-        let mut obj = ZSetObj::new(&mut heap).unwrap();
-        let mut bytes = packed::empty();
-        let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
-        let space = [5, 40, 150, 1_000, 60, 130, 10_000, 20][round];
-        for step in 0..4_000 {
-            let m = member(&mut rng, space);
-            let use_packed = model.len() < 200;
-            match rng.gen_range(0..10) {
-                0..=5 => {
-                    let s = score(&mut rng);
-                    for z in [ZMut::Index(&mut obj, &mut heap)]
-                        .into_iter()
-                        .chain(use_packed.then_some(ZMut::Packed(&mut bytes, None)))
-                    {
-                        let mut z = z;
-                        match z.score(&m) {
-                            Some(old) => z.update(&m, old, s).unwrap(),
-                            None => z.insert(&m, s).unwrap(),
-                        }
-                    }
-                    model.insert(m, s);
-                }
-                6 | 7 => {
-                    let want = model.remove(&m);
-                    assert_eq!(ZMut::Index(&mut obj, &mut heap).remove(&m), want);
-                    if use_packed {
-                        assert_eq!(ZMut::Packed(&mut bytes, None).remove(&m), want);
-                    }
-                }
-                8 => {
-                    let max = rng.gen_bool(0.5);
-                    let want = sorted(&model);
-                    let want = if max { want.last() } else { want.first() };
-                    let got = ZMut::Index(&mut obj, &mut heap).pop(max, |s, m| (s, m.to_vec()));
-                    assert_eq!(got.as_ref(), want);
-                    if use_packed {
-                        let got = ZMut::Packed(&mut bytes, None).pop(max, |s, m| (s, m.to_vec()));
-                        assert_eq!(got.as_ref(), want);
-                    }
-                    if let Some((_, m)) = got {
-                        model.remove(&m);
-                    }
-                }
-                _ => {
-                    if model.is_empty() {
-                        continue;
-                    }
-                    let a = rng.gen_range(0..model.len());
-                    let b = rng.gen_range(a..model.len().min(a + 20));
-                    let mut want = sorted(&model);
-                    let gone: Vec<(f64, Vec<u8>)> = want.drain(a..=b).collect();
-                    assert_eq!(
-                        ZMut::Index(&mut obj, &mut heap).remove_ranks(a, b),
-                        gone.len()
-                    );
-                    if use_packed {
-                        assert_eq!(
-                            ZMut::Packed(&mut bytes, None).remove_ranks(a, b),
-                            gone.len()
-                        );
-                    }
-                    for (_, m) in gone {
-                        model.remove(&m);
-                    }
-                }
+/// One model operation on a zset edit, returning what it answered (for comparing two keys).
+fn apply(z: &mut Edit<'_, ZSet>, op: &Op) -> Result<Answer, StoreError> {
+    Ok(match op {
+        Op::Set(m, s) => {
+            match z.score(m) {
+                Some(old) => z.update(m, old, *s)?,
+                None => z.insert(m, *s)?,
             }
-            if model.len() >= 200 {
-                bytes = packed::empty();
-            }
-            if step % 500 == 0 {
-                obj.validate(&heap).unwrap();
-                check_view(ZRef::Index(&obj, &heap), &model, &mut rng);
-                if model.len() < 200 {
-                    check_view(ZRef::Packed(&bytes), &model, &mut rng);
-                }
-            }
+            Answer::None
         }
-        obj.validate(&heap).unwrap();
-        check_view(ZRef::Index(&obj, &heap), &model, &mut rng);
-        let exported: BTreeMap<Vec<u8>, f64> = obj.export(&heap).into_iter().collect();
-        assert_eq!(exported, model);
-        obj.destroy(&mut heap);
+        Op::Remove(m) => Answer::Score(z.remove(m)),
+        Op::Pop(max) => Answer::Popped(z.pop(*max, |s, m| (s, m.to_vec()))),
+        Op::RemoveRanks(a, b) => Answer::Count(z.remove_ranks(*a, *b)),
+    })
+}
+
+#[derive(Debug)]
+enum Op {
+    Set(Vec<u8>, f64),
+    Remove(Vec<u8>),
+    Pop(bool),
+    RemoveRanks(usize, usize),
+}
+
+#[derive(Debug, PartialEq)]
+enum Answer {
+    None,
+    Score(Option<f64>),
+    Popped(Option<(f64, Vec<u8>)>),
+    Count(usize),
+}
+
+fn random_op(rng: &mut SmallRng, space: u32, len: usize) -> Op {
+    match rng.gen_range(0..10) {
+        0..=5 => Op::Set(member(rng, space), score(rng)),
+        6 | 7 => Op::Remove(member(rng, space)),
+        8 => Op::Pop(rng.gen_bool(0.5)),
+        _ if len == 0 => Op::Pop(false),
+        _ => {
+            let a = rng.gen_range(0..len);
+            Op::RemoveRanks(a, rng.gen_range(a..len.min(a + 20)))
+        }
+    }
+}
+
+/// What the model answers to `op`, applying it.
+fn model_apply(model: &mut BTreeMap<Vec<u8>, f64>, op: &Op) -> Answer {
+    match op {
+        Op::Set(m, s) => {
+            model.insert(m.clone(), *s);
+            Answer::None
+        }
+        Op::Remove(m) => Answer::Score(model.remove(m)),
+        Op::Pop(max) => {
+            let want = sorted(model);
+            let got = if *max { want.last() } else { want.first() }.cloned();
+            if let Some((_, m)) = &got {
+                model.remove(m);
+            }
+            Answer::Popped(got)
+        }
+        Op::RemoveRanks(a, b) => {
+            let gone: Vec<(f64, Vec<u8>)> = sorted(model).drain(*a..=*b).collect();
+            for (_, m) in &gone {
+                model.remove(m);
+            }
+            Answer::Count(gone.len())
+        }
     }
 }
 
 #[test]
-fn store_entries_converts_by_size() {
+fn packed_and_index_match_model() {
+    let mut rng = SmallRng::seed_from_u64(seed() ^ 0x5eed);
     let mut shard = Shard::new(&ShardConfig::default()).unwrap();
-    let cases: [(usize, usize, u8); 5] = [
-        (1, 5, tag::ZSET_PACKED),
-        (128, 5, tag::ZSET_PACKED),
-        (129, 5, tag::ZSET_INDEX),
-        (3, 64, tag::ZSET_PACKED),
-        (3, 65, tag::ZSET_INDEX),
+    for round in 0..8 {
+        let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        let space = [5, 40, 150, 1_000, 60, 130, 10_000, 20][round];
+        for step in 0..2_000 {
+            let op = random_op(&mut rng, space, model.len());
+            let want = model_apply(&mut model, &op);
+            for key in [&b"natural"[..], b"indexed"] {
+                let got = shard
+                    .update::<ZSet, _>(0, key, 0, true, |z| {
+                        if key == b"indexed" {
+                            z.force_index()?;
+                        }
+                        apply(z, &op)
+                    })
+                    .unwrap()
+                    .unwrap();
+                assert_eq!(got, want, "round {round} step {step}: {op:?} on {key:?}");
+                shard
+                    .validate()
+                    .unwrap_or_else(|e| panic!("step {step}: {e}"));
+            }
+            let natural = shard.encoding(0, b"natural", 0);
+            let longest = model.keys().map(Vec::len).max().unwrap_or(0);
+            if !model.is_empty() && model.len() <= 128 && longest <= 64 {
+                // Never converted back: packed unless it once crossed a threshold.
+                assert!(natural.is_some());
+            }
+            if step % 100 == 0 {
+                for key in [&b"natural"[..], b"indexed"] {
+                    shard
+                        .read::<ZSet, _>(0, key, 0, |z| check_view(z, &model, &mut rng))
+                        .unwrap();
+                }
+            }
+        }
+        shard.remove(0, b"natural", 0);
+        shard.remove(0, b"indexed", 0);
+        shard.validate().unwrap();
+    }
+}
+
+#[test]
+fn builder_chooses_the_encoding_by_size() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let cases: [(usize, usize, Encoding); 5] = [
+        (1, 5, Encoding::ZSetPacked),
+        (128, 5, Encoding::ZSetPacked),
+        (129, 5, Encoding::ZSetIndex),
+        (3, 64, Encoding::ZSetPacked),
+        (3, 65, Encoding::ZSetIndex),
     ];
-    for (count, len, want_tag) in cases {
+    for (count, len, want) in cases {
         let entries: Vec<(Vec<u8>, f64)> = (0..count)
             .map(|i| {
                 let mut m = format!("{i:05}").into_bytes();
@@ -237,20 +262,36 @@ fn store_entries_converts_by_size() {
                 (m, i as f64 / 3.0)
             })
             .collect();
-        zset::store_entries(&mut shard, 0, b"k", &entries, Ttl::Clear, 0).unwrap();
-        let got = shard.with_slot(0, b"k", 0, |slot| match slot {
-            Slot::Inline { tag, bytes, .. } => (tag, ZRef::Packed(bytes).to_vec()),
-            Slot::Boxed {
-                tag, object, heap, ..
-            } => match object {
-                store::Object::ZSet(o) => (tag, ZRef::Index(o, heap).to_vec()),
-                _ => panic!("not a zset"),
-            },
-            Slot::Missing => panic!("missing"),
-        });
-        assert_eq!(got.0, want_tag, "{count} members of {len} bytes");
-        assert_eq!(got.1, entries);
+        let mut b = shard.zset_builder(count, len).unwrap();
+        for (m, s) in &entries {
+            assert!(b.insert(m, *s).unwrap());
+        }
+        b.finish(0, b"k", None).unwrap();
+        assert_eq!(
+            shard.encoding(0, b"k", 0),
+            Some(want),
+            "{count} members of {len} bytes"
+        );
+        let got = shard.read::<ZSet, _>(0, b"k", 0, |z| z.to_vec()).unwrap();
+        assert_eq!(got, Some(entries));
+        shard.validate().unwrap();
     }
+    // A packed builder fed past the threshold converts, as ZRANGESTORE's destination does.
+    let mut b = shard.zset_builder(0, 0).unwrap();
+    for i in 0..200 {
+        b.insert(format!("m{i:03}").as_bytes(), -0.0).unwrap();
+    }
+    b.finish(0, b"k", None).unwrap();
+    assert_eq!(shard.encoding(0, b"k", 0), Some(Encoding::ZSetIndex));
+    let negative_zeros = shard
+        .read::<ZSet, _>(0, b"k", 0, |z| {
+            z.iter(0, false)
+                .filter(|(s, _)| s.is_sign_negative())
+                .count()
+        })
+        .unwrap();
+    // The first 128 went through the packed form, which stores -0 as 0.
+    assert_eq!(negative_zeros, Some(200 - 128));
     assert!(shard.remove(0, b"k", 0));
     shard.validate().unwrap();
 }

@@ -7,12 +7,10 @@
 //! a key receives data, `serve` runs the same pop for the first client blocked on it.
 
 use crate::blocking::{self, BlockOp};
-use crate::command::{Ctx, Keys, READONLY, Spec, WRITE, spec};
+use crate::command::{Ctx, DENYOOM, Keys, NOSCRIPT, READONLY, Spec, WRITE, table};
 use crate::commands::{is, list, zset};
 use store::Kind;
 
-const NOSCRIPT: u32 = crate::command::flag::NOSCRIPT;
-const DENYOOM: u32 = crate::command::flag::DENYOOM;
 const KEYS_BUT_LAST: Keys = Keys::Range {
     first: 1,
     last: -2,
@@ -25,88 +23,21 @@ const KEYS_12: Keys = Keys::Range {
 };
 const KEYS_COUNTED: Keys = Keys::NumKeys { at: 2, also: None };
 
-pub static COMMANDS: &[Spec] = &[
-    spec(
-        "blpop",
-        -3,
-        WRITE | NOSCRIPT,
-        KEYS_BUT_LAST,
-        "list",
-        "2.0.0",
-        "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        blpop,
-    ),
-    spec(
-        "brpop",
-        -3,
-        WRITE | NOSCRIPT,
-        KEYS_BUT_LAST,
-        "list",
-        "2.0.0",
-        "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        brpop,
-    ),
-    spec(
-        "brpoplpush",
-        4,
-        WRITE | DENYOOM | NOSCRIPT,
-        KEYS_12,
-        "list",
-        "2.2.0",
-        "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.",
-        brpoplpush,
-    ),
-    spec(
-        "blmove",
-        6,
-        WRITE | DENYOOM | NOSCRIPT,
-        KEYS_12,
-        "list",
-        "6.2.0",
-        "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.",
-        blmove,
-    ),
-    spec(
-        "blmpop",
-        -5,
-        WRITE,
-        KEYS_COUNTED,
-        "list",
-        "7.0.0",
-        "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.",
-        blmpop,
-    ),
-    spec(
-        "bzpopmin",
-        -3,
-        WRITE | NOSCRIPT | crate::command::FAST,
-        KEYS_BUT_LAST,
-        "sorted-set",
-        "5.0.0",
-        "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-        bzpopmin,
-    ),
-    spec(
-        "bzpopmax",
-        -3,
-        WRITE | NOSCRIPT | crate::command::FAST,
-        KEYS_BUT_LAST,
-        "sorted-set",
-        "5.0.0",
-        "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-        bzpopmax,
-    ),
-    spec(
-        "bzmpop",
-        -5,
-        WRITE,
-        KEYS_COUNTED,
-        "sorted-set",
-        "7.0.0",
-        "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.",
-        bzmpop,
-    ),
-];
+pub static LIST_COMMANDS: &[Spec] = table! { group: "list";
+    // name       arity, flags,                      keys,          member, since,   handler,    summary
+    "blpop",      -3,    WRITE | NOSCRIPT,           KEYS_BUT_LAST, 0,      "2.0.0", blpop,      "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "brpop",      -3,    WRITE | NOSCRIPT,           KEYS_BUT_LAST, 0,      "2.0.0", brpop,      "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+    "brpoplpush", 4,     WRITE | DENYOOM | NOSCRIPT, KEYS_12,       0,      "2.2.0", brpoplpush, "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
+    "blmove",     6,     WRITE | DENYOOM | NOSCRIPT, KEYS_12,       0,      "6.2.0", blmove,     "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
+    "blmpop",     -5,    WRITE,                      KEYS_COUNTED,  0,      "7.0.0", blmpop,     "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+};
+
+pub static ZSET_COMMANDS: &[Spec] = table! { group: "sorted-set";
+    // name     arity, flags,                                   keys,          member, since,   handler,  summary
+    "bzpopmin", -3,    WRITE | NOSCRIPT | crate::command::FAST, KEYS_BUT_LAST, 0,      "5.0.0", bzpopmin, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
+    "bzpopmax", -3,    WRITE | NOSCRIPT | crate::command::FAST, KEYS_BUT_LAST, 0,      "5.0.0", bzpopmax, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
+    "bzmpop",   -5,    WRITE,                                   KEYS_COUNTED,  0,      "7.0.0", bzmpop,   "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
+};
 
 /// Silences the unused-import lint for flags only some builds use.
 const _: u32 = READONLY;
@@ -114,7 +45,7 @@ const _: u32 = READONLY;
 /// The type of `key`'s value, if it exists.
 fn kind_of(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Option<Kind> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    ctx.shard(key).with_entry(db, key, now, |e| e.kind())
+    ctx.shard(key).kind(db, key, now)
 }
 
 /// Finds the first key holding a `want` value; `Err` after replying WRONGTYPE.
@@ -266,7 +197,7 @@ fn blocking_move(
         match list::move_for_blocked(ctx, src, dst, from_left, to_left) {
             Ok(Some(value)) => ctx.out.bulk(&value),
             Ok(None) => ctx.out.null(),
-            Err(list::WrongType) => ctx.wrong_type(),
+            Err(e) => ctx.store_error(e),
         }
         return;
     }
@@ -316,7 +247,7 @@ fn parse_mpop<'a>(
     args: &[&'a [u8]],
     words: (&str, &str),
 ) -> Option<MPop<'a>> {
-    let numkeys = crate::command::parse_i64(args[2]);
+    let numkeys = super::args::parse_i64(args[2]);
     let Some(numkeys) = numkeys.filter(|&n| n > 0) else {
         ctx.error("ERR numkeys should be greater than 0");
         return None;
@@ -340,7 +271,7 @@ fn parse_mpop<'a>(
     let mut i = where_at + 1;
     while i < args.len() {
         if is(args[i], "count") && i + 1 < args.len() && count.is_none() {
-            match crate::command::parse_i64(args[i + 1]) {
+            match super::args::parse_i64(args[i + 1]) {
                 Some(n) if n > 0 => count = Some(n as usize),
                 _ => {
                     ctx.error("ERR count should be greater than 0");

@@ -4,12 +4,26 @@
 //! authenticated). HELLO switches the connection between RESP2 and RESP3 and replies with the
 //! server map Redis 7 sends.
 
-use super::is;
+use super::args::{is, parse_i64};
 use crate::client::ReplyMode;
-use crate::command::{Ctx, parse_i64};
+use crate::command::{
+    ALLOW_BUSY, Ctx, FAST, LOADING, NO_AUTH, NOKEYS, NOSCRIPT, STALE, Spec, TXN_CONTROL, table,
+};
 use crate::server::{ClientShared, unix_ms};
 use resp::Protocol;
 use std::sync::atomic::Ordering;
+
+pub static COMMANDS: &[Spec] = table! { group: "connection";
+    // name   arity, flags,                                                     keys,   member, since,   handler, summary
+    "ping",   -1,    FAST | STALE,                                              NOKEYS, 0,      "1.0.0", ping,    "Returns the server's liveliness response.";
+    "echo",   2,     FAST | STALE,                                              NOKEYS, 0,      "1.0.0", echo,    "Returns the given string.";
+    "quit",   -1,    FAST | NO_AUTH | STALE | TXN_CONTROL | ALLOW_BUSY,         NOKEYS, 0,      "1.0.0", quit,    "Closes the connection.";
+    "select", 2,     FAST | STALE | LOADING,                                    NOKEYS, 0,      "1.0.0", select,  "Changes the selected database.";
+    "hello",  -1,    FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,               NOKEYS, 0,      "6.0.0", hello,   "Handshakes with the Redis server.";
+    "auth",   -2,    FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,               NOKEYS, 0,      "1.0.0", auth,    "Authenticates the connection.";
+    "reset",  1,     FAST | NO_AUTH | STALE | LOADING | NOSCRIPT | TXN_CONTROL, NOKEYS, 0,      "6.2.0", reset,   "Resets the connection.";
+    "client", -2,    STALE | LOADING | NOSCRIPT,                                NOKEYS, 0,      "2.4.0", client,  "A container for client connection commands.";
+};
 
 pub fn ping(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     match args.len() {

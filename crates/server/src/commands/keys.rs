@@ -5,13 +5,43 @@
 //! shard's PageHash cursor, a position in hash space whose low 32 bits are always zero (buckets are
 //! at most 32 bits deep). A full SCAN walks shard 0 to the end, then shard 1, and so on, so every
 //! key present for the whole scan is returned at least once.
+//!
+//! RENAME, MOVE and COPY are the store's (`Shard::rename`, `Shard::copy`, `store::rename_between`,
+//! `store::copy_between`): they complete or leave both keys as they were.
 
-use super::is;
-use crate::command::{Ctx, parse_i64};
+use super::args::{is, parse_cursor, parse_i64, scan_options};
+use super::random;
+use crate::command::{ALL, Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, READONLY, Spec, WRITE, table};
 use store::glob::Glob;
-use store::{Kind, Ttl};
+use store::{Kind, Relocated, StoreError};
 
 const SHARD_BITS: u64 = 0xFFFF_FFFF;
+
+pub static COMMANDS: &[Spec] = table! { group: "generic";
+    // name        arity, flags,           keys,                                       member, since,   handler,     summary
+    "object",      -2,    READONLY,        Keys::Range { first: 2, last: 2, step: 1 }, 0,      "2.2.3", object,      "A container for object introspection commands.";
+    "del",         -2,    WRITE,           KALL,                                       0,      "1.0.0", del,         "Deletes one or more keys.";
+    "unlink",      -2,    WRITE | FAST,    KALL,                                       0,      "4.0.0", del,         "Asynchronously deletes one or more keys.";
+    "exists",      -2,    READONLY | FAST, KALL,                                       0,      "1.0.0", exists,      "Determines whether one or more keys exist.";
+    "touch",       -2,    READONLY | FAST, KALL,                                       0,      "3.2.1", exists,      "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
+    "type",        2,     READONLY | FAST, K1,                                         0,      "1.0.0", type_,       "Determines the type of value stored at a key.";
+    "rename",      3,     WRITE,           K12,                                        0,      "1.0.0", rename,      "Renames a key and overwrites the destination.";
+    "renamenx",    3,     WRITE | FAST,    K12,                                        0,      "1.0.0", renamenx,    "Renames a key only when the target key name doesn't exist.";
+    "copy",        -3,    WRITE | DENYOOM, K12,                                        0,      "6.2.0", copy,        "Copies the value of a key to a new key.";
+    "move",        3,     WRITE | FAST,    K1,                                         0,      "1.0.0", move_,       "Moves a key to another database.";
+    "keys",        2,     READONLY,        ALL,                                        0,      "1.0.0", keys,        "Returns all key names that match a pattern.";
+    "scan",        -2,    READONLY,        ALL,                                        0,      "2.8.0", scan,        "Iterates over the key names in the database.";
+    "randomkey",   1,     READONLY,        ALL,                                        0,      "1.0.0", randomkey,   "Returns a random key name from the database.";
+    "expire",      -3,    WRITE | FAST,    K1,                                         0,      "1.0.0", expire,      "Sets the expiration time of a key in seconds.";
+    "pexpire",     -3,    WRITE | FAST,    K1,                                         0,      "2.6.0", pexpire,     "Sets the expiration time of a key in milliseconds.";
+    "expireat",    -3,    WRITE | FAST,    K1,                                         0,      "1.2.0", expireat,    "Sets the expiration time of a key to a Unix timestamp.";
+    "pexpireat",   -3,    WRITE | FAST,    K1,                                         0,      "2.6.0", pexpireat,   "Sets the expiration time of a key to a Unix milliseconds timestamp.";
+    "ttl",         2,     READONLY | FAST, K1,                                         0,      "1.0.0", ttl,         "Returns the expiration time in seconds of a key.";
+    "pttl",        2,     READONLY | FAST, K1,                                         0,      "2.6.0", pttl,        "Returns the expiration time in milliseconds of a key.";
+    "expiretime",  2,     READONLY | FAST, K1,                                         0,      "7.0.0", expiretime,  "Returns the expiration time of a key as a Unix timestamp.";
+    "pexpiretime", 2,     READONLY | FAST, K1,                                         0,      "7.0.0", pexpiretime, "Returns the expiration time of a key as a Unix milliseconds timestamp.";
+    "persist",     2,     WRITE | FAST,    K1,                                         0,      "2.2.0", persist,     "Removes the expiration time of a key.";
+};
 
 pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
@@ -36,54 +66,58 @@ pub fn exists(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn type_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let kind = ctx
-        .shard(args[1])
-        .with_entry(db, args[1], now, |e| e.kind());
+    let kind = ctx.shard(args[1]).kind(db, args[1], now);
     ctx.out.simple(kind.map_or("none", Kind::name).as_bytes());
+}
+
+/// Moves (or with `copy`, copies) `src` of database `src_db` to `dst` of `dst_db`, in one shard
+/// or between two; `replace`: the destination may exist.
+fn relocate(
+    ctx: &mut Ctx<'_, '_>,
+    (src_db, src): (usize, &[u8]),
+    (dst_db, dst): (usize, &[u8]),
+    replace: bool,
+    copy: bool,
+) -> Result<Relocated, StoreError> {
+    let now = ctx.now_ms;
+    let (from, to) = (ctx.server.shard_of(src), ctx.server.shard_of(dst));
+    if from == to {
+        let shard = ctx.shard(src);
+        return if copy {
+            shard.copy(src_db, src, dst_db, dst, replace, now)
+        } else {
+            shard.rename(src_db, src, dst_db, dst, replace, now)
+        };
+    }
+    let (a, b) = ctx.locks.pair(from, to);
+    if copy {
+        store::copy_between(a, b, src_db, src, dst_db, dst, replace, now)
+    } else {
+        store::rename_between(a, b, src_db, src, dst_db, dst, replace, now)
+    }
 }
 
 /// Moves `src` to `dst` in the current db; `nx`: only if `dst` is free.
 fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
     let (src, dst) = (args[1], args[2]);
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if !ctx.shard(src).contains(db, src, now) {
-        ctx.error("ERR no such key");
-        return;
-    }
     if src == dst {
-        if nx {
-            ctx.out.integer(0);
-        } else {
-            ctx.ok();
+        if !ctx.shard(src).contains(db, src, now) {
+            return ctx.error("ERR no such key");
         }
-        return;
+        return if nx { ctx.out.integer(0) } else { ctx.ok() };
     }
-    if nx && ctx.shard(dst).contains(db, dst, now) {
-        ctx.out.integer(0);
-        return;
+    match relocate(ctx, (db, src), (db, dst), !nx, false) {
+        Err(e) => ctx.store_error(e),
+        Ok(Relocated::NoSource) => ctx.error("ERR no such key"),
+        Ok(Relocated::TargetExists) => ctx.out.integer(0),
+        Ok(Relocated::Done) => {
+            ctx.touch(db, src);
+            ctx.touch(db, dst);
+            ctx.signal_ready(db, dst);
+            if nx { ctx.out.integer(1) } else { ctx.ok() }
+        }
     }
-    ctx.shard(dst).remove(db, dst, now);
-    let moved = if ctx.server.shard_of(src) == ctx.server.shard_of(dst) {
-        // Same shard: the entry moves as it is, a boxed collection by its handle.
-        let entry = ctx.shard(src).take(db, src, now).expect("checked above");
-        let ttl = Ttl::of(entry.expire_at_ms);
-        ctx.shard(dst)
-            .put(db, dst, entry.tag, &entry.payload, ttl, now)
-    } else {
-        // Across shards a collection is rebuilt in the destination's heap.
-        let (value, expire_at) = ctx.shard(src).export(db, src, now).expect("checked above");
-        ctx.shard(src).remove(db, src, now);
-        ctx.shard(dst)
-            .import(db, dst, value, Ttl::of(expire_at), now)
-    };
-    if moved.is_err() {
-        ctx.oom();
-        return;
-    }
-    ctx.touch(db, src);
-    ctx.touch(db, dst);
-    ctx.signal_ready(db, dst);
-    if nx { ctx.out.integer(1) } else { ctx.ok() }
 }
 
 pub fn rename(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -120,7 +154,7 @@ pub fn db_index(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<usize> {
 
 pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (src, dst) = (args[1], args[2]);
-    let (db, now) = (ctx.db(), ctx.now_ms);
+    let db = ctx.db();
     let (mut target, mut replace) = (db, false);
     let mut i = 3;
     while i < args.len() {
@@ -141,33 +175,20 @@ pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.error("ERR source and destination objects are the same");
         return;
     }
-    let Some((value, expire_at)) = ctx.shard(src).export(db, src, now) else {
-        ctx.out.integer(0);
-        return;
-    };
-    if ctx.shard(dst).contains(target, dst, now) {
-        if !replace {
-            ctx.out.integer(0);
-            return;
+    match relocate(ctx, (db, src), (target, dst), replace, true) {
+        Err(e) => ctx.store_error(e),
+        Ok(Relocated::NoSource | Relocated::TargetExists) => ctx.out.integer(0),
+        Ok(Relocated::Done) => {
+            ctx.touch(target, dst);
+            ctx.signal_ready(target, dst);
+            ctx.out.integer(1);
         }
-        ctx.shard(dst).remove(target, dst, now);
     }
-    if ctx
-        .shard(dst)
-        .import(target, dst, value, Ttl::of(expire_at), now)
-        .is_err()
-    {
-        ctx.oom();
-        return;
-    }
-    ctx.touch(target, dst);
-    ctx.signal_ready(target, dst);
-    ctx.out.integer(1);
 }
 
 pub fn move_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
+    let db = ctx.db();
     let Some(target) = db_index(ctx, args[2]) else {
         return;
     };
@@ -175,24 +196,16 @@ pub fn move_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.error("ERR source and destination objects are the same");
         return;
     }
-    if !ctx.shard(key).contains(db, key, now) || ctx.shard(key).contains(target, key, now) {
-        ctx.out.integer(0);
-        return;
+    match relocate(ctx, (db, key), (target, key), false, false) {
+        Err(e) => ctx.store_error(e),
+        Ok(Relocated::NoSource | Relocated::TargetExists) => ctx.out.integer(0),
+        Ok(Relocated::Done) => {
+            ctx.touch(db, key);
+            ctx.touch(target, key);
+            ctx.signal_ready(target, key);
+            ctx.out.integer(1);
+        }
     }
-    let entry = ctx.shard(key).take(db, key, now).expect("checked above");
-    let ttl = entry.expire_at_ms.map_or(Ttl::Clear, Ttl::At);
-    if ctx
-        .shard(key)
-        .put(target, key, entry.tag, &entry.payload, ttl, now)
-        .is_err()
-    {
-        ctx.oom();
-        return;
-    }
-    ctx.touch(db, key);
-    ctx.touch(target, key);
-    ctx.signal_ready(target, key);
-    ctx.out.integer(1);
 }
 
 pub fn keys(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -218,62 +231,15 @@ pub fn keys(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
 }
 
-/// Reads a SCAN cursor as Redis's `parseScanCursorOrReply` does with `strtoul`: optional sign
-/// (a negative cursor wraps, "-1" is 2^64 - 1), decimal digits, nothing after them, no leading
-/// space; the empty string is cursor 0 and a value above 2^64 - 1 is invalid.
-pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let (negative, digits) = match arg.first() {
-        Some(b'-') => (true, &arg[1..]),
-        Some(b'+') => (false, &arg[1..]),
-        _ => (false, arg),
-    };
-    if digits.is_empty() {
-        // No digits: strtoul consumes nothing, so only an empty argument ends at its NUL.
-        return arg.is_empty().then_some(0);
-    }
-    let mut value: u64 = 0;
-    for &b in digits {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
-    }
-    Some(if negative {
-        value.wrapping_neg()
-    } else {
-        value
-    })
-}
-
 pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(cursor) = parse_cursor(args[1]) else {
         ctx.error("ERR invalid cursor");
         return;
     };
-    let mut glob: Option<Glob> = None;
-    let mut count: i64 = 10;
-    let mut type_filter: Option<Vec<u8>> = None;
-    let mut i = 2;
-    while i < args.len() {
-        if i + 1 >= args.len() {
-            return ctx.syntax_error();
-        }
-        if is(args[i], "match") {
-            let g = Glob::new(args[i + 1]);
-            glob = if g.is_everything() { None } else { Some(g) };
-        } else if is(args[i], "count") {
-            match parse_i64(args[i + 1]) {
-                Some(n) if n >= 1 => count = n,
-                Some(_) => return ctx.syntax_error(),
-                None => return ctx.not_integer(),
-            }
-        } else if is(args[i], "type") {
-            type_filter = Some(args[i + 1].to_ascii_lowercase());
-        } else {
-            return ctx.syntax_error();
-        }
-        i += 2;
-    }
+    let options = match scan_options(&args[2..], true) {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
+    };
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shards = ctx.server.shard_count() as u64;
     let mut shard_index = cursor & SHARD_BITS;
@@ -281,16 +247,18 @@ pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut found: Vec<Vec<u8>> = Vec::new();
     let mut steps = 0;
     let mut guards: Vec<&mut store::Shard> = ctx.locks.iter_mut().collect();
-    while shard_index < shards && (found.len() as i64) < count && steps < count.saturating_mul(10) {
+    let count = options.count;
+    while shard_index < shards && found.len() < count && steps < count.saturating_mul(10) {
         let shard = &mut *guards[shard_index as usize];
-        inner = shard.scan_and_reclaim(db, inner, now, |key, entry| {
-            if type_filter
+        inner = shard.scan_and_reclaim(db, inner, now, |key, walked| {
+            if options
+                .kind
                 .as_ref()
-                .is_some_and(|t| entry.kind().name().as_bytes() != t.as_slice())
+                .is_some_and(|t| walked.kind().name().as_bytes() != t.as_slice())
             {
                 return;
             }
-            if glob.as_ref().is_none_or(|g| g.matches(key)) {
+            if options.matches(key) {
                 found.push(key.to_vec());
             }
         });
@@ -314,13 +282,7 @@ pub fn scan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn randomkey(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let mut seed = now ^ 0x9E37_79B9_7F4A_7C15 ^ (ctx.client.shared.id << 32);
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let next = random::random;
     let mut shards: Vec<&mut store::Shard> = ctx.locks.iter_mut().collect();
     // Pick a shard in proportion to its size, then a key inside it.
     for _ in 0..8 {
@@ -339,7 +301,7 @@ pub fn randomkey(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
             }
         });
         if let Some(index) = index
-            && let Some(key) = shards[index].random_key(db, now, &mut next)
+            && let Some(key) = shards[index].random_key(db, now, next)
         {
             ctx.out.bulk(&key);
             return;
@@ -400,7 +362,7 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
         ctx.error(&format!("ERR invalid expire time in '{name}' command"));
         return;
     };
-    let Some(current) = ctx.shard(key).with_entry(db, key, now, |e| e.expire_at_ms) else {
+    let Some(current) = ctx.shard(key).expire_at(db, key, now) else {
         ctx.out.integer(0);
         return;
     };
@@ -414,12 +376,8 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
     }
     if at <= now as i64 {
         ctx.shard(key).remove(db, key, now);
-    } else if ctx
-        .shard(key)
-        .set_expire(db, key, Some(at as u64), now)
-        .is_err()
-    {
-        return ctx.oom();
+    } else if let Err(e) = ctx.shard(key).set_expire(db, key, Some(at as u64), now) {
+        return ctx.store_error(e);
     }
     ctx.touch(db, key);
     ctx.out.integer(1);
@@ -443,7 +401,7 @@ pub fn pexpireat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 fn ttl_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], millis: bool, absolute: bool) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.shard(key).with_entry(db, key, now, |e| e.expire_at_ms) {
+    match ctx.shard(key).expire_at(db, key, now) {
         None => ctx.out.integer(-2),
         Some(None) => ctx.out.integer(-1),
         Some(Some(at)) => {
@@ -479,13 +437,10 @@ pub fn pexpiretime(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 pub fn persist(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx
-        .shard(key)
-        .with_entry(db, key, now, |e| e.expire_at_ms.is_some())
-    {
-        Some(true) => {
-            if ctx.shard(key).set_expire(db, key, None, now).is_err() {
-                return ctx.oom();
+    match ctx.shard(key).expire_at(db, key, now) {
+        Some(Some(_)) => {
+            if let Err(e) = ctx.shard(key).set_expire(db, key, None, now) {
+                return ctx.store_error(e);
             }
             ctx.touch(db, key);
             ctx.out.integer(1);
@@ -540,16 +495,15 @@ pub fn object(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     let key = args[2];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let shared_int = |tag: u8, payload: &[u8]| matches!(store::Str::of(tag, payload), store::Str::Int(i) if (0..10_000).contains(&i));
-    let Some(int) = ctx
-        .shard(key)
-        .with_entry(db, key, now, |e| shared_int(e.tag, e.payload))
-    else {
+    let Some(int) = ctx.shard(key).is_shared_integer(db, key, now) else {
         ctx.out.null();
         return;
     };
     if is(sub, "encoding") {
-        let name = ctx.shard(key).encoding(db, key, now).unwrap_or("unknown");
+        let name = ctx
+            .shard(key)
+            .object_encoding(db, key, now)
+            .unwrap_or("unknown");
         ctx.out.bulk(name.as_bytes());
     } else if is(sub, "refcount") {
         // Redis shares the integers 0..9999 (refcount INT_MAX); every other value has one owner.

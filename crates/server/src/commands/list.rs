@@ -1,50 +1,72 @@
 //! List commands (Redis's `t_list.c`): pushes and pops at both ends, ranges, LINDEX/LSET,
 //! LINSERT, LREM, LTRIM, LPOS, the moves (RPOPLPUSH, LMOVE) and LMPOP.
 //!
-//! Lists are `store::types::list::ListObj` (a deque of packed chunks, see that module); every
-//! read replies straight from the chunk bytes through `Ctx::shard_and_out`, so LRANGE copies
-//! each element once, into the reply. An emptied list is deleted, as Redis never keeps empty
-//! collections. Argument errors are checked in the order Redis checks them (some before the key
-//! lookup, some after), since that decides which error a bad command gets.
+//! Lists are `store::List` (a deque of packed chunks); every read replies straight from the
+//! chunk bytes through `Shard::read::<List>`, so LRANGE copies each element once, into the reply.
+//! Writes go through `Shard::update::<List>`, which creates a list and deletes an emptied one,
+//! as Redis never keeps empty collections. Argument errors are checked in the order Redis checks
+//! them (some before the key lookup, some after), since that decides which error a bad command
+//! gets.
 //!
 //! The blocking variants (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP) are registered by the
 //! blocking layer, which calls `pop_for_blocked` and `move_for_blocked` when a key it waits on
 //! becomes ready.
 
-use super::is;
+use super::args::{is, parse_i64};
 use crate::command::{
-    Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, arity_error, parse_i64, spec,
+    Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, arity_error, table,
 };
-use store::object::tag;
-use store::types::list::ListObj;
-use store::{Object, Shard, Slot, Ttl};
+use resp::ReplyWriter;
+use store::{Edit, List, ListObj, StoreError};
 
-/// The key holds a value of another type (the caller replies WRONGTYPE).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WrongType;
+pub static COMMANDS: &[Spec] = table! { group: "list";
+    // name      arity, flags,                  keys,       member, since,   handler,   summary
+    "lpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      "1.0.0", lpush,     "Prepend one or multiple elements to a list";
+    "rpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      "1.0.0", rpush,     "Append one or multiple elements to a list";
+    "lpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      "2.2.0", lpushx,    "Prepend an element to a list, only if the list exists";
+    "rpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      "2.2.0", rpushx,    "Append an element to a list, only if the list exists";
+    "lpop",      -2,    WRITE | FAST,           K1,         0,      "1.0.0", lpop,      "Remove and get the first elements in a list";
+    "rpop",      -2,    WRITE | FAST,           K1,         0,      "1.0.0", rpop,      "Remove and get the last elements in a list";
+    "llen",      2,     READONLY | FAST,        K1,         0,      "1.0.0", llen,      "Get the length of a list";
+    "lindex",    3,     READONLY,               K1,         0,      "1.0.0", lindex,    "Get an element from a list by its index";
+    "lset",      4,     WRITE | DENYOOM,        K1,         0,      "1.0.0", lset,      "Set the value of an element in a list by its index";
+    "lrange",    4,     READONLY,               K1,         0,      "1.0.0", lrange,    "Get a range of elements from a list";
+    "ltrim",     4,     WRITE,                  K1,         0,      "1.0.0", ltrim,     "Trim a list to the specified range";
+    "lrem",      4,     WRITE,                  K1,         0,      "1.0.0", lrem,      "Remove elements from a list";
+    "linsert",   5,     WRITE | DENYOOM,        K1,         0,      "2.2.0", linsert,   "Insert an element before or after another element in a list";
+    "lpos",      -3,    READONLY,               K1,         0,      "6.0.6", lpos,      "Return the index of matching elements on a list";
+    "rpoplpush", 3,     WRITE | DENYOOM,        K12,        0,      "1.2.0", rpoplpush, "Remove the last element in a list, prepend it to another list and return it";
+    "lmove",     5,     WRITE | DENYOOM,        K12,        0,      "6.2.0", lmove,     "Pop an element from a list, push it to another list and return it";
+    "lmpop",     -4,    WRITE,                  LMPOP_KEYS, 0,      "7.0.0", lmpop,     "Pop elements from a list";
+};
 
-/// Runs `f` on the list at `key`: `Ok(None)` when the key is missing.
-fn on_list<R>(
-    shard: &mut Shard,
-    db: usize,
+/// Runs `f` on the list at `key` and the reply writer: `Ok(None)` when the key is missing.
+fn read<R>(
+    ctx: &mut Ctx<'_, '_>,
     key: &[u8],
-    now_ms: u64,
-    f: impl FnOnce(&mut ListObj) -> R,
-) -> Result<Option<R>, WrongType> {
-    shard.with_slot(db, key, now_ms, |slot| match slot {
-        Slot::Missing => Ok(None),
-        Slot::Boxed {
-            object: Object::List(list),
-            ..
-        } => Ok(Some(f(list))),
-        _ => Err(WrongType),
-    })
+    f: impl FnOnce(&ListObj, &mut ReplyWriter<'_>) -> R,
+) -> Result<Option<R>, StoreError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, out) = ctx.shard_and_out(key);
+    shard.read::<List, _>(db, key, now, |list| f(list, out))
+}
+
+/// Runs `f` on the list at `key` for writing (created when `create`): `Ok(None)` when the key is
+/// missing and not created. An emptied list is deleted.
+fn write<R>(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    create: bool,
+    f: impl FnOnce(&mut Edit<'_, List>, &mut ReplyWriter<'_>) -> R,
+) -> Result<Option<R>, StoreError> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, out) = ctx.shard_and_out(key);
+    shard.update::<List, _>(db, key, now, create, |list| Ok(f(list, out)))
 }
 
 /// Whether `key` is missing or a list (LMOVE checks its destination before popping).
-fn list_or_missing(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<bool, WrongType> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    on_list(ctx.shard(key), db, key, now, |_| ()).map(|found| found.is_some())
+fn list_or_missing(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<bool, StoreError> {
+    read(ctx, key, |_, _| ()).map(|found| found.is_some())
 }
 
 /// Pushes `values` at one end of the list at `key`, creating it unless `only_existing`.
@@ -55,10 +77,8 @@ fn push_values(
     values: &[&[u8]],
     left: bool,
     only_existing: bool,
-) -> Result<usize, WrongType> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let shard = ctx.shard(key);
-    let push_all = |list: &mut ListObj| {
+) -> Result<usize, StoreError> {
+    let pushed = write(ctx, key, !only_existing, |list, _| {
         for v in values {
             if left {
                 list.push_front(v);
@@ -67,19 +87,11 @@ fn push_values(
             }
         }
         list.len()
+    })?;
+    let Some(len) = pushed else {
+        return Ok(0);
     };
-    let len = match on_list(shard, db, key, now, push_all)? {
-        Some(len) => len,
-        None if only_existing => return Ok(0),
-        None => {
-            let mut list = ListObj::new();
-            let len = push_all(&mut list);
-            // A failed put (out of memory) destroys the object; the client sees the OOM of the
-            // next DENYOOM check, as a write that cannot allocate is not something to report here.
-            let _ = shard.put_object(db, key, tag::LIST, Object::List(list), Ttl::Clear, now);
-            len
-        }
-    };
+    let db = ctx.db();
     ctx.touch(db, key);
     ctx.signal_ready(db, key);
     Ok(len)
@@ -88,7 +100,7 @@ fn push_values(
 fn push(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool, only_existing: bool) {
     match push_values(ctx, args[1], &args[2..], left, only_existing) {
         Ok(len) => ctx.out.integer(len as i64),
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
     }
 }
 
@@ -108,23 +120,14 @@ pub fn rpushx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     push(ctx, args, false, true);
 }
 
-/// Deletes `key` if its list is now empty (the caller learnt that from the list).
-fn drop_if_empty(ctx: &mut Ctx<'_, '_>, key: &[u8], empty: bool) {
-    if empty {
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        ctx.shard(key).remove(db, key, now);
-    }
-}
-
-/// Pops up to `count` elements from one end of the list at `key`, writing them as bulk strings
-/// (the caller wrote the array header, or wants a single bulk). Returns whether it emptied.
-fn pop_into(list: &mut ListObj, out: &mut resp::ReplyWriter<'_>, left: bool, count: usize) -> bool {
+/// Pops up to `count` elements from one end of the list, writing them as bulk strings (the
+/// caller wrote the array header, or wants a single bulk).
+fn pop_into(list: &mut ListObj, out: &mut ReplyWriter<'_>, left: bool, count: usize) {
     for _ in 0..count {
         let Some(v) = list.end(left) else { break };
         out.bulk(v);
         list.pop_end(left);
     }
-    list.is_empty()
 }
 
 /// Parses a count argument that must be ≥ 0 (`getPositiveLongFromObjectOrReply`).
@@ -151,29 +154,20 @@ fn pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
         },
     };
     let key = args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let (shard, out) = ctx.shard_and_out(key);
-    let result = on_list(shard, db, key, now, |list| match count {
-        None => Some(pop_into(list, out, left, 1)),
-        Some(0) => {
-            out.array_len(0);
-            None
-        }
+    let result = write(ctx, key, false, |list, out| match count {
+        None => pop_into(list, out, left, 1),
         Some(n) => {
             let n = n.min(list.len());
             out.array_len(n);
-            Some(pop_into(list, out, left, n))
+            pop_into(list, out, left, n);
         }
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) if count.is_some() => ctx.out.null_array(),
         Ok(None) => ctx.out.null(),
-        Ok(Some(None)) => {}
-        Ok(Some(Some(empty))) => {
-            drop_if_empty(ctx, key, empty);
-            ctx.touch(db, key);
-        }
+        Ok(Some(())) if count == Some(0) => {}
+        Ok(Some(())) => ctx.touch(ctx.db(), key),
     }
 }
 
@@ -194,31 +188,28 @@ pub fn pop_for_blocked(
     left: bool,
     count: usize,
 ) -> Option<Vec<Vec<u8>>> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let (items, empty) = on_list(ctx.shard(key), db, key, now, |list| {
+    let items = write(ctx, key, false, |list, _| {
         let mut items = Vec::with_capacity(count.min(list.len()));
         while items.len() < count {
             let Some(v) = list.end(left) else { break };
             items.push(v.to_vec());
             list.pop_end(left);
         }
-        (items, list.is_empty())
+        items
     })
     .ok()
     .flatten()?;
     if items.is_empty() {
         return None;
     }
-    drop_if_empty(ctx, key, empty);
-    ctx.touch(db, key);
+    ctx.touch(ctx.db(), key);
     Some(items)
 }
 
 pub fn llen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    match on_list(ctx.shard(args[1]), db, args[1], now, |list| list.len()) {
+    match read(ctx, args[1], |list, _| list.len()) {
         Ok(len) => ctx.out.integer(len.unwrap_or(0) as i64),
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
     }
 }
 
@@ -229,10 +220,8 @@ fn resolve(index: i64, len: usize) -> Option<usize> {
 }
 
 pub fn lindex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
     let index = parse_i64(args[2]);
-    let (shard, out) = ctx.shard_and_out(args[1]);
-    let result = on_list(shard, db, args[1], now, |list| {
+    let result = read(ctx, args[1], |list, out| {
         let index = index?;
         match resolve(index, list.len()).and_then(|i| list.get(i)) {
             Some(v) => out.bulk(v),
@@ -241,7 +230,7 @@ pub fn lindex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Some(())
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.null(),
         Ok(Some(None)) => ctx.not_integer(),
         Ok(Some(Some(()))) => {}
@@ -250,19 +239,18 @@ pub fn lindex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn lset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (key, value) = (args[1], args[3]);
-    let (db, now) = (ctx.db(), ctx.now_ms);
     let index = parse_i64(args[2]);
-    let result = on_list(ctx.shard(key), db, key, now, |list| {
+    let result = write(ctx, key, false, |list, _| {
         let index = index?;
         Some(resolve(index, list.len()).is_some_and(|i| list.set(i, value)))
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.error("ERR no such key"),
         Ok(Some(None)) => ctx.not_integer(),
         Ok(Some(Some(false))) => ctx.error("ERR index out of range"),
         Ok(Some(Some(true))) => {
-            ctx.touch(db, key);
+            ctx.touch(ctx.db(), key);
             ctx.ok();
         }
     }
@@ -293,9 +281,7 @@ pub fn lrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some((start, end)) = two_ints(ctx, args[2], args[3]) else {
         return;
     };
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let (shard, out) = ctx.shard_and_out(args[1]);
-    let result = on_list(shard, db, args[1], now, |list| {
+    let result = read(ctx, args[1], |list, out| {
         match clamp_range(start, end, list.len()) {
             None => out.array_len(0),
             Some((from, to)) => {
@@ -307,7 +293,7 @@ pub fn lrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.array_len(0),
         Ok(Some(())) => {}
     }
@@ -318,17 +304,15 @@ pub fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     };
     let key = args[1];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let result = on_list(ctx.shard(key), db, key, now, |list| {
-        list.trim(clamp_range(start, end, list.len()));
-        list.is_empty()
+    let result = write(ctx, key, false, |list, _| {
+        let keep = clamp_range(start, end, list.len());
+        list.trim(keep);
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.ok(),
-        Ok(Some(empty)) => {
-            drop_if_empty(ctx, key, empty);
-            ctx.touch(db, key);
+        Ok(Some(())) => {
+            ctx.touch(ctx.db(), key);
             ctx.ok();
         }
     }
@@ -339,18 +323,15 @@ pub fn lrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.not_integer();
     };
     let (key, value) = (args[1], args[3]);
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let result = on_list(ctx.shard(key), db, key, now, |list| {
-        let removed = list.remove_matching(value, count.unsigned_abs() as usize, count < 0);
-        (removed, list.is_empty())
+    let result = write(ctx, key, false, |list, _| {
+        list.remove_matching(value, count.unsigned_abs() as usize, count < 0)
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.integer(0),
-        Ok(Some((removed, empty))) => {
-            drop_if_empty(ctx, key, empty);
+        Ok(Some(removed)) => {
             if removed > 0 {
-                ctx.touch(db, key);
+                ctx.touch(ctx.db(), key);
             }
             ctx.out.integer(removed as i64);
         }
@@ -366,17 +347,17 @@ pub fn linsert(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.syntax_error();
     };
     let (key, pivot, value) = (args[1], args[3], args[4]);
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let result = on_list(ctx.shard(key), db, key, now, |list| {
+    let result = write(ctx, key, false, |list, _| {
         let at = list.iter_from(0).position(|e| e == pivot)?;
         list.insert(at + usize::from(after), value);
         Some(list.len())
     });
     match result {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.integer(0),
         Ok(Some(None)) => ctx.out.integer(-1),
         Ok(Some(Some(len))) => {
+            let db = ctx.db();
             ctx.touch(db, key);
             ctx.signal_ready(db, key);
             ctx.out.integer(len as i64);
@@ -480,12 +461,9 @@ pub fn lpos(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(o) = lpos_options(ctx, args) else {
         return;
     };
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let found = on_list(ctx.shard(args[1]), db, args[1], now, |list| {
-        lpos_scan(list, args[2], &o)
-    });
+    let found = read(ctx, args[1], |list, _| lpos_scan(list, args[2], &o));
     match (found, o.count) {
-        (Err(WrongType), _) => ctx.wrong_type(),
+        (Err(e), _) => ctx.store_error(e),
         (Ok(None), Some(_)) => ctx.out.array_len(0),
         (Ok(None), None) => ctx.out.null(),
         (Ok(Some(found)), Some(_)) => {
@@ -510,11 +488,10 @@ pub fn move_for_blocked(
     dst: &[u8],
     from_left: bool,
     to_left: bool,
-) -> Result<Option<Vec<u8>>, WrongType> {
-    let (db, now) = (ctx.db(), ctx.now_ms);
+) -> Result<Option<Vec<u8>>, StoreError> {
     // Redis replies nil for a missing source before it looks at the destination.
     let dst_ok = list_or_missing(ctx, dst);
-    let popped = on_list(ctx.shard(src), db, src, now, |list| {
+    let popped = write(ctx, src, false, |list, _| {
         if dst_ok.is_err() {
             return None;
         }
@@ -527,15 +504,15 @@ pub fn move_for_blocked(
                 list.push_back(&value);
             }
         }
-        Some((value, list.is_empty()))
+        Some(value)
     })?;
     let Some(popped) = popped else {
         return Ok(None);
     };
-    let Some((value, empty)) = popped else {
-        return Err(WrongType);
+    let Some(value) = popped else {
+        return Err(StoreError::WrongType);
     };
-    drop_if_empty(ctx, src, empty);
+    let db = ctx.db();
     ctx.touch(db, src);
     if src == dst {
         ctx.signal_ready(db, dst);
@@ -547,7 +524,7 @@ pub fn move_for_blocked(
 
 fn lmove_reply(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], from_left: bool, to_left: bool) {
     match move_for_blocked(ctx, args[1], args[2], from_left, to_left) {
-        Err(WrongType) => ctx.wrong_type(),
+        Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.null(),
         Ok(Some(v)) => ctx.out.bulk(&v),
     }
@@ -606,200 +583,21 @@ pub fn lmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         j += 1;
     }
     let count = count.unwrap_or(1);
-    let (db, now) = (ctx.db(), ctx.now_ms);
     for &key in &args[2..where_at] {
-        let (shard, out) = ctx.shard_and_out(key);
-        let result = on_list(shard, db, key, now, |list| {
+        let result = write(ctx, key, false, |list, out| {
             let n = count.min(list.len());
             out.array_len(2);
             out.bulk(key);
             out.array_len(n);
-            pop_into(list, out, left, n)
+            pop_into(list, out, left, n);
         });
         match result {
-            Err(WrongType) => return ctx.wrong_type(),
+            Err(e) => return ctx.store_error(e),
             Ok(None) => {}
-            Ok(Some(empty)) => {
-                drop_if_empty(ctx, key, empty);
-                ctx.touch(db, key);
-                return;
-            }
+            Ok(Some(())) => return ctx.touch(ctx.db(), key),
         }
     }
     ctx.out.null_array();
 }
 
 const LMPOP_KEYS: Keys = Keys::NumKeys { at: 1, also: None };
-
-pub static COMMANDS: &[Spec] = &[
-    spec(
-        "lpush",
-        -3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "list",
-        "1.0.0",
-        "Prepend one or multiple elements to a list",
-        lpush,
-    ),
-    spec(
-        "rpush",
-        -3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "list",
-        "1.0.0",
-        "Append one or multiple elements to a list",
-        rpush,
-    ),
-    spec(
-        "lpushx",
-        -3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "list",
-        "2.2.0",
-        "Prepend an element to a list, only if the list exists",
-        lpushx,
-    ),
-    spec(
-        "rpushx",
-        -3,
-        WRITE | DENYOOM | FAST,
-        K1,
-        "list",
-        "2.2.0",
-        "Append an element to a list, only if the list exists",
-        rpushx,
-    ),
-    spec(
-        "lpop",
-        -2,
-        WRITE | FAST,
-        K1,
-        "list",
-        "1.0.0",
-        "Remove and get the first elements in a list",
-        lpop,
-    ),
-    spec(
-        "rpop",
-        -2,
-        WRITE | FAST,
-        K1,
-        "list",
-        "1.0.0",
-        "Remove and get the last elements in a list",
-        rpop,
-    ),
-    spec(
-        "llen",
-        2,
-        READONLY | FAST,
-        K1,
-        "list",
-        "1.0.0",
-        "Get the length of a list",
-        llen,
-    ),
-    spec(
-        "lindex",
-        3,
-        READONLY,
-        K1,
-        "list",
-        "1.0.0",
-        "Get an element from a list by its index",
-        lindex,
-    ),
-    spec(
-        "lset",
-        4,
-        WRITE | DENYOOM,
-        K1,
-        "list",
-        "1.0.0",
-        "Set the value of an element in a list by its index",
-        lset,
-    ),
-    spec(
-        "lrange",
-        4,
-        READONLY,
-        K1,
-        "list",
-        "1.0.0",
-        "Get a range of elements from a list",
-        lrange,
-    ),
-    spec(
-        "ltrim",
-        4,
-        WRITE,
-        K1,
-        "list",
-        "1.0.0",
-        "Trim a list to the specified range",
-        ltrim,
-    ),
-    spec(
-        "lrem",
-        4,
-        WRITE,
-        K1,
-        "list",
-        "1.0.0",
-        "Remove elements from a list",
-        lrem,
-    ),
-    spec(
-        "linsert",
-        5,
-        WRITE | DENYOOM,
-        K1,
-        "list",
-        "2.2.0",
-        "Insert an element before or after another element in a list",
-        linsert,
-    ),
-    spec(
-        "lpos",
-        -3,
-        READONLY,
-        K1,
-        "list",
-        "6.0.6",
-        "Return the index of matching elements on a list",
-        lpos,
-    ),
-    spec(
-        "rpoplpush",
-        3,
-        WRITE | DENYOOM,
-        K12,
-        "list",
-        "1.2.0",
-        "Remove the last element in a list, prepend it to another list and return it",
-        rpoplpush,
-    ),
-    spec(
-        "lmove",
-        5,
-        WRITE | DENYOOM,
-        K12,
-        "list",
-        "6.2.0",
-        "Pop an element from a list, push it to another list and return it",
-        lmove,
-    ),
-    spec(
-        "lmpop",
-        -4,
-        WRITE,
-        LMPOP_KEYS,
-        "list",
-        "7.0.0",
-        "Pop elements from a list",
-        lmpop,
-    ),
-];

@@ -1,10 +1,15 @@
-//! Command implementations, one family per file (as Redis keeps one `t_<type>.c` per type).
+//! Command implementations, one family per file (as Redis keeps one `t_<type>.c` per type), each
+//! declaring its table next to its handlers (`command::table!`). Pieces more than one family
+//! uses live once: `args.rs` (option words, integers, SCAN cursors and options) and `random.rs`
+//! (the per-thread generator and the RANDMEMBER plan); score parsing is `crate::number`.
 
+pub mod args;
 pub mod blocking;
 pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod random;
 pub mod server;
 pub mod set;
 pub mod sort;
@@ -12,7 +17,4 @@ pub mod string;
 pub mod transaction;
 pub mod zset;
 
-/// `arg` equals `word`, ignoring ASCII case (option names).
-pub fn is(arg: &[u8], word: &str) -> bool {
-    arg.eq_ignore_ascii_case(word.as_bytes())
-}
+pub use args::is;

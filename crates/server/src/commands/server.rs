@@ -4,13 +4,35 @@
 //! INFO has Redis 7's sections and field names (the ones tools such as redis_exporter read), plus
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
 
-use super::is;
+use super::args::{is, parse_i64};
 use crate::client::ClientState;
-use crate::command::{COMMANDS, Ctx, Spec, flag, key_positions, lookup, parse_i64};
+use crate::command::COMMANDS as ALL_COMMANDS;
+use crate::command::{
+    ADMIN, ALL, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NOSCRIPT, READONLY, STALE, Spec, WRITE, flag,
+    key_positions, lookup, table,
+};
 use crate::config::{self, PARAMS};
 use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
+
+pub static COMMANDS: &[Spec] = table! { group: "server";
+    // name     arity, flags,                                         keys,   member, since,    handler,  summary
+    "info",     -1,    STALE | LOADING,                               ALL,    0,      "1.0.0",  info,     "Returns information and statistics about the server.";
+    "dbsize",   1,     READONLY | FAST,                               ALL,    0,      "1.0.0",  dbsize,   "Returns the number of keys in the database.";
+    "flushdb",  -1,    WRITE,                                         ALL,    0,      "1.0.0",  flushdb,  "Removes all keys from the current database.";
+    "flushall", -1,    WRITE,                                         ALL,    0,      "1.0.0",  flushall, "Removes all keys from all databases.";
+    "swapdb",   3,     WRITE | FAST,                                  ALL,    0,      "4.0.0",  swapdb,   "Swaps two Redis databases.";
+    "config",   -2,    ADMIN | NOSCRIPT | LOADING | STALE,            NOKEYS, 0,      "2.0.0",  config,   "A container for server configuration commands.";
+    "command",  -1,    LOADING | STALE,                               NOKEYS, 0,      "2.8.13", command,  "Returns detailed information about all commands.";
+    "time",     1,     FAST | LOADING | STALE,                        NOKEYS, 0,      "2.6.0",  time,     "Returns the server time.";
+    "shutdown", -1,    ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, NOKEYS, 0,      "1.0.0",  shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server.";
+    "memory",   -2,    READONLY,                                      ALL,    0,      "4.0.0",  memory,   "A container for memory diagnostics commands.";
+    "slowlog",  -2,    ADMIN | LOADING | STALE,                       NOKEYS, 0,      "2.2.12", slowlog,  "A container for slow log commands.";
+    "latency",  -2,    ADMIN | NOSCRIPT | LOADING | STALE,            NOKEYS, 0,      "2.8.13", latency,  "A container for latency diagnostics commands.";
+    "lolwut",   -1,    READONLY | FAST,                               NOKEYS, 0,      "5.0.0",  lolwut,   "Displays computer art and the Redis version";
+    "debug",    -2,    ADMIN | NOSCRIPT | LOADING | STALE,            ALL,    0,      "1.0.0",  debug,    "A container for debugging commands.";
+};
 
 /// Records a command in the slow log when it took at least `slowlog-log-slower-than` µs (a
 /// negative threshold logs nothing), keeping the newest `slowlog-max-len` entries.
@@ -92,8 +114,8 @@ struct Memory {
     shape_hits: u64,
     shape_misses: u64,
     shape_fallbacks: u64,
-    /// Keys per value tag.
-    tags: [u64; 16],
+    /// Keys per encoding (`store::Encoding::slot`).
+    encodings: [u64; store::ENCODING_SLOTS],
 }
 
 fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
@@ -109,12 +131,12 @@ fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
         m.requested += s.requested_bytes;
         m.large_cache += s.large_cache_bytes;
         m.dirty += s.dirty_bytes;
-        let shapes = shard.shapes.stats();
+        let shapes = shard.shapes().stats();
         m.shapes += shapes.shapes;
         m.shape_hits += shapes.cache_hits;
         m.shape_misses += shapes.cache_misses;
         m.shape_fallbacks += shapes.too_complex;
-        for (t, n) in m.tags.iter_mut().zip(shard.tag_counts()) {
+        for (t, n) in m.encodings.iter_mut().zip(shard.encoding_counts()) {
             *t += n;
         }
     }
@@ -231,10 +253,9 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             mem.shape_misses,
             mem.shape_fallbacks
         );
-        for (tag, count) in mem.tags.iter().enumerate() {
-            if let Some(name) = store::object::tag_name(tag as u8) {
-                let _ = write!(t, "densekv_keys_{name}:{count}\r\n");
-            }
+        for encoding in store::Encoding::ALL {
+            let count = mem.encodings[encoding.slot()];
+            let _ = write!(t, "densekv_keys_{}:{count}\r\n", encoding.name());
         }
     });
     section("persistence", true, &mut |t| {
@@ -279,7 +300,7 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     });
     section("modules", false, &mut |_| {});
     section("commandstats", false, &mut |t| {
-        for (i, spec) in COMMANDS.iter().enumerate() {
+        for (i, spec) in ALL_COMMANDS.iter().enumerate() {
             let s = &server.command_stats[i];
             let calls = server.hot.get(|c| &c.calls[i]);
             if calls == 0 {
@@ -609,8 +630,8 @@ fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
 
 pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if args.len() == 1 {
-        ctx.out.array_len(COMMANDS.len());
-        for spec in COMMANDS.iter() {
+        ctx.out.array_len(ALL_COMMANDS.len());
+        for spec in ALL_COMMANDS.iter() {
             command_info(ctx, spec);
         }
         return;
@@ -620,10 +641,10 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if args.len() != 2 {
             return subcommand_arity(ctx, "command", sub);
         }
-        ctx.out.integer(COMMANDS.len() as i64);
+        ctx.out.integer(ALL_COMMANDS.len() as i64);
     } else if is(sub, "info") {
         let specs: Vec<Option<&Spec>> = if args.len() == 2 {
-            COMMANDS.iter().map(|s| Some(*s)).collect()
+            ALL_COMMANDS.iter().map(|s| Some(*s)).collect()
         } else {
             args[2..]
                 .iter()
@@ -639,7 +660,7 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     } else if is(sub, "docs") {
         let specs: Vec<&Spec> = if args.len() == 2 {
-            COMMANDS.iter().copied().collect()
+            ALL_COMMANDS.iter().copied().collect()
         } else {
             args[2..]
                 .iter()
@@ -670,7 +691,7 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         {
             let cat = String::from_utf8_lossy(args[4]).to_lowercase();
             let names: Vec<&str> = if is(args[3], "aclcat") {
-                COMMANDS
+                ALL_COMMANDS
                     .iter()
                     .filter(|s| s.group == cat)
                     .map(|s| s.name)
@@ -686,7 +707,7 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         } else {
             return ctx.syntax_error();
         };
-        let names: Vec<&str> = COMMANDS
+        let names: Vec<&str> = ALL_COMMANDS
             .iter()
             .map(|s| s.name)
             .filter(|n| pattern.as_ref().is_none_or(|g| g.matches(n.as_bytes())))

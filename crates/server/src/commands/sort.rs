@@ -5,36 +5,18 @@
 //! elements as binary strings, so the order is deterministic).
 //!
 //! BY and GET patterns can name any key, so SORT locks every shard (`Keys::All`); the sorted key
-//! is read once, through `Shard::export`.
+//! is read once, through its logical view (`Shard::view`).
 
-use crate::command::{Ctx, Keys, READONLY, Spec, WRITE, spec};
-use crate::commands::{is, zset};
-use store::{Exported, Portable, Str, Ttl};
+use crate::command::{ALL, Ctx, DENYOOM, READONLY, Spec, WRITE, table};
+use crate::commands::is;
+use crate::number;
+use store::{Hash, List, StoreError, View, ZSet};
 
-const DENYOOM: u32 = crate::command::flag::DENYOOM;
-
-pub static COMMANDS: &[Spec] = &[
-    spec(
-        "sort",
-        -2,
-        WRITE | DENYOOM,
-        Keys::All,
-        "generic",
-        "1.0.0",
-        "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.",
-        sort,
-    ),
-    spec(
-        "sort_ro",
-        -2,
-        READONLY,
-        Keys::All,
-        "generic",
-        "7.0.0",
-        "Returns the sorted elements of a list, a set, or a sorted set.",
-        sort_ro,
-    ),
-];
+pub static COMMANDS: &[Spec] = table! { group: "generic";
+    // name    arity, flags,           keys, member, since,   handler, summary
+    "sort",    -2,    WRITE | DENYOOM, ALL,  0,      "1.0.0", sort,    "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.";
+    "sort_ro", -2,    READONLY,        ALL,  0,      "7.0.0", sort_ro, "Returns the sorted elements of a list, a set, or a sorted set.";
+};
 
 pub fn sort(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     sort_generic(ctx, args, false);
@@ -78,8 +60,8 @@ fn parse<'a>(ctx: &mut Ctx<'_, '_>, args: &[&'a [u8]], readonly: bool) -> Option
             o.alpha = true;
         } else if is(arg, "limit") && left >= 2 {
             let (Some(start), Some(count)) = (
-                crate::command::parse_i64(args[j + 1]),
-                crate::command::parse_i64(args[j + 2]),
+                super::args::parse_i64(args[j + 1]),
+                super::args::parse_i64(args[j + 2]),
             ) else {
                 ctx.not_integer();
                 return None;
@@ -126,14 +108,17 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_, '_>, pattern: &[u8], element: &[u8]) -> O
     key.extend_from_slice(element);
     key.extend_from_slice(&key_pattern[star + 1..]);
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let (value, _) = ctx.shard(&key).export(db, &key, now)?;
-    match (value, field) {
-        (Exported::String { tag, payload }, None) => Some(Str::of(tag, &payload).to_vec()),
-        (Exported::Coll(Portable::Hash(pairs)), Some(field)) => pairs
-            .into_iter()
-            .find(|(f, _)| f.as_slice() == field)
-            .map(|(_, v)| v),
-        _ => None,
+    let shard = ctx.shard(&key);
+    match field {
+        None => shard
+            .get_string(db, &key, now, |s| s.to_vec())
+            .ok()
+            .flatten(),
+        Some(field) => shard
+            .read::<Hash, _>(db, &key, now, |mut h| h.get(field).map(|v| v.to_vec()))
+            .ok()
+            .flatten()
+            .flatten(),
     }
 }
 
@@ -146,10 +131,10 @@ fn parse_weight(bytes: &[u8]) -> Option<f64> {
     if c_string.is_empty() {
         return Some(0.0);
     }
-    let start = c_string.iter().position(|&b| !zset::is_space(b))?;
+    let start = c_string.iter().position(|&b| !number::is_space(b))?;
     let text = &c_string[start..];
-    let value = zset::strtod_whole(text)?;
-    if value.is_nan() || (value.is_infinite() && !zset::is_inf_literal(text)) {
+    let value = number::strtod_whole(text)?;
+    if value.is_nan() || (value.is_infinite() && !number::is_inf_literal(text)) {
         return None;
     }
     if value != 0.0 && value.abs() < f64::MIN_POSITIVE {
@@ -182,6 +167,15 @@ fn parse_weight(bytes: &[u8]) -> Option<f64> {
     Some(value)
 }
 
+/// Converts the sorted set at `key` to the index encoding.
+fn to_index(shard: &mut store::Shard, db: usize, key: &[u8], now: u64) -> Result<(), StoreError> {
+    // A closure: the method path is not general over the edit's lifetime.
+    #[allow(clippy::redundant_closure_for_method_calls)]
+    shard
+        .update::<ZSet, _>(db, key, now, false, |z| z.force_index())
+        .map(drop)
+}
+
 struct Item {
     element: Vec<u8>,
     score: f64,
@@ -196,20 +190,25 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     // Redis converts a listpack sorted set to a skiplist before sorting it, for good; the
     // encoding shows afterwards (a -0 score survives in a skiplist, not in a listpack).
-    if ctx.shard(key).encoding(db, key, now) == Some("listpack")
-        && ctx.shard(key).with_entry(db, key, now, |e| e.kind()) == Some(store::Kind::ZSet)
-        && zset::convert_to_index(ctx.shard(key), db, key, now).is_err()
+    if ctx.shard(key).kind(db, key, now) == Some(store::Kind::ZSet)
+        && let Err(e) = to_index(ctx.shard(key), db, key, now)
     {
-        return ctx.oom();
+        return ctx.store_error(e);
     }
-    let (elements, is_set, ordered) = match ctx.shard(key).export(db, key, now) {
+    let elements = ctx.shard(key).view(db, key, now, |v, _| match v {
+        View::List(l) => Some((l.iter_from(0).map(<[u8]>::to_vec).collect(), false, true)),
+        View::Set(s) => Some((s.to_vec(), true, false)),
+        View::ZSet(z) => Some((
+            z.iter(0, false).map(|(_, m)| m.to_vec()).collect(),
+            false,
+            true,
+        )),
+        View::String(_) | View::Hash(_) => None,
+    });
+    let (elements, is_set, ordered): (Vec<Vec<u8>>, bool, bool) = match elements {
         None => (Vec::new(), false, true),
-        Some((Exported::Coll(Portable::List(items)), _)) => (items, false, true),
-        Some((Exported::Coll(Portable::Set(members)), _)) => (members, true, false),
-        Some((Exported::Coll(Portable::ZSet(entries)), _)) => {
-            (entries.into_iter().map(|(m, _)| m).collect(), false, true)
-        }
-        Some(_) => return ctx.wrong_type(),
+        Some(Some(found)) => found,
+        Some(None) => return ctx.wrong_type(),
     };
     // A set in no particular order would make STORE's result arbitrary: sort it as strings.
     if o.dont_sort && is_set && o.store.is_some() {
@@ -338,15 +337,14 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
             }
             let count = out.len();
             if count > 0 {
-                let stored = ctx.shard(dst).import(
-                    db,
-                    dst,
-                    Exported::Coll(Portable::List(out)),
-                    Ttl::Clear,
-                    now,
-                );
-                if stored.is_err() {
-                    return ctx.oom();
+                let stored = ctx.shard(dst).builder::<List>().and_then(|mut b| {
+                    for v in &out {
+                        b.push_back(v);
+                    }
+                    b.finish(db, dst, None)
+                });
+                if let Err(e) = stored {
+                    return ctx.store_error(e);
                 }
                 ctx.touch(db, dst);
                 ctx.signal_ready(db, dst);

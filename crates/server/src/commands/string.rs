@@ -4,26 +4,17 @@
 //! strings as bytes (`embstr` up to 44 bytes, `raw` above or once modified in place). Redis's limit
 //! on a string's length is `proto-max-bulk-len` (512 MB by default), checked before any growth.
 
-use super::is;
-use crate::command::{Ctx, parse_i64};
-use store::shard::is_string;
-use store::value::{self, tag};
-use store::{Str, Ttl};
+use super::args::{is, parse_i64};
+use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, KPAIRS, READONLY, Spec, WRITE, table};
+use store::{StoreError, Str, Ttl};
 
 /// Reads a string value as owned bytes: `Ok(None)` when missing, `Err(())` after replying
 /// WRONGTYPE.
 fn read(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.shard(key).with_entry(db, key, now, |e| {
-        is_string(e.tag).then(|| Str::of(e.tag, e.payload).to_vec())
-    }) {
-        None => Ok(None),
-        Some(Some(v)) => Ok(Some(v)),
-        Some(None) => {
-            ctx.wrong_type();
-            Err(())
-        }
-    }
+    ctx.shard(key)
+        .get_string(db, key, now, |s| s.to_vec())
+        .map_err(|e| ctx.store_error(e))
 }
 
 fn count_lookup(ctx: &Ctx<'_, '_>, hit: bool) {
@@ -38,39 +29,65 @@ fn count_lookup(ctx: &Ctx<'_, '_>, hit: bool) {
 fn reply_value(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let (shard, out) = ctx.shard_and_out(key);
-    let found = shard.with_entry(db, key, now, |e| {
-        if !is_string(e.tag) {
-            return false;
-        }
-        match Str::of(e.tag, e.payload) {
-            Str::Bytes(b) => out.bulk(b),
-            Str::Int(i) => out.bulk_integer(i),
-        }
-        true
-    });
-    count_lookup(ctx, found.is_some());
+    let found = shard.get_string(db, key, now, |s| bulk_str(out, s));
+    count_lookup(ctx, !matches!(found, Ok(None)));
     match found {
-        None => {
+        Ok(None) => {
             ctx.out.null();
             true
         }
-        Some(true) => true,
-        Some(false) => {
-            ctx.wrong_type();
+        Ok(Some(())) => true,
+        Err(e) => {
+            ctx.store_error(e);
             false
         }
     }
 }
 
+/// Writes a string value as a bulk reply.
+#[inline]
+fn bulk_str(out: &mut resp::ReplyWriter<'_>, s: Str<'_>) {
+    match s {
+        Str::Bytes(b) => out.bulk(b),
+        Str::Int(i) => out.bulk_integer(i),
+    }
+}
+
 fn store(ctx: &mut Ctx<'_, '_>, key: &[u8], value: &[u8], ttl: Ttl) -> bool {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if ctx.shard(key).put_string(db, key, value, ttl, now).is_err() {
-        ctx.oom();
+    if let Err(e) = ctx.shard(key).put_string(db, key, value, ttl, now) {
+        ctx.store_error(e);
         return false;
     }
     ctx.touch(db, key);
     true
 }
+
+pub static COMMANDS: &[Spec] = table! { group: "string";
+    // name        arity, flags,                  keys,   member, since,   handler,     summary
+    "get",         2,     READONLY | FAST,        K1,     0,      "1.0.0", get,         "Returns the string value of a key.";
+    "set",         -3,    WRITE | DENYOOM,        K1,     0,      "1.0.0", set,         "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.";
+    "setnx",       3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", setnx,       "Set the string value of a key only when the key doesn't exist.";
+    "setex",       4,     WRITE | DENYOOM,        K1,     0,      "2.0.0", setex,       "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.";
+    "psetex",      4,     WRITE | DENYOOM,        K1,     0,      "2.6.0", psetex,      "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.";
+    "mget",        -2,    READONLY | FAST,        KALL,   0,      "1.0.0", mget,        "Atomically returns the string values of one or more keys.";
+    "mset",        -3,    WRITE | DENYOOM,        KPAIRS, 0,      "1.0.1", mset,        "Atomically creates or modifies the string values of one or more keys.";
+    "msetnx",      -3,    WRITE | DENYOOM,        KPAIRS, 0,      "1.0.1", msetnx,      "Atomically modifies the string values of one or more keys only when all keys don't exist.";
+    "getset",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", getset,      "Returns the previous string value of a key after setting it to a new value.";
+    "getdel",      2,     WRITE | FAST,           K1,     0,      "6.2.0", getdel,      "Returns the string value of a key after deleting the key.";
+    "getex",       -2,    WRITE | FAST,           K1,     0,      "6.2.0", getex,       "Returns the string value of a key after setting its expiration time.";
+    "append",      3,     WRITE | DENYOOM | FAST, K1,     0,      "2.0.0", append,      "Appends a string to the value of a key. Creates the key if it doesn't exist.";
+    "strlen",      2,     READONLY | FAST,        K1,     0,      "2.2.0", strlen,      "Returns the length of a string value.";
+    "incr",        2,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", incr,        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "decr",        2,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", decr,        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
+    "incrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", incrby,      "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "decrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", decrby,      "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.";
+    "incrbyfloat", 3,     WRITE | DENYOOM | FAST, K1,     0,      "2.6.0", incrbyfloat, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
+    "getrange",    4,     READONLY,               K1,     0,      "2.4.0", getrange,    "Returns a substring of the string stored at a key.";
+    "substr",      4,     READONLY,               K1,     0,      "1.0.0", getrange,    "Returns a substring from a string value.";
+    "setrange",    4,     WRITE | DENYOOM,        K1,     0,      "2.2.0", setrange,    "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.";
+    "lcs",         -3,    READONLY,               K12,    0,      "7.0.0", lcs,         "Finds the longest common substring.";
+};
 
 pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     reply_value(ctx, args[1]);
@@ -269,21 +286,11 @@ pub fn mget(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     for &key in &args[1..] {
         let (shard, out) = ctx.shard_and_out(key);
-        let found = shard.with_entry(db, key, now, |e| {
-            if is_string(e.tag) {
-                match Str::of(e.tag, e.payload) {
-                    Str::Bytes(b) => out.bulk(b),
-                    Str::Int(i) => out.bulk_integer(i),
-                }
-                true
-            } else {
-                false
-            }
-        });
-        if found != Some(true) {
+        let found = shard.get_string(db, key, now, |s| bulk_str(out, s));
+        if found != Ok(Some(())) {
             ctx.out.null();
         }
-        count_lookup(ctx, found == Some(true));
+        count_lookup(ctx, found == Ok(Some(())));
     }
 }
 
@@ -381,14 +388,10 @@ pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             ctx.out.bulk(&value);
             return;
         }
-        let had_ttl = ctx
-            .shard(key)
-            .with_entry(db, key, now, |e| e.expire_at_ms.is_some())
-            .unwrap_or(false);
+        let had_ttl = matches!(ctx.shard(key).expire_at(db, key, now), Some(Some(_)));
         if at.is_some() || had_ttl {
-            if ctx.shard(key).set_expire(db, key, at, now).is_err() {
-                ctx.oom();
-                return;
+            if let Err(e) = ctx.shard(key).set_expire(db, key, at, now) {
+                return ctx.store_error(e);
             }
             ctx.touch(db, key);
         }
@@ -411,13 +414,11 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     value.extend_from_slice(args[2]);
     let (db, now) = (ctx.db(), ctx.now_ms);
     // APPEND leaves a raw string even when it spells an integer, as Redis does.
-    if ctx
+    if let Err(e) = ctx
         .shard(key)
-        .put(db, key, tag::STR_RAW, &value, Ttl::Keep, now)
-        .is_err()
+        .put_string_raw(db, key, &value, Ttl::Keep, now)
     {
-        ctx.oom();
-        return;
+        return ctx.store_error(e);
     }
     ctx.touch(db, key);
     ctx.out.integer(value.len() as i64);
@@ -425,65 +426,32 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    match ctx.shard(args[1]).with_entry(db, args[1], now, |e| {
-        is_string(e.tag).then(|| Str::of(e.tag, e.payload).len())
-    }) {
-        None => ctx.out.integer(0),
-        Some(Some(len)) => ctx.out.integer(len as i64),
-        Some(None) => ctx.wrong_type(),
+    match ctx.shard(args[1]).get_string(db, args[1], now, |s| s.len()) {
+        Ok(len) => ctx.out.integer(len.unwrap_or(0) as i64),
+        Err(e) => ctx.store_error(e),
     }
 }
 
 fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
-    /// Why INCR refused.
-    enum Refused {
-        WrongType,
-        NotInteger,
-        Overflow,
-    }
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let add = |current: i64| current.checked_add(by).ok_or(Refused::Overflow);
-    let encode = |i: i64| {
-        let mut payload = smallvec::SmallVec::<[u8; 10]>::from_buf([0u8; 10]);
-        let len = value::encode_int_into(i, (&mut payload[..]).try_into().expect("10 bytes"));
-        payload.truncate(len);
-        payload
-    };
     // One lookup: the value is rewritten where it is (keeping its TTL), or created.
-    let updated = ctx.shard(key).upsert_with(db, key, now, |e, out| {
-        let Some(e) = e else {
-            out.extend_from_slice(&encode(by));
-            return (Some(value::tag::STR_INT), Ok(by));
+    let updated = ctx.shard(key).upsert_int(db, key, now, |current| {
+        let current = match current {
+            None => 0,
+            Some(s) => s.as_int().ok_or(crate::commands::args::NOT_INTEGER)?,
         };
-        if !is_string(e.tag) {
-            return (None, Err(Refused::WrongType));
-        }
-        let current = match Str::of(e.tag, e.payload) {
-            Str::Int(i) => i,
-            Str::Bytes(b) => match value::parse_i64(b) {
-                Some(i) => i,
-                None => return (None, Err(Refused::NotInteger)),
-            },
-        };
-        match add(current) {
-            Ok(next) => {
-                out.extend_from_slice(&encode(next));
-                (Some(value::tag::STR_INT), Ok(next))
-            }
-            Err(e) => (None, Err(e)),
-        }
+        current
+            .checked_add(by)
+            .ok_or("ERR increment or decrement would overflow")
     });
-    let next = match updated {
-        Err(_) => return ctx.oom(),
-        Ok(Ok(next)) => next,
-        Ok(Err(Refused::WrongType)) => return ctx.wrong_type(),
-        Ok(Err(Refused::NotInteger)) => return ctx.not_integer(),
-        Ok(Err(Refused::Overflow)) => {
-            return ctx.error("ERR increment or decrement would overflow");
+    match updated {
+        Err(e) => ctx.store_error(e),
+        Ok(Err(text)) => ctx.error(text),
+        Ok(Ok(next)) => {
+            ctx.touch(db, key);
+            ctx.out.integer(next);
         }
-    };
-    ctx.touch(db, key);
-    ctx.out.integer(next);
+    }
 }
 
 pub fn incr(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -524,13 +492,8 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     };
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if ctx
-        .shard(key)
-        .put_string(db, key, &text, Ttl::Keep, now)
-        .is_err()
-    {
-        ctx.oom();
-        return;
+    if let Err(e) = ctx.shard(key).put_string(db, key, &text, Ttl::Keep, now) {
+        return ctx.store_error(e);
     }
     ctx.touch(db, key);
     ctx.out.bulk(&text);
@@ -596,13 +559,8 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     value[offset as usize..end].copy_from_slice(patch);
     let (db, now) = (ctx.db(), ctx.now_ms);
     let ttl = if exists { Ttl::Keep } else { Ttl::Clear };
-    if ctx
-        .shard(key)
-        .put(db, key, tag::STR_RAW, &value, ttl, now)
-        .is_err()
-    {
-        ctx.oom();
-        return;
+    if let Err(e) = ctx.shard(key).put_string_raw(db, key, &value, ttl, now) {
+        return ctx.store_error(e);
     }
     ctx.touch(db, key);
     ctx.out.integer(value.len() as i64);
@@ -634,12 +592,12 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut values = Vec::with_capacity(2);
     for &key in &args[1..3] {
-        match ctx.shard(key).with_entry(db, key, now, |e| {
-            is_string(e.tag).then(|| Str::of(e.tag, e.payload).to_vec())
-        }) {
-            None => values.push(Vec::new()),
-            Some(Some(v)) => values.push(v),
-            Some(None) => return ctx.error("ERR The specified keys must contain string values"),
+        match ctx.shard(key).get_string(db, key, now, |s| s.to_vec()) {
+            Ok(v) => values.push(v.unwrap_or_default()),
+            Err(StoreError::WrongType) => {
+                return ctx.error("ERR The specified keys must contain string values");
+            }
+            Err(e) => return ctx.store_error(e),
         }
     }
     if want_len && want_idx {

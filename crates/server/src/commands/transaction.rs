@@ -7,8 +7,19 @@
 //! replies with a null array. A watched key that existed when watched and has expired by EXEC time
 //! counts as modified, as in Redis 7.
 
-use crate::command::{Ctx, Locks};
+use crate::command::{
+    Ctx, FAST, KALL, LOADING, Locks, NOKEYS, NOSCRIPT, STALE, Spec, TXN_CONTROL, table,
+};
 use std::sync::atomic::Ordering;
+
+pub static COMMANDS: &[Spec] = table! { group: "transactions";
+    // name    arity, flags,                                           keys,   member, since,   handler, summary
+    "multi",   1,     NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, NOKEYS, 0,      "1.2.0", multi,   "Starts a transaction.";
+    "exec",    1,     NOSCRIPT | LOADING | STALE | TXN_CONTROL,        NOKEYS, 0,      "1.2.0", exec,    "Executes all commands in a transaction.";
+    "discard", 1,     NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, NOKEYS, 0,      "2.0.0", discard, "Discards a transaction.";
+    "watch",   -2,    NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, KALL,   0,      "2.2.0", watch,   "Monitors changes to keys to determine the execution of a transaction.";
+    "unwatch", 1,     NOSCRIPT | LOADING | STALE | FAST,               NOKEYS, 0,      "2.2.0", unwatch, "Forgets about watched keys of a transaction.";
+};
 
 pub fn multi(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     if ctx.client.multi.is_some() {

@@ -1,44 +1,45 @@
 //! Hash values: five encodings chosen by content and size, converting automatically.
 //!
 //! ```text
-//!  tag  encoding   OBJECT ENCODING  holds                                   chosen while
-//!   3   record     listpack         inline: shape id + values (`shape`)     fields follow a shape:
-//!                                                                           no integer field names,
-//!                                                                           values ≤ 64 B, ≤ 64
-//!                                                                           fields, ≤ 512 B record
-//!   4   small      listpack         boxed `maps::SmallMap`                  ≤ 8 pairs of ≤ 64 B
-//!  14   flat       listpack or      boxed `maps::FlatMap`                   strings ≤ 256 B, the
-//!                  hashtable (*)                                            buffer ≤ 32 KiB
-//!   6   ints       listpack or      boxed `IntHash` (hash_ints.rs)          every field and value
-//!                  hashtable (*)                                            a canonical i64, > 8
-//!   5   pages      as flat (*)      boxed `maps::PageHash`                  anything larger
+//!  encoding    OBJECT ENCODING  holds                                     chosen while
+//!  HashRecord  listpack         inline: shape id + values (`shape`)       fields follow a shape:
+//!                                                                         no integer field names,
+//!                                                                         values ≤ 64 B, ≤ 64
+//!                                                                         fields, ≤ 512 B record
+//!  HashSmall   listpack         boxed `maps::SmallMap`                    ≤ 8 pairs of ≤ 64 B
+//!  HashFlat    listpack or      boxed `maps::FlatMap`                     strings ≤ 256 B, the
+//!              hashtable (*)                                              buffer ≤ 32 KiB
+//!  HashInts    listpack or      boxed `IntHash` (hash_ints.rs)            every field and value
+//!              hashtable (*)                                              a canonical i64, > 8
+//!  HashPages   as flat (*)      boxed `maps::PageHash`                    anything larger
 //! ```
 //! Conversions (each rebuilds the whole hash, so each is amortised by the growth that caused it):
 //! record → small/ints/flat when a pair breaks a record's bounds (an integer field name, a long
 //! value, the shape tree refuses the transition, the record outgrows 512 bytes); small → ints
 //! (all integers) or flat past 8 pairs or 64-byte strings; flat → ints (all integers) or pages
 //! when its buffer would pass 32 KiB or a string is longer than `FLAT_BYTES_MAX`; ints →
-//! flat/pages when a non-integer arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash starts as a record, or small when
-//! its first field looks like an integer (integer field names are data, not a shape:
-//! `mediabucket:<n> <id>` would otherwise spend the shape tree).
+//! flat/pages when a non-integer arrives; pages → flat when HDEL leaves ≤ 4 pairs. A new hash
+//! starts as a record, or small when its first field looks like an integer (integer field names
+//! are data, not a shape: `mediabucket:<n> <id>` would otherwise spend the shape tree). A rebuild
+//! streams the old pairs into the new encoding; only the small sources (records, small maps and
+//! a pages hash shrunk to ≤ 4 pairs, whose pages the new encoding cannot read while it allocates
+//! in the same heap) are copied out first.
 //!
 //! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
 //! than 512 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
 //! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
 //! hashtable back). Records and small maps are within those bounds by construction; flat, ints
 //! and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte strings need ~70 KB, more
-//! than a flat buffer, so even a pages hash may still be a "listpack"). The bit is lost when RENAME or COPY moves a hash across shards
-//! (the portable form carries no encoding), where Redis keeps the object's encoding.
+//! than a flat buffer, so even a pages hash may still be a "listpack"). The bit is lost when
+//! RENAME or COPY rebuilds a hash in another shard (the logical view carries no encoding), where
+//! Redis keeps the object's encoding.
 //!
 //! Flat bounds: 256 B per field or value keeps the length varints ≤ 2 bytes and ≥ ~60 of the
 //! longest pairs in one 32 KiB buffer, while covering the values the listpack bound (64 B) turns
 //! away for Redis; a longer string goes to pages, which keep long values out of line anyway.
 //!
-//! Shape holds: a record holds its shape once. Writes work on a copy of the record; `record::set`
-//! and `remove` move the copy's hold, and the keyspace releases the *stored* record's shape when
-//! the entry is removed or overwritten by another tag. So an update first pins the stored shape
-//! (one extra hold): when the result is a record the pin is dropped, otherwise (converted or
-//! emptied) the copy's hold is dropped and the pin is the hold the keyspace releases.
+//! Shape holds: a stored record holds its shape once, and so does a copy being edited
+//! (`edit.rs`); `record::set` and `remove` move the copy's hold as its shape changes.
 //!
 //! Field order: records and small maps keep insertion order (Redis's listpack order); ints and
 //! pages iterate in table order, as Redis's dict does.
@@ -46,16 +47,16 @@
 #[path = "hash_ints.rs"]
 pub mod ints;
 
-use crate::object::{Object, tag};
-use crate::shard::{Shard, Slot, StoreError, Ttl};
+use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
+use crate::encoding::{Encoding, Kind, tag};
+use crate::error::StoreError;
+use crate::object::Object;
+use crate::shard::Slot;
 use heap::Heap;
 use ints::{IntHash, int_pair};
 use maps::flat::{FlatInsert, FlatMap};
 use maps::{PageHash, SmallInsert, SmallMap};
-use shape::record;
-use shape::{ShapeId, ShapeTree, TooComplex};
-
-pub use shape::record::Value;
+use shape::{ShapeTree, Str, TooComplex, canonical_i64, record};
 
 /// Most pairs a small (SmallMap) hash holds.
 pub const SMALL_PAIRS_MAX: usize = 8;
@@ -71,6 +72,10 @@ pub const FLAT_BYTES_MAX: usize = 256;
 /// Redis's hash-max-listpack-entries (512 in 7.0; zsets use 128): past it OBJECT ENCODING says
 /// "hashtable" for good.
 pub const LISTPACK_ENTRIES_MAX: usize = 512;
+
+/// The hash type (`Shard::read::<Hash>`, `Shard::update::<Hash>`).
+#[derive(Debug)]
+pub enum Hash {}
 
 /// The boxed encodings of a hash.
 #[derive(Debug)]
@@ -88,33 +93,6 @@ pub enum HashObj {
     Ints(Box<IntHash>, bool),
 }
 
-/// A read of a hash that met another type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WrongType;
-
-/// Why a hash write failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashError {
-    WrongType,
-    OutOfMemory,
-}
-
-impl From<StoreError> for HashError {
-    fn from(_: StoreError) -> HashError {
-        HashError::OutOfMemory
-    }
-}
-
-impl From<maps::MapError> for HashError {
-    fn from(_: maps::MapError) -> HashError {
-        HashError::OutOfMemory
-    }
-}
-
-fn map_config() -> maps::Config {
-    maps::Config::default()
-}
-
 fn fits_small(field: &[u8], value: &[u8]) -> bool {
     field.len() <= VALUE_BYTES_MAX && value.len() <= VALUE_BYTES_MAX
 }
@@ -123,67 +101,75 @@ fn fits_flat(field: &[u8], value: &[u8]) -> bool {
     field.len() <= FLAT_BYTES_MAX && value.len() <= FLAT_BYTES_MAX
 }
 
-/// A flat map of `pairs`, or `None` when a string is too long or they do not fit 32 KiB.
-fn build_flat(pairs: &[(Vec<u8>, Vec<u8>)]) -> Option<FlatMap> {
-    if !pairs.iter().all(|(f, v)| fits_flat(f, v)) {
-        return None;
-    }
-    // A cheap bound first: each pair needs its bytes, two length bytes and >= 3 of slot.
-    let bytes: usize = pairs.iter().map(|(f, v)| f.len() + v.len() + 5).sum();
-    if bytes > maps::flat::BYTES_MAX {
-        return None;
-    }
-    let mut m = FlatMap::new_map();
-    for (f, v) in pairs {
-        if m.insert(f, v) == FlatInsert::Full {
-            return None;
-        }
-    }
-    Some(m)
+/// A pair as the encodings' bounds see it: (field length, value length, both integers).
+fn measure(field: Str<'_>, value: Str<'_>) -> (usize, usize, bool) {
+    let is_pair = field.as_int().is_some_and(|k| k != i64::MIN) && value.as_int().is_some();
+    (field.len(), value.len(), is_pair)
 }
 
-/// Builds the boxed encoding for `pairs` (distinct fields), in order. `hashtable`: the hash
-/// has already passed the listpack bounds (so it is not made small again).
-fn build(
+/// Builds the boxed encoding for the distinct pairs `pairs()` yields (called once per pass over
+/// them), in order. `hashtable`: the hash has already passed the listpack bounds.
+fn build<'p, I>(
     heap: &mut Heap,
-    pairs: &[(Vec<u8>, Vec<u8>)],
+    pairs: impl Fn() -> I,
     hashtable: bool,
-) -> Result<HashObj, StoreError> {
-    let hashtable = hashtable
-        || pairs.len() > LISTPACK_ENTRIES_MAX
-        || !pairs.iter().all(|(f, v)| fits_small(f, v));
-    if !hashtable && pairs.len() <= SMALL_PAIRS_MAX {
-        let mut m = SmallMap::new(heap)?;
-        for (f, v) in pairs {
-            let done = m.insert(heap, f, v);
-            if !matches!(done, Ok(SmallInsert::Inserted | SmallInsert::Replaced)) {
-                m.destroy(heap);
-                return Err(StoreError::OutOfMemory);
-            }
-        }
-        return Ok(HashObj::Small(m));
+) -> Result<HashObj, StoreError>
+where
+    I: Iterator<Item = (Str<'p>, Str<'p>)>,
+{
+    let (mut count, mut longest, mut all_ints, mut bytes) = (0usize, 0usize, true, 0usize);
+    for (f, v) in pairs() {
+        let (fl, vl, ints) = measure(f, v);
+        count += 1;
+        longest = longest.max(fl).max(vl);
+        all_ints &= ints;
+        bytes += fl + vl + 5;
+    }
+    let hashtable = hashtable || count > LISTPACK_ENTRIES_MAX || longest > VALUE_BYTES_MAX;
+    if !hashtable && count <= SMALL_PAIRS_MAX {
+        return build_small(heap, pairs());
     }
     // Integer pairs go to the int table whatever their count: ~8 B per pair where a flat map
     // spends the digits plus ~6 B (the `mediabucket` workload: 8.6 B per field against 20).
-    let ints: Option<Vec<(i64, i64)>> = pairs.iter().map(|(f, v)| int_pair(f, v)).collect();
-    if let Some(ints) = ints {
-        let mut t = IntHash::with_capacity(ints.len());
-        for (k, v) in ints {
-            t.insert(k, v);
+    if all_ints {
+        let mut t = IntHash::with_capacity(count);
+        for (f, v) in pairs() {
+            t.insert(f.as_int().expect("integer"), v.as_int().expect("integer"));
         }
         return Ok(HashObj::Ints(Box::new(t), hashtable));
     }
-    if let Some(map) = build_flat(pairs) {
-        return Ok(HashObj::Flat { map, hashtable });
+    // Each pair needs its bytes, two length bytes and >= 3 of slot: a cheap bound first.
+    if longest <= FLAT_BYTES_MAX && bytes <= maps::flat::BYTES_MAX {
+        let mut map = FlatMap::new_map();
+        let fits = pairs()
+            .all(|(f, v)| f.with_bytes(|f| v.with_bytes(|v| map.insert(f, v) != FlatInsert::Full)));
+        if fits {
+            return Ok(HashObj::Flat { map, hashtable });
+        }
     }
-    let mut p = PageHash::with_config(heap, &map_config())?;
-    for (f, v) in pairs {
-        if let Err(e) = p.insert(heap, f, v) {
+    let mut p = PageHash::with_config(heap, &maps::Config::default())?;
+    for (f, v) in pairs() {
+        if let Err(e) = f.with_bytes(|f| v.with_bytes(|v| p.insert(heap, f, v))) {
             p.destroy(heap);
             return Err(e.into());
         }
     }
     Ok(HashObj::Pages(Box::new(p), hashtable))
+}
+
+fn build_small<'p>(
+    heap: &mut Heap,
+    pairs: impl Iterator<Item = (Str<'p>, Str<'p>)>,
+) -> Result<HashObj, StoreError> {
+    let mut m = SmallMap::new(heap)?;
+    for (f, v) in pairs {
+        let done = f.with_bytes(|f| v.with_bytes(|v| m.insert(heap, f, v)));
+        if !matches!(done, Ok(SmallInsert::Inserted | SmallInsert::Replaced)) {
+            m.destroy(heap);
+            return Err(StoreError::OutOfMemory);
+        }
+    }
+    Ok(HashObj::Small(m))
 }
 
 impl HashObj {
@@ -204,28 +190,30 @@ impl HashObj {
         }
     }
 
-    pub fn encoding_name(&self) -> &'static str {
-        let hashtable = match self {
-            HashObj::Small(_) => false,
-            HashObj::Flat { hashtable, .. }
-            | HashObj::Pages(_, hashtable)
-            | HashObj::Ints(_, hashtable) => *hashtable,
-        };
-        if hashtable { "hashtable" } else { "listpack" }
+    pub fn encoding(&self) -> Encoding {
+        match self {
+            HashObj::Small(_) => Encoding::HashSmall,
+            HashObj::Pages(..) => Encoding::HashPages,
+            HashObj::Ints(..) => Encoding::HashInts,
+            HashObj::Flat { .. } => Encoding::HashFlat,
+        }
     }
 
     /// Whether the hash has passed Redis's listpack bounds (OBJECT ENCODING "hashtable").
     fn is_hashtable(&self) -> bool {
-        self.encoding_name() == "hashtable"
+        match self {
+            HashObj::Small(_) => false,
+            HashObj::Flat { hashtable, .. }
+            | HashObj::Pages(_, hashtable)
+            | HashObj::Ints(_, hashtable) => *hashtable,
+        }
     }
 
-    /// The keyspace tag of this encoding.
-    pub fn tag(&self) -> u8 {
-        match self {
-            HashObj::Small(_) => tag::HASH_SMALL,
-            HashObj::Pages(..) => tag::HASH_PAGES,
-            HashObj::Ints(..) => tag::HASH_INTS,
-            HashObj::Flat { .. } => tag::HASH_FLAT,
+    pub fn encoding_name(&self) -> &'static str {
+        if self.is_hashtable() {
+            "hashtable"
+        } else {
+            "listpack"
         }
     }
 
@@ -242,16 +230,62 @@ impl HashObj {
         self.len() == 0
     }
 
-    pub fn export(&self, heap: &Heap) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut out = Vec::with_capacity(self.len());
-        HashRef::Obj { obj: self, heap }.for_each(|f, v| out.push((f.to_vec(), v.to_vec())));
-        out
+    /// The PageHash of a pages hash (for prefetching a field's lookup).
+    pub fn members_map(&self) -> Option<&PageHash> {
+        match self {
+            HashObj::Pages(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Checks the encoding's invariants and bounds (tests and `Shard::validate`).
+    pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+        if self.is_empty() {
+            return Err("empty hash stored".into());
+        }
+        match self {
+            HashObj::Small(m) => m.validate(),
+            HashObj::Pages(p, _) => p.validate(heap),
+            HashObj::Ints(t, _) => t.validate(),
+            HashObj::Flat { map, .. } => map.validate(),
+        }
+    }
+
+    fn get<'a>(&'a self, heap: &'a Heap, field: &[u8]) -> Option<Str<'a>> {
+        match self {
+            HashObj::Small(m) => m.get(field).map(|v| Str::Bytes(v.bytes)),
+            HashObj::Pages(p, _) => p.get(heap, field).map(|v| Str::Bytes(v.bytes)),
+            HashObj::Flat { map, .. } => map.get(field).map(Str::Bytes),
+            HashObj::Ints(t, _) => {
+                let k = canonical_i64(field).filter(|&k| k != i64::MIN)?;
+                t.get(k).map(Str::Int)
+            }
+        }
+    }
+
+    fn iter<'a>(&'a self, heap: &'a Heap) -> Box<dyn Iterator<Item = (Str<'a>, Str<'a>)> + 'a> {
+        match self {
+            HashObj::Small(m) => {
+                Box::new(m.iter().map(|(k, v)| (Str::Bytes(k), Str::Bytes(v.bytes))))
+            }
+            HashObj::Pages(p, _) => Box::new(
+                p.iter(heap)
+                    .map(|(k, v)| (Str::Bytes(k), Str::Bytes(v.bytes))),
+            ),
+            HashObj::Ints(t, _) => Box::new(t.iter().map(|(k, v)| (Str::Int(k), Str::Int(v)))),
+            HashObj::Flat { map, .. } => {
+                Box::new(map.iter().map(|(k, v)| (Str::Bytes(k), Str::Bytes(v))))
+            }
+        }
     }
 }
 
-/// A hash being read.
+/// A hash being read, in whichever encoding it is.
 #[derive(Debug)]
-pub enum HashRef<'a> {
+pub struct HashView<'a>(Inner<'a>);
+
+#[derive(Debug)]
+enum Inner<'a> {
     Record {
         tree: &'a mut ShapeTree,
         bytes: &'a [u8],
@@ -262,33 +296,11 @@ pub enum HashRef<'a> {
     },
 }
 
-/// The hash in `slot`: `Ok(None)` when the key is missing, `Err` for another type.
-pub fn view(slot: Slot<'_>) -> Result<Option<HashRef<'_>>, WrongType> {
-    match slot {
-        Slot::Missing => Ok(None),
-        Slot::Inline {
-            tag: tag::HASH_RECORD,
-            bytes,
-            shapes,
-            ..
-        } => Ok(Some(HashRef::Record {
-            tree: shapes,
-            bytes,
-        })),
-        Slot::Boxed {
-            object: Object::Hash(obj),
-            heap,
-            ..
-        } => Ok(Some(HashRef::Obj { obj, heap })),
-        _ => Err(WrongType),
-    }
-}
-
-impl HashRef<'_> {
+impl HashView<'_> {
     pub fn len(&self) -> usize {
-        match self {
-            HashRef::Record { tree, bytes } => record::len(tree, bytes),
-            HashRef::Obj { obj, .. } => obj.len(),
+        match &self.0 {
+            Inner::Record { tree, bytes } => record::len(tree, bytes),
+            Inner::Obj { obj, .. } => obj.len(),
         }
     }
 
@@ -297,109 +309,82 @@ impl HashRef<'_> {
     }
 
     /// The value of `field`.
-    pub fn get(&mut self, field: &[u8]) -> Option<Value<'_>> {
-        match self {
-            HashRef::Record { tree, bytes } => record::get(tree, bytes, field),
-            HashRef::Obj { obj, heap } => obj_get(obj, heap, field),
+    pub fn get(&mut self, field: &[u8]) -> Option<Str<'_>> {
+        match &mut self.0 {
+            Inner::Record { tree, bytes } => record::get(tree, bytes, field),
+            Inner::Obj { obj, heap } => obj.get(heap, field),
         }
     }
 
-    /// Every (field, value) in the encoding's order.
-    pub fn for_each(&self, mut f: impl FnMut(Value<'_>, Value<'_>)) {
-        match self {
-            HashRef::Record { tree, bytes } => {
-                for (k, v) in record::iter(tree, bytes) {
-                    f(Value::Bytes(k), v);
-                }
+    /// Every (field, value) in the encoding's order: records and small maps in insertion order,
+    /// the others in table order.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (Str<'_>, Str<'_>)> + '_> {
+        match &self.0 {
+            Inner::Record { tree, bytes } => {
+                Box::new(record::iter(tree, bytes).map(|(k, v)| (Str::Bytes(k), v)))
             }
-            HashRef::Obj { obj, heap } => match obj {
-                HashObj::Small(m) => m
-                    .iter()
-                    .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Pages(p, _) => p
-                    .iter(heap)
-                    .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v.bytes))),
-                HashObj::Ints(t, _) => t.iter().for_each(|(k, v)| f(Value::Int(k), Value::Int(v))),
-                HashObj::Flat { map, .. } => map
-                    .iter()
-                    .for_each(|(k, v)| f(Value::Bytes(k), Value::Bytes(v))),
-            },
+            Inner::Obj { obj, heap } => obj.iter(heap),
         }
     }
 
     /// Every pair, copied out.
     pub fn pairs(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let mut out = Vec::with_capacity(self.len());
-        self.for_each(|f, v| out.push((f.to_vec(), v.to_vec())));
-        out
+        self.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect()
     }
 
-    /// Whether HSCAN returns the hash whole at cursor 0 (records, small and flat maps: at
-    /// most 32 KiB, as Redis does for its listpacks).
-    pub fn is_compact(&self) -> bool {
+    /// Whether HSCAN returns the hash whole at cursor 0 (records, small and flat maps: at most
+    /// 32 KiB, as Redis does for its listpacks).
+    pub fn scans_whole(&self) -> bool {
         matches!(
-            self,
-            HashRef::Record { .. }
-                | HashRef::Obj {
+            self.0,
+            Inner::Record { .. }
+                | Inner::Obj {
                     obj: HashObj::Small(_) | HashObj::Flat { .. },
                     ..
                 }
         )
     }
 
-    /// A random pair chosen by `r`, copied out.
-    pub fn sample(&self, r: u64) -> Option<(Vec<u8>, Vec<u8>)> {
+    /// A random pair chosen by `r` (uniform for the compact encodings; for the others as their
+    /// table samples).
+    pub fn sample(&self, r: u64) -> Option<(Str<'_>, Str<'_>)> {
         let len = self.len();
         if len == 0 {
             return None;
         }
-        match self {
-            HashRef::Obj {
+        match &self.0 {
+            Inner::Obj {
                 obj: HashObj::Pages(p, _),
                 heap,
             } => p
                 .sample(heap, r)
-                .map(|(k, v)| (k.to_vec(), v.bytes.to_vec())),
-            HashRef::Obj {
+                .map(|(k, v)| (Str::Bytes(k), Str::Bytes(v.bytes))),
+            Inner::Obj {
                 obj: HashObj::Ints(t, _),
                 ..
-            } => t
-                .sample(r)
-                .map(|(k, v)| (k.to_string().into_bytes(), v.to_string().into_bytes())),
-            HashRef::Obj {
+            } => t.sample(r).map(|(k, v)| (Str::Int(k), Str::Int(v))),
+            Inner::Obj {
                 obj: HashObj::Flat { map, .. },
                 ..
-            } => map.sample(r).map(|(k, v)| (k.to_vec(), v.to_vec())),
-            _ => {
-                let pick = (r % len as u64) as usize;
-                let mut out = None;
-                let mut i = 0;
-                self.for_each(|f, v| {
-                    if i == pick {
-                        out = Some((f.to_vec(), v.to_vec()));
-                    }
-                    i += 1;
-                });
-                out
-            }
+            } => map.sample(r).map(|(k, v)| (Str::Bytes(k), Str::Bytes(v))),
+            _ => self.iter().nth((r % len as u64) as usize),
         }
     }
 
-    /// One HSCAN step over a hashtable encoding: calls `f` with some pairs and returns the next
-    /// cursor (0 when done). Compact encodings return everything at once with cursor 0.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Value<'_>, Value<'_>)) -> u64 {
-        match self {
-            HashRef::Obj {
+    /// One HSCAN step: calls `f` with some pairs and returns the next cursor (0 when done).
+    /// Compact encodings return everything at once with cursor 0.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Str<'_>, Str<'_>)) -> u64 {
+        match &self.0 {
+            Inner::Obj {
                 obj: HashObj::Pages(p, _),
                 heap,
             } => {
-                let mut cursor = cursor;
-                let mut seen = 0;
+                let (mut cursor, mut seen) = (cursor, 0);
                 // One bucket per step, bounded as Redis bounds its dictScan calls.
                 for _ in 0..count.max(1) * 10 {
                     cursor = p.scan(heap, cursor, |k, v| {
                         seen += 1;
-                        f(Value::Bytes(k), Value::Bytes(v.bytes));
+                        f(Str::Bytes(k), Str::Bytes(v.bytes));
                     });
                     if cursor == 0 || seen >= count {
                         break;
@@ -407,65 +392,116 @@ impl HashRef<'_> {
                 }
                 cursor
             }
-            HashRef::Obj {
+            Inner::Obj {
                 obj: HashObj::Ints(t, _),
                 ..
-            } => t.scan(cursor, count, |k, v| f(Value::Int(k), Value::Int(v))),
+            } => t.scan(cursor, count, |k, v| f(Str::Int(k), Str::Int(v))),
             _ => {
-                self.for_each(f);
+                self.iter().for_each(|(k, v)| f(k, v));
                 0
             }
         }
     }
 }
 
-fn obj_get<'a>(obj: &'a HashObj, heap: &'a Heap, field: &[u8]) -> Option<Value<'a>> {
-    match obj {
-        HashObj::Small(m) => m.get(field).map(|v| Value::Bytes(v.bytes)),
-        HashObj::Pages(p, _) => p.get(heap, field).map(|v| Value::Bytes(v.bytes)),
-        HashObj::Flat { map, .. } => map.get(field).map(Value::Bytes),
-        HashObj::Ints(t, _) => {
-            let k = record::canonical_i64(field).filter(|&k| k != i64::MIN)?;
-            t.get(k).map(Value::Int)
+impl<'b> IntoIterator for &'b HashView<'_> {
+    type Item = (Str<'b>, Str<'b>);
+    type IntoIter = Box<dyn Iterator<Item = (Str<'b>, Str<'b>)> + 'b>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl Internal for Hash {
+    type Obj = HashObj;
+
+    fn object_mut(o: &mut Object) -> Option<&mut HashObj> {
+        match o {
+            Object::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+
+    fn wrap(o: HashObj) -> Object {
+        Object::Hash(o)
+    }
+
+    fn is_inline(t: u8) -> bool {
+        t == tag::HASH_RECORD
+    }
+
+    fn new_work(_heap: &mut Heap) -> Result<Work<'static, HashObj>, StoreError> {
+        Ok(Work::Inline(tag::HASH_RECORD, record::empty()))
+    }
+
+    fn inline_len(_t: u8, bytes: &[u8], shapes: &ShapeTree) -> usize {
+        record::len(shapes, bytes)
+    }
+
+    fn obj_len(o: &HashObj) -> usize {
+        o.len()
+    }
+
+    fn obj_encoding(o: &HashObj) -> Encoding {
+        o.encoding()
+    }
+
+    fn obj_destroy(o: HashObj, heap: &mut Heap) {
+        o.destroy(heap);
+    }
+}
+
+impl Collection for Hash {
+    const KIND: Kind = Kind::Hash;
+    type View<'a> = HashView<'a>;
+
+    fn view(slot: Slot<'_>) -> Option<HashView<'_>> {
+        match slot {
+            Slot::Inline {
+                tag: tag::HASH_RECORD,
+                bytes,
+                shapes,
+                ..
+            } => Some(HashView(Inner::Record {
+                tree: shapes,
+                bytes,
+            })),
+            Slot::Boxed {
+                object: Object::Hash(obj),
+                heap,
+                ..
+            } => Some(HashView(Inner::Obj { obj, heap })),
+            _ => None,
         }
     }
 }
 
-#[derive(Debug)]
-enum Work<'a> {
-    Record(Vec<u8>),
-    Borrowed(&'a mut HashObj),
-    Owned(HashObj),
-}
-
-/// A hash being written (see `update`).
-#[derive(Debug)]
-pub struct HashMut<'a> {
-    work: Work<'a>,
-    tree: &'a mut ShapeTree,
-    heap: &'a mut Heap,
-    changed: bool,
-}
-
-impl HashMut<'_> {
-    pub fn len(&self) -> usize {
-        match &self.work {
-            Work::Record(r) => record::len(self.tree, r),
-            Work::Borrowed(o) => o.len(),
-            Work::Owned(o) => o.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+impl Edit<'_, Hash> {
+    /// The hash as it is now.
+    pub fn view(&mut self) -> HashView<'_> {
+        HashView(match &self.work {
+            Work::Inline(_, r) => Inner::Record {
+                tree: self.shapes,
+                bytes: r,
+            },
+            Work::Borrowed(o) => Inner::Obj {
+                obj: o,
+                heap: self.heap,
+            },
+            Work::Owned(o) => Inner::Obj {
+                obj: o,
+                heap: self.heap,
+            },
+        })
     }
 
     /// The value of `field`.
-    pub fn get(&mut self, field: &[u8]) -> Option<Value<'_>> {
+    pub fn get(&mut self, field: &[u8]) -> Option<Str<'_>> {
         match &self.work {
-            Work::Record(r) => record::get(self.tree, r, field),
-            Work::Borrowed(o) => obj_get(o, self.heap, field),
-            Work::Owned(o) => obj_get(o, self.heap, field),
+            Work::Inline(_, r) => record::get(self.shapes, r, field),
+            Work::Borrowed(o) => o.get(self.heap, field),
+            Work::Owned(o) => o.get(self.heap, field),
         }
     }
 
@@ -473,34 +509,28 @@ impl HashMut<'_> {
         self.get(field).is_some()
     }
 
-    fn obj(&mut self) -> &mut HashObj {
-        match &mut self.work {
-            Work::Borrowed(o) => o,
-            Work::Owned(o) => o,
-            Work::Record(_) => unreachable!("a record is not an object"),
-        }
-    }
-
-    /// Converts a record to the boxed encoding its pairs call for; the copy's shape hold goes.
+    /// Converts a record copy to the boxed encoding its pairs call for.
     fn convert_record(&mut self) -> Result<(), StoreError> {
-        let Work::Record(r) = &self.work else {
+        let Work::Inline(_, r) = &self.work else {
             return Ok(());
         };
-        let pairs: Vec<(Vec<u8>, Vec<u8>)> = record::iter(self.tree, r)
-            .map(|(k, v)| (k.to_vec(), v.to_vec()))
-            .collect();
-        let obj = build(self.heap, &pairs, false)?;
-        record::release(self.tree, r);
-        self.work = Work::Owned(obj);
+        // A record holds at most 64 short pairs: copied out, as the tree is borrowed meanwhile.
+        let pairs: Vec<(&[u8], Str<'_>)> = record::iter(self.shapes, r).collect();
+        let obj = build(
+            self.heap,
+            || pairs.iter().map(|&(k, v)| (Str::Bytes(k), v)),
+            false,
+        )?;
+        self.become_owned(obj);
         Ok(())
     }
 
     /// HSET of one pair: true when the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8]) -> Result<bool, StoreError> {
         self.changed = true;
-        if let Work::Record(r) = &mut self.work {
-            if record::canonical_i64(field).is_none() && fits_small(field, value) {
-                match record::set(self.tree, r, field, value) {
+        if let Work::Inline(_, r) = &mut self.work {
+            if canonical_i64(field).is_none() && fits_small(field, value) {
+                match record::set(self.shapes, r, field, value) {
                     Ok(new) if r.len() <= RECORD_BYTES_MAX => return Ok(new),
                     Ok(new) => {
                         self.convert_record()?;
@@ -513,33 +543,22 @@ impl HashMut<'_> {
             self.convert_record()?;
         }
         let heap = &mut *self.heap;
-        let obj: &mut HashObj = match &mut self.work {
-            Work::Borrowed(o) => o,
+        let obj = match &mut self.work {
+            Work::Borrowed(o) => &mut **o,
             Work::Owned(o) => o,
-            Work::Record(_) => unreachable!("converted above"),
+            Work::Inline(..) => unreachable!("converted above"),
         };
         if let Some(new) = obj_set(obj, heap, field, value)? {
             return Ok(new);
         }
         // The pair does not fit the encoding: rebuild with it included.
-        let hashtable = obj.is_hashtable();
-        let mut pairs = HashRef::Obj { obj, heap }.pairs();
-        let new = if let Some(pair) = pairs.iter_mut().find(|(f, _)| f == field) {
-            pair.1 = value.to_vec();
-            false
-        } else {
-            pairs.push((field.to_vec(), value.to_vec()));
-            true
-        };
-        let rebuilt = build(heap, &pairs, hashtable)?;
-        std::mem::replace(obj, rebuilt).destroy(heap);
-        Ok(new)
+        rebuild_with(obj, heap, field, value)
     }
 
     /// HDEL of one field: true when it was there.
     pub fn remove(&mut self, field: &[u8]) -> Result<bool, StoreError> {
-        if let Work::Record(r) = &mut self.work {
-            match record::remove(self.tree, r, field) {
+        if let Work::Inline(_, r) = &mut self.work {
+            match record::remove(self.shapes, r, field) {
                 Ok(found) => {
                     self.changed |= found;
                     return Ok(found);
@@ -547,37 +566,97 @@ impl HashMut<'_> {
                 Err(TooComplex) => self.convert_record()?,
             }
         }
-        let heap = &mut *self.heap;
-        let obj: &mut HashObj = match &mut self.work {
-            Work::Borrowed(o) => o,
-            Work::Owned(o) => o,
-            Work::Record(_) => unreachable!("converted above"),
-        };
+        let (obj, heap) = self.object().expect("converted above");
         let found = match obj {
             HashObj::Small(m) => m.remove(field),
-            HashObj::Ints(t, _) => record::canonical_i64(field)
+            HashObj::Ints(t, _) => canonical_i64(field)
                 .filter(|&k| k != i64::MIN)
                 .is_some_and(|k| t.remove(k)),
             HashObj::Pages(p, _) => p.remove(heap, field),
             HashObj::Flat { map, .. } => map.remove(field),
         };
-        self.changed |= found;
-        if let HashObj::Pages(p, _) = obj
-            && found
-            && p.len() <= SHRINK_PAIRS
-            && !p.is_empty()
-        {
-            // A few pairs left in an 8 KiB page: a flat map holds them in ~100 B. OBJECT
-            // ENCODING does not change (the sticky bit moves along).
-            let hashtable = obj.is_hashtable();
-            let pairs = HashRef::Obj { obj, heap }.pairs();
-            if pairs.iter().all(|(f, v)| fits_flat(f, v)) {
-                let rebuilt = build(heap, &pairs, hashtable)?;
-                std::mem::replace(obj, rebuilt).destroy(heap);
-            }
+        if found {
+            shrink(obj, heap)?;
         }
+        self.changed |= found;
         Ok(found)
     }
+}
+
+/// A pages hash left with a few pairs in an 8 KiB page becomes flat (~100 B). OBJECT ENCODING
+/// does not change (the sticky bit moves along).
+fn shrink(obj: &mut HashObj, heap: &mut Heap) -> Result<(), StoreError> {
+    let HashObj::Pages(p, hashtable) = obj else {
+        return Ok(());
+    };
+    if p.len() > SHRINK_PAIRS || p.is_empty() {
+        return Ok(());
+    }
+    let pairs: Vec<(Vec<u8>, Vec<u8>)> = p
+        .iter(heap)
+        .map(|(k, v)| (k.to_vec(), v.bytes.to_vec()))
+        .collect();
+    if pairs.iter().all(|(f, v)| fits_flat(f, v)) {
+        let pairs_of = || pairs.iter().map(|(f, v)| (Str::Bytes(f), Str::Bytes(v)));
+        let rebuilt = build(heap, pairs_of, *hashtable)?;
+        std::mem::replace(obj, rebuilt).destroy(heap);
+    }
+    Ok(())
+}
+
+/// Rebuilds `obj` with (`field`, `value`) set, for a pair its encoding cannot take.
+fn rebuild_with(
+    obj: &mut HashObj,
+    heap: &mut Heap,
+    field: &[u8],
+    value: &[u8],
+) -> Result<bool, StoreError> {
+    let new = obj.get(heap, field).is_none();
+    let hashtable = obj.is_hashtable();
+    let rebuilt = if let HashObj::Small(m) = obj {
+        // At most eight pairs in the heap the new encoding allocates in: copied out first.
+        let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = m
+            .iter()
+            .filter(|(k, _)| *k != field)
+            .map(|(k, v)| (k.to_vec(), v.bytes.to_vec()))
+            .collect();
+        pairs.push((field.to_vec(), value.to_vec()));
+        build(
+            heap,
+            || pairs.iter().map(|(f, v)| (Str::Bytes(f), Str::Bytes(v))),
+            hashtable,
+        )?
+    } else {
+        // Flat and ints hashes live outside the heap: their pairs stream into the new encoding.
+        let placeholder = HashObj::Flat {
+            map: FlatMap::new_map(),
+            hashtable,
+        };
+        let source = std::mem::replace(obj, placeholder);
+        let pairs = || {
+            let old: Box<dyn Iterator<Item = (Str<'_>, Str<'_>)>> = match &source {
+                HashObj::Flat { map, .. } => {
+                    Box::new(map.iter().map(|(k, v)| (Str::Bytes(k), Str::Bytes(v))))
+                }
+                HashObj::Ints(t, _) => Box::new(t.iter().map(|(k, v)| (Str::Int(k), Str::Int(v)))),
+                HashObj::Small(_) | HashObj::Pages(..) => unreachable!("handled apart"),
+            };
+            old.filter(|(k, _)| k.with_bytes(|k| k != field))
+                .chain(std::iter::once((Str::Bytes(field), Str::Bytes(value))))
+        };
+        match build(heap, pairs, hashtable) {
+            Ok(built) => {
+                source.destroy(heap);
+                built
+            }
+            Err(e) => {
+                *obj = source;
+                return Err(e);
+            }
+        }
+    };
+    std::mem::replace(obj, rebuilt).destroy(heap);
+    Ok(new)
 }
 
 /// HSET of one pair into a boxed encoding: `Some(new)`, or `None` (nothing changed) when the pair
@@ -617,200 +696,9 @@ fn obj_set(
     })
 }
 
-/// Runs `f` on the hash at `key` for writing, then stores the result: `Ok(None)` when the key is
-/// missing and `create` is false (nothing stored). A new hash gets `ttl`; an existing one keeps
-/// its TTL. An emptied hash is deleted.
-pub fn update<R>(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-    create: bool,
-    f: impl FnOnce(&mut HashMut<'_>) -> Result<R, StoreError>,
-) -> Result<Option<R>, HashError> {
-    update_with_ttl(shard, db, key, now_ms, create, Ttl::Clear, f)
-}
-
-enum Found {
-    Missing,
-    Record(Vec<u8>, Option<u64>),
-    /// A boxed hash, already updated in place: (result, tag before, tag after, now empty).
-    Done(Result<(), StoreError>, u8, u8, bool),
-}
-
-fn update_with_ttl<R>(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-    create: bool,
-    ttl_new: Ttl,
-    f: impl FnOnce(&mut HashMut<'_>) -> Result<R, StoreError>,
-) -> Result<Option<R>, HashError> {
-    let mut f = Some(f);
-    let mut result = None;
-    let found = shard.with_slot(db, key, now_ms, |slot| match slot {
-        Slot::Missing => Ok(Found::Missing),
-        Slot::Inline {
-            tag: tag::HASH_RECORD,
-            bytes,
-            expire_at_ms,
-            shapes,
-        } => {
-            // Pin the stored record's shape (see the module doc).
-            shapes.retain(record::shape(bytes));
-            Ok(Found::Record(bytes.to_vec(), expire_at_ms))
-        }
-        Slot::Boxed {
-            tag: before,
-            object: Object::Hash(obj),
-            heap,
-            shapes,
-            ..
-        } => {
-            let mut h = HashMut {
-                work: Work::Borrowed(obj),
-                tree: shapes,
-                heap,
-                changed: false,
-            };
-            let f = f.take().expect("called once");
-            let done = f(&mut h).map(|r| result = Some(r));
-            let after = h.obj().tag();
-            let empty = h.is_empty();
-            Ok(Found::Done(done, before, after, empty))
-        }
-        _ => Err(HashError::WrongType),
-    })?;
-    match found {
-        Found::Done(done, before, after, empty) => {
-            if empty {
-                shard.remove(db, key, now_ms);
-            } else if before != after {
-                shard.set_tag(db, key, after);
-            }
-            done?;
-            Ok(result)
-        }
-        Found::Missing if !create => Ok(None),
-        Found::Missing => {
-            let f = f.take().expect("called once");
-            commit_unboxed(shard, db, key, now_ms, None, record::empty(), ttl_new, f)
-        }
-        Found::Record(bytes, expire_at_ms) => {
-            let f = f.take().expect("called once");
-            let pin = Some(record::shape(&bytes));
-            commit_unboxed(shard, db, key, now_ms, pin, bytes, Ttl::of(expire_at_ms), f)
-        }
+impl Builder<'_, Hash> {
+    /// Adds a pair; false when the field was already there (its value is replaced).
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> Result<bool, StoreError> {
+        self.edit(|h| h.set(field, value))
     }
-}
-
-/// Runs `f` on a record copy (of the stored record whose shape is `pin`ned, or a new one) and
-/// stores what it became.
-#[allow(clippy::too_many_arguments)]
-fn commit_unboxed<R>(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    now_ms: u64,
-    pin: Option<ShapeId>,
-    bytes: Vec<u8>,
-    ttl: Ttl,
-    f: impl FnOnce(&mut HashMut<'_>) -> Result<R, StoreError>,
-) -> Result<Option<R>, HashError> {
-    let (heap, tree) = shard.heap_and_shapes();
-    let mut h = HashMut {
-        work: Work::Record(bytes),
-        tree,
-        heap,
-        changed: false,
-    };
-    let outcome = f(&mut h);
-    let changed = h.changed;
-    let empty = h.is_empty();
-    let work = h.work;
-    let result = match outcome {
-        Ok(r) => r,
-        Err(e) => {
-            // Undo: drop what the copy holds; the stored entry is unchanged and keeps its hold.
-            match work {
-                Work::Record(r) => record::release(&mut shard.shapes, &r),
-                Work::Owned(o) => o.destroy(shard.heap_mut()),
-                Work::Borrowed(_) => unreachable!(),
-            }
-            // The stored entry is unchanged; the pin is its one hold again.
-            return Err(e.into());
-        }
-    };
-    match work {
-        Work::Record(r) if empty => {
-            // Every hold of the copy is gone with its fields; the pin is what the keyspace
-            // releases with the entry.
-            record::release(&mut shard.shapes, &r);
-            if pin.is_some() {
-                shard.remove(db, key, now_ms);
-            }
-        }
-        Work::Record(r) => {
-            if (changed || pin.is_none())
-                && let Err(e) = shard.put(db, key, tag::HASH_RECORD, &r, ttl, now_ms)
-            {
-                record::release(&mut shard.shapes, &r);
-                return Err(e.into());
-            }
-            if let Some(s) = pin {
-                shard.shapes.release(s);
-            }
-        }
-        Work::Owned(o) if o.is_empty() => {
-            o.destroy(shard.heap_mut());
-            if pin.is_some() {
-                shard.remove(db, key, now_ms);
-            }
-        }
-        Work::Owned(o) => {
-            let t = o.tag();
-            shard.put_object(db, key, t, Object::Hash(o), ttl, now_ms)?;
-        }
-        Work::Borrowed(_) => unreachable!("records are worked on as copies"),
-    }
-    Ok(Some(result))
-}
-
-/// Stores `pairs` (distinct fields) under `key`, replacing what was there, in the encoding a
-/// hash built by HSET of the same pairs would have.
-// The signature is the frame's (`types::import` hands every type its owned value).
-#[allow(clippy::needless_pass_by_value)]
-pub fn import(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
-    ttl: Ttl,
-    now_ms: u64,
-) -> Result<(), StoreError> {
-    shard.remove(db, key, now_ms);
-    if pairs.is_empty() {
-        return Ok(());
-    }
-    let ttl = match ttl {
-        Ttl::Keep => Ttl::Clear,
-        t => t,
-    };
-    match update_with_ttl(shard, db, key, now_ms, true, ttl, |h| {
-        for (f, v) in &pairs {
-            h.set(f, v)?;
-        }
-        Ok(())
-    }) {
-        Ok(_) => Ok(()),
-        Err(_) => Err(StoreError::OutOfMemory),
-    }
-}
-
-/// The pairs of a record payload.
-pub fn export_inline(shapes: &ShapeTree, _tag: u8, bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
-    record::iter(shapes, bytes)
-        .map(|(k, v)| (k.to_vec(), v.to_vec()))
-        .collect()
 }

@@ -28,6 +28,8 @@
 //! hash lies in `[cursor, next)`. The hash of a field does not depend on the table's size, so an
 //! entry present during a whole scan is returned exactly once however the table grows or shrinks.
 
+use maps::varint::{unzigzag, zigzag};
+
 /// Smallest table.
 const SLOTS_MIN: usize = 8;
 /// Load limit, in percent.
@@ -42,14 +44,6 @@ pub struct IntHash {
     key_width: usize,
     value_width: usize,
     seed: u64,
-}
-
-fn zigzag(i: i64) -> u64 {
-    ((i << 1) ^ (i >> 63)) as u64
-}
-
-fn unzigzag(u: u64) -> i64 {
-    ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
 
 /// Bytes needed to hold `x` (at least one).
@@ -75,8 +69,8 @@ fn read_le(bytes: &[u8]) -> u64 {
 
 /// The pair as integers when both are canonical decimal i64 (and the field is not `i64::MIN`).
 pub fn int_pair(field: &[u8], value: &[u8]) -> Option<(i64, i64)> {
-    let k = shape::record::canonical_i64(field)?;
-    let v = shape::record::canonical_i64(value)?;
+    let k = shape::canonical_i64(field)?;
+    let v = shape::canonical_i64(value)?;
     (k != i64::MIN).then_some((k, v))
 }
 

@@ -40,10 +40,15 @@
 //! as text: a listpack's integer encoding saves at most 2–3 bytes for 10-digit numbers, and text
 //! lets LRANGE reply with a copy of the stored bytes.
 
-use crate::object::{Object, tag};
-use crate::shard::{Shard, StoreError, Ttl};
+use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
+use crate::encoding::{Encoding, Kind};
+use crate::error::StoreError;
+use crate::object::Object;
+use crate::shard::Slot;
 use heap::Heap;
+use shape::ShapeTree;
 use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
 
 /// Most bytes of entries in a chunk (one oversized entry may exceed it, alone).
 pub const CHUNK_MAX_BYTES: usize = 8192;
@@ -145,7 +150,7 @@ fn read_backward(buf: &[u8], end: usize) -> (usize, usize, usize) {
 // ---------------------------------------------------------------------------------------------
 // Chunk.
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Chunk {
     buf: Box<[u8]>,
     head: u32,
@@ -376,8 +381,10 @@ impl Chunk {
 // ---------------------------------------------------------------------------------------------
 // ListObj.
 
-/// A list: a deque of chunks (see the module doc).
-#[derive(Debug, Default)]
+/// A list: a deque of chunks (see the module doc). It lives outside the shard heap (chunks are
+/// global-allocator buffers, counted in `used_memory` by the server's allocator), so a clone
+/// needs no heap.
+#[derive(Clone, Debug, Default)]
 pub struct ListObj {
     chunks: VecDeque<Chunk>,
     len: usize,
@@ -466,10 +473,6 @@ impl ListObj {
     /// Redis 7.0 reports every list as a quicklist.
     pub fn encoding_name(&self) -> &'static str {
         "quicklist"
-    }
-
-    pub fn export(&self, _heap: &Heap) -> Vec<Vec<u8>> {
-        self.iter_from(0).map(<[u8]>::to_vec).collect()
     }
 
     /// A list of `items`, in order.
@@ -896,20 +899,93 @@ impl ListObj {
     }
 }
 
-pub fn import(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    value: Vec<Vec<u8>>,
-    ttl: Ttl,
-    now_ms: u64,
-) -> Result<(), StoreError> {
-    if value.is_empty() {
-        shard.remove(db, key, now_ms);
-        return Ok(());
+/// The list type (`Shard::read::<List>`, `Shard::update::<List>`).
+#[derive(Debug)]
+pub enum List {}
+
+impl Internal for List {
+    type Obj = ListObj;
+
+    fn object_mut(o: &mut Object) -> Option<&mut ListObj> {
+        match o {
+            Object::List(l) => Some(l),
+            _ => None,
+        }
     }
-    let list = ListObj::from_items(value);
-    shard.put_object(db, key, tag::LIST, Object::List(list), ttl, now_ms)
+
+    fn wrap(o: ListObj) -> Object {
+        Object::List(o)
+    }
+
+    fn is_inline(_t: u8) -> bool {
+        false
+    }
+
+    fn new_work(_heap: &mut Heap) -> Result<Work<'static, ListObj>, StoreError> {
+        Ok(Work::Owned(ListObj::new()))
+    }
+
+    fn inline_len(_t: u8, _bytes: &[u8], _shapes: &ShapeTree) -> usize {
+        unreachable!("lists have no inline encoding")
+    }
+
+    fn obj_len(o: &ListObj) -> usize {
+        o.len()
+    }
+
+    fn obj_encoding(_o: &ListObj) -> Encoding {
+        Encoding::List
+    }
+
+    fn obj_destroy(o: ListObj, heap: &mut Heap) {
+        o.destroy(heap);
+    }
+}
+
+impl Collection for List {
+    const KIND: Kind = Kind::List;
+    type View<'a> = &'a ListObj;
+
+    fn view(slot: Slot<'_>) -> Option<&ListObj> {
+        match slot {
+            Slot::Boxed {
+                object: Object::List(list),
+                ..
+            } => Some(list),
+            _ => None,
+        }
+    }
+}
+
+/// A list being changed is a `ListObj` (lists have one encoding and no inline form).
+impl Deref for Edit<'_, List> {
+    type Target = ListObj;
+
+    fn deref(&self) -> &ListObj {
+        match &self.work {
+            Work::Borrowed(l) => l,
+            Work::Owned(l) => l,
+            Work::Inline(..) => unreachable!("lists have no inline encoding"),
+        }
+    }
+}
+
+impl DerefMut for Edit<'_, List> {
+    fn deref_mut(&mut self) -> &mut ListObj {
+        self.changed = true;
+        match &mut self.work {
+            Work::Borrowed(l) => l,
+            Work::Owned(l) => l,
+            Work::Inline(..) => unreachable!("lists have no inline encoding"),
+        }
+    }
+}
+
+impl Builder<'_, List> {
+    /// Appends an element at the tail.
+    pub fn push_back(&mut self, value: &[u8]) {
+        self.edit(|l| l.push_back(value));
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! are).
 //!
 //! ```text
-//!  SET_INTSET (tag 8)                          SET_SMALL (tag 9)
+//!  SetIntset (meta tag 4)                      SetSmall (meta tag 5)
 //!  +-------+----+----+-----+----+              +-------+-----------------+----------------------+
 //!  | width | v0 | v1 | ... | vN |              | count | hint0 .. hintN  | len m0 | len m1 | .. |
 //!  +-------+----+----+-----+----+              +-------+-----------------+----------------------+
@@ -23,7 +23,8 @@
 //! length + 2 (Redis 7.2's listpack: length + 2..3, no hints; 7.0 uses a hashtable here).
 //!
 //! Both are rebuilt into a caller's buffer (`out`) rather than edited in place: the keyspace
-//! stores the new payload with one `Shard::put`.
+//! stores the new payload with one write (`edit.rs`). An empty intset (the width byte alone) is
+//! what a new set starts from; it is never stored.
 
 /// Redis's `set-max-intset-entries`.
 pub const INTSET_ENTRIES_MAX: usize = 512;

@@ -1,24 +1,18 @@
 //! Sorted-set values: two encodings, chosen by size as Redis 7.0 chooses listpack or skiplist.
 //!
 //! ```text
-//!  ZSET_PACKED (tag 12, inline payload, "listpack")
-//!  +-----------+-------------------------------------------------------------+
-//!  | count u16 | entry*  in (score, member) order                            |
-//!  +-----------+-------------------------------------------------------------+
-//!  entry = [form: 1 B][score][member len varint][member bytes]
-//!          form 0: score is an f64, 8 bytes LE
-//!          form 1: score is an integer |i| <= 2^62 (-0 is stored as 0, as Redis's
-//!                  listpack does), zigzag varint
+//!  ZSetPacked (inline payload, "listpack"): see zset_packed.rs
 //!
-//!  ZSET_INDEX (tag 13, boxed ZSetObj, "skiplist")
+//!  ZSetIndex (boxed ZSetObj, "skiplist")
 //!  ZSetObj ── map:  PageHash member → score (f64 LE, 8 B) in the shard heap   (ZSCORE: O(1))
 //!          └─ tree: zset_tree::Tree, a counted B+tree over (score, member)    (ranks: O(log n))
 //! ```
 //! Thresholds are Redis's defaults: a set stays packed while it has at most 128 members
 //! (`zset-max-listpack-entries`) and no member is longer than 64 bytes (`zset-max-listpack-value`);
 //! it converts to the index as soon as a write crosses either. Like Redis 7.0 it never converts
-//! back in place; a result created whole (ZUNIONSTORE, ZRANGESTORE…, `import`) is packed or
-//! indexed by its size.
+//! back in place. A value built whole (`Shard::zset_builder`) starts as the index when its size
+//! is known to pass the thresholds, and packed otherwise, converting when an insert crosses one,
+//! as Redis's ZRANGESTORE and ZUNIONSTORE build theirs.
 //!
 //! Invariants: packed `count` == entries, entries strictly increasing by (score, member); index
 //! `map.len() == tree.len()` and every (member, score) of the map is in the tree. Scores are never
@@ -30,11 +24,18 @@
 //! skiplist encoding: node (≈ 48–64 B) + sds (32 B) + dictEntry (32 B) + bucket (8–16 B) ≈ 130 B.
 //! Measured figures are in `docs/types.md`.
 
-use crate::object::{Object, tag};
-use crate::shard::{Shard, StoreError, Ttl};
+#[path = "zset_packed.rs"]
+pub mod packed;
+
+use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
+use crate::encoding::{Encoding, Kind, tag};
+use crate::error::StoreError;
+use crate::object::Object;
+use crate::shard::{Shard, Slot};
 use crate::types::zset_tree::{Pos, Tree, cmp_key};
 use heap::Heap;
 use maps::PageHash;
+use shape::ShapeTree;
 use std::cmp::Ordering;
 
 /// `zset-max-listpack-entries`.
@@ -47,124 +48,9 @@ pub fn fits_packed(count: usize, member_len_max: usize) -> bool {
     count <= PACKED_ENTRIES_MAX && member_len_max <= PACKED_VALUE_MAX
 }
 
-/// The packed (inline) encoding.
-pub mod packed {
-    use super::{Ordering, cmp_key};
-    use crate::types::zset_tree::{varint_get, varint_put};
-
-    const HEADER_BYTES: usize = 2;
-    /// `double2ll`'s range: |score| <= LLONG_MAX / 2.
-    const INT_LIMIT: f64 = (i64::MAX / 2) as f64;
-
-    /// An empty packed zset.
-    pub fn empty() -> Vec<u8> {
-        vec![0, 0]
-    }
-
-    pub fn count(bytes: &[u8]) -> usize {
-        usize::from(u16::from_le_bytes([bytes[0], bytes[1]]))
-    }
-
-    fn set_count(bytes: &mut [u8], n: usize) {
-        let n = u16::try_from(n).expect("packed zsets are small");
-        bytes[..2].copy_from_slice(&n.to_le_bytes());
-    }
-
-    /// Appends an entry (the caller keeps the order).
-    #[allow(clippy::float_cmp)] // exactly integral is the point
-    pub fn put_entry(out: &mut Vec<u8>, score: f64, member: &[u8]) {
-        // Redis's listpack stores a score that `double2ll` takes as an integer (so -0 as 0).
-        if score == score.trunc() && score.abs() <= INT_LIMIT {
-            out.push(1);
-            let i = score as i64;
-            varint_put(out, ((i << 1) ^ (i >> 63)) as u64);
-        } else {
-            out.push(0);
-            out.extend_from_slice(&score.to_le_bytes());
-        }
-        varint_put(out, member.len() as u64);
-        out.extend_from_slice(member);
-    }
-
-    /// Decodes the entry at `off`: (score, member, offset of the next entry).
-    #[inline]
-    pub fn entry_at(bytes: &[u8], off: usize) -> (f64, &[u8], usize) {
-        let (score, mut at) = if bytes[off] == 1 {
-            let (z, n) = varint_get(&bytes[off + 1..]);
-            let i = ((z >> 1) as i64) ^ -((z & 1) as i64);
-            (i as f64, off + 1 + n)
-        } else {
-            let s = f64::from_le_bytes(bytes[off + 1..off + 9].try_into().expect("8 bytes"));
-            (s, off + 9)
-        };
-        let (len, n) = varint_get(&bytes[at..]);
-        at += n;
-        let end = at + len as usize;
-        (score, &bytes[at..end], end)
-    }
-
-    /// Offset of the first entry.
-    pub fn start() -> usize {
-        HEADER_BYTES
-    }
-
-    /// Iterates (score, member, entry start, entry end).
-    pub fn iter(bytes: &[u8]) -> impl Iterator<Item = (f64, &[u8], usize, usize)> + '_ {
-        let mut off = HEADER_BYTES;
-        std::iter::from_fn(move || {
-            if off >= bytes.len() {
-                return None;
-            }
-            let (s, m, next) = entry_at(bytes, off);
-            let start = off;
-            off = next;
-            Some((s, m, start, next))
-        })
-    }
-
-    /// The score of `member` and the byte range of its entry.
-    pub fn find(bytes: &[u8], member: &[u8]) -> Option<(f64, usize, usize)> {
-        iter(bytes)
-            .find(|(_, m, _, _)| *m == member)
-            .map(|(s, _, a, b)| (s, a, b))
-    }
-
-    /// Removes the entry at `start..end`.
-    pub fn remove(bytes: &mut Vec<u8>, start: usize, end: usize) {
-        bytes.drain(start..end);
-        let n = count(bytes) - 1;
-        set_count(bytes, n);
-    }
-
-    /// Inserts (score, member) in order; the member must be absent.
-    pub fn insert(bytes: &mut Vec<u8>, score: f64, member: &[u8]) {
-        let at = iter(bytes)
-            .find(|(s, m, _, _)| cmp_key(*s, m, score, member) == Ordering::Greater)
-            .map_or(bytes.len(), |(_, _, a, _)| a);
-        let mut entry = Vec::with_capacity(member.len() + 12);
-        put_entry(&mut entry, score, member);
-        bytes.splice(at..at, entry);
-        let n = count(bytes) + 1;
-        set_count(bytes, n);
-    }
-
-    /// Encodes entries already in order.
-    pub fn encode<'a>(entries: impl Iterator<Item = (f64, &'a [u8])>) -> Vec<u8> {
-        let mut out = empty();
-        let mut n = 0;
-        for (s, m) in entries {
-            put_entry(&mut out, s, m);
-            n += 1;
-        }
-        set_count(&mut out, n);
-        out
-    }
-
-    /// Offsets of every entry (for walking backwards).
-    pub fn offsets(bytes: &[u8]) -> Vec<usize> {
-        iter(bytes).map(|(_, _, a, _)| a).collect()
-    }
-}
+/// The sorted-set type (`Shard::read::<ZSet>`, `Shard::update::<ZSet>`).
+#[derive(Debug)]
+pub enum ZSet {}
 
 /// The boxed (index) encoding of a zset.
 #[derive(Debug)]
@@ -223,21 +109,6 @@ impl ZSetObj {
         self.tree.is_empty()
     }
 
-    pub fn tree(&self) -> &Tree {
-        &self.tree
-    }
-
-    pub fn export(&self, _heap: &Heap) -> Vec<(Vec<u8>, f64)> {
-        let mut out = Vec::with_capacity(self.len());
-        let mut pos = (!self.is_empty()).then(|| self.tree.select(0));
-        while let Some(p) = pos {
-            let (s, m) = self.tree.get(p);
-            out.push((m.to_vec(), s));
-            pos = self.tree.next(p);
-        }
-        out
-    }
-
     pub fn score(&self, heap: &Heap, member: &[u8]) -> Option<f64> {
         self.map
             .get(heap, member)
@@ -289,14 +160,11 @@ impl ZSetObj {
         })
     }
 
-    /// A random member chosen by `r` (ZRANDMEMBER).
-    pub fn sample(&self, r: u64) -> (f64, &[u8]) {
-        let rank = (r % self.len() as u64) as usize;
-        self.tree.get(self.tree.select(rank))
-    }
-
-    /// Checks the invariants (tests).
+    /// Checks the invariants (tests and `Shard::validate`).
     pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+        if self.is_empty() {
+            return Err("empty zset stored".into());
+        }
         self.tree.validate()?;
         self.map.validate(heap)?;
         if self.map.len() != self.tree.len() {
@@ -306,7 +174,7 @@ impl ZSetObj {
                 self.tree.len()
             ));
         }
-        for (s, m) in ZRef::Index(self, heap).iter(0, false) {
+        for (s, m) in ZSetView(Inner::Index(self, heap)).iter(0, false) {
             if self.score(heap, m) != Some(s) {
                 return Err("tree entry without its map score".into());
             }
@@ -317,16 +185,19 @@ impl ZSetObj {
 
 /// Read access to a zset in either encoding.
 #[derive(Clone, Copy, Debug)]
-pub enum ZRef<'a> {
+pub struct ZSetView<'a>(Inner<'a>);
+
+#[derive(Clone, Copy, Debug)]
+enum Inner<'a> {
     Packed(&'a [u8]),
     Index(&'a ZSetObj, &'a Heap),
 }
 
-impl<'a> ZRef<'a> {
+impl<'a> ZSetView<'a> {
     pub fn len(&self) -> usize {
-        match self {
-            ZRef::Packed(b) => packed::count(b),
-            ZRef::Index(o, _) => o.len(),
+        match self.0 {
+            Inner::Packed(b) => packed::count(b),
+            Inner::Index(o, _) => o.len(),
         }
     }
 
@@ -335,20 +206,20 @@ impl<'a> ZRef<'a> {
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        match self {
-            ZRef::Packed(b) => packed::find(b, member).map(|(s, _, _)| s),
-            ZRef::Index(o, h) => o.score(h, member),
+        match self.0 {
+            Inner::Packed(b) => packed::find(b, member).map(|(s, _, _)| s),
+            Inner::Index(o, h) => o.score(h, member),
         }
     }
 
     /// (0-based rank from the lowest, score) of `member`.
     pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
-        match self {
-            ZRef::Packed(b) => packed::iter(b)
+        match self.0 {
+            Inner::Packed(b) => packed::iter(b)
                 .enumerate()
                 .find(|(_, (_, m, _, _))| *m == member)
                 .map(|(i, (s, _, _, _))| (i, s)),
-            ZRef::Index(o, h) => {
+            Inner::Index(o, h) => {
                 let s = o.score(h, member)?;
                 Some((o.tree.rank(s, member), s))
             }
@@ -358,11 +229,11 @@ impl<'a> ZRef<'a> {
     /// How many entries come before the first one for which `at_or_after` holds (a predicate
     /// false then true along the order).
     pub fn count_before(&self, at_or_after: impl Fn(f64, &[u8]) -> bool) -> usize {
-        match self {
-            ZRef::Packed(b) => packed::iter(b)
+        match self.0 {
+            Inner::Packed(b) => packed::iter(b)
                 .take_while(|(s, m, _, _)| !at_or_after(*s, m))
                 .count(),
-            ZRef::Index(o, _) => o.tree.count_before(at_or_after),
+            Inner::Index(o, _) => o.tree.count_before(at_or_after),
         }
     }
 
@@ -373,24 +244,24 @@ impl<'a> ZRef<'a> {
         if start >= len {
             return ZIter::Done;
         }
-        match *self {
-            ZRef::Packed(b) if !rev => {
+        match self.0 {
+            Inner::Packed(b) if !rev => {
                 let mut off = packed::start();
                 for _ in 0..start {
                     off = packed::entry_at(b, off).2;
                 }
                 ZIter::PackedFwd { bytes: b, off }
             }
-            ZRef::Packed(b) => ZIter::PackedRev {
+            Inner::Packed(b) => ZIter::PackedRev {
                 bytes: b,
                 offsets: packed::offsets(b),
                 next: start + 1,
             },
-            ZRef::Index(o, _) if !rev => ZIter::TreeFwd {
+            Inner::Index(o, _) if !rev => ZIter::TreeFwd {
                 tree: &o.tree,
                 pos: Some(o.tree.select(start)),
             },
-            ZRef::Index(o, _) => {
+            Inner::Index(o, _) => {
                 let pos = o.tree.select(start);
                 let mut offsets = Vec::new();
                 o.tree.offsets(pos.leaf, &mut offsets);
@@ -408,6 +279,71 @@ impl<'a> ZRef<'a> {
     /// The entries in rank order, copied out.
     pub fn to_vec(&self) -> Vec<(Vec<u8>, f64)> {
         self.iter(0, false).map(|(s, m)| (m.to_vec(), s)).collect()
+    }
+
+    /// Whether ZSCAN returns the set whole at cursor 0 (the packed encoding, whose integral
+    /// scores Redis replies as integers).
+    pub fn scans_whole(&self) -> bool {
+        matches!(self.0, Inner::Packed(_))
+    }
+
+    /// One ZSCAN step: calls `f` with some (member, score) entries and returns the next cursor
+    /// (0 when done); a packed set is returned whole.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        match self.0 {
+            Inner::Packed(b) => {
+                packed::iter(b).for_each(|(s, m, _, _)| f(m, s));
+                0
+            }
+            Inner::Index(o, heap) => {
+                let (mut c, mut seen) = (cursor, 0);
+                // One bucket per step, bounded as Redis bounds its dictScan calls.
+                for _ in 0..count.max(1) * 10 {
+                    c = o.map.scan(heap, c, |m, v| {
+                        seen += 1;
+                        f(
+                            m,
+                            f64::from_le_bytes(v.bytes[..8].try_into().expect("8-byte score")),
+                        );
+                    });
+                    if c == 0 || seen >= count {
+                        break;
+                    }
+                }
+                c
+            }
+        }
+    }
+
+    /// The entry of rank `r % len` (ZRANDMEMBER), or `None` when empty.
+    pub fn sample(&self, r: u64) -> Option<(f64, &'a [u8])> {
+        let len = self.len() as u64;
+        (len > 0).then(|| {
+            self.iter((r % len) as usize, false)
+                .next()
+                .expect("rank below len")
+        })
+    }
+
+    /// Checks a packed set's layout and bounds.
+    fn validate_packed(bytes: &[u8]) -> Result<(), String> {
+        let entries: Vec<(f64, &[u8])> = packed::iter(bytes).map(|(s, m, _, _)| (s, m)).collect();
+        if entries.len() != packed::count(bytes) || entries.is_empty() {
+            return Err("packed count wrong or empty".into());
+        }
+        if !fits_packed(
+            entries.len(),
+            entries.iter().map(|e| e.1.len()).max().unwrap_or(0),
+        ) {
+            return Err("packed set past its bounds".into());
+        }
+        if entries
+            .windows(2)
+            .any(|w| cmp_key(w[0].0, w[0].1, w[1].0, w[1].1) != Ordering::Less)
+        {
+            return Err("packed entries out of order".into());
+        }
+        Ok(())
     }
 }
 
@@ -489,99 +425,147 @@ impl<'a> Iterator for ZIter<'a> {
     }
 }
 
-/// Write access to a zset in either encoding. A packed zset is edited as an owned copy of its
-/// payload (the command stores it back); the index is changed in place.
-///
-/// A packed set given a heap converts itself, as Redis's `zsetAdd` does, just before an insert
-/// that would cross a threshold: it becomes `Owned`, an index the caller then stores. Without a
-/// heap it stays packed whatever its size (the caller converts).
-#[derive(Debug)]
-pub enum ZMut<'a> {
-    Packed(&'a mut Vec<u8>, Option<&'a mut Heap>),
-    Index(&'a mut ZSetObj, &'a mut Heap),
-    Owned(Box<ZSetObj>, &'a mut Heap),
+/// Checks a stored packed zset payload (`Shard::validate`).
+pub(crate) fn validate_packed(bytes: &[u8]) -> Result<(), String> {
+    ZSetView::validate_packed(bytes)
 }
 
-impl ZMut<'_> {
-    pub fn view(&self) -> ZRef<'_> {
-        match self {
-            ZMut::Packed(b, _) => ZRef::Packed(b),
-            ZMut::Index(o, h) => ZRef::Index(o, h),
-            ZMut::Owned(o, h) => ZRef::Index(o, h),
+impl Internal for ZSet {
+    type Obj = ZSetObj;
+
+    fn object_mut(o: &mut Object) -> Option<&mut ZSetObj> {
+        match o {
+            Object::ZSet(z) => Some(z),
+            _ => None,
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.view().len()
+    fn wrap(o: ZSetObj) -> Object {
+        Object::ZSet(o)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    fn is_inline(t: u8) -> bool {
+        t == tag::ZSET_PACKED
+    }
+
+    fn new_work(_heap: &mut Heap) -> Result<Work<'static, ZSetObj>, StoreError> {
+        Ok(Work::Inline(tag::ZSET_PACKED, packed::empty()))
+    }
+
+    fn inline_len(_t: u8, bytes: &[u8], _shapes: &ShapeTree) -> usize {
+        packed::count(bytes)
+    }
+
+    fn obj_len(o: &ZSetObj) -> usize {
+        o.len()
+    }
+
+    fn obj_encoding(_o: &ZSetObj) -> Encoding {
+        Encoding::ZSetIndex
+    }
+
+    fn obj_destroy(o: ZSetObj, heap: &mut Heap) {
+        o.destroy(heap);
+    }
+}
+
+impl Collection for ZSet {
+    const KIND: Kind = Kind::ZSet;
+    type View<'a> = ZSetView<'a>;
+
+    fn view(slot: Slot<'_>) -> Option<ZSetView<'_>> {
+        match slot {
+            Slot::Inline {
+                tag: tag::ZSET_PACKED,
+                bytes,
+                ..
+            } => Some(ZSetView(Inner::Packed(bytes))),
+            Slot::Boxed {
+                object: Object::ZSet(o),
+                heap,
+                ..
+            } => Some(ZSetView(Inner::Index(o, heap))),
+            _ => None,
+        }
+    }
+}
+
+impl Edit<'_, ZSet> {
+    /// The set as it is now.
+    pub fn view(&self) -> ZSetView<'_> {
+        ZSetView(match &self.work {
+            Work::Inline(_, b) => Inner::Packed(b),
+            Work::Borrowed(o) => Inner::Index(o, self.heap),
+            Work::Owned(o) => Inner::Index(o, self.heap),
+        })
     }
 
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         self.view().score(member)
     }
 
-    /// Adds an absent member.
+    /// Converts a packed set to the index (before an insert would cross a threshold).
+    fn convert(&mut self) -> Result<(), StoreError> {
+        let Work::Inline(_, b) = &self.work else {
+            return Ok(());
+        };
+        let obj = ZSetObj::from_entries(self.heap, packed::iter(b).map(|(s, m, _, _)| (s, m)))?;
+        self.become_owned(obj);
+        Ok(())
+    }
+
+    /// Adds an absent member, converting a packed set first when the insert crosses a
+    /// threshold, as Redis's `zsetAdd` does.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Result<(), StoreError> {
-        if let ZMut::Packed(b, heap) = self
-            && heap.is_some()
+        if let Work::Inline(_, b) = &self.work
             && !fits_packed(packed::count(b) + 1, member.len())
         {
-            let heap = heap.take().expect("checked");
-            let obj = ZSetObj::from_entries(heap, packed::iter(b).map(|(s, m, _, _)| (s, m)))?;
-            *self = ZMut::Owned(Box::new(obj), heap);
+            self.convert()?;
         }
-        match self {
-            ZMut::Packed(b, _) => {
+        self.changed = true;
+        match &mut self.work {
+            Work::Inline(_, b) => {
                 packed::insert(b, score, member);
                 Ok(())
             }
-            ZMut::Index(o, h) => o.insert(h, member, score),
-            ZMut::Owned(o, h) => o.insert(h, member, score),
-        }
-    }
-
-    /// The index this set converted into, if it did.
-    pub fn into_owned(self) -> Option<ZSetObj> {
-        match self {
-            ZMut::Owned(o, _) => Some(*o),
-            _ => None,
+            Work::Borrowed(o) => o.insert(self.heap, member, score),
+            Work::Owned(o) => o.insert(self.heap, member, score),
         }
     }
 
     /// Moves a present member from score `old` to `new`.
     pub fn update(&mut self, member: &[u8], old: f64, new: f64) -> Result<(), StoreError> {
-        match self {
-            ZMut::Packed(b, _) => {
+        self.changed = true;
+        match &mut self.work {
+            Work::Inline(_, b) => {
                 let (_, a, e) = packed::find(b, member).expect("present");
                 packed::remove(b, a, e);
                 packed::insert(b, new, member);
                 Ok(())
             }
-            ZMut::Index(o, h) => o.update(h, member, old, new),
-            ZMut::Owned(o, h) => o.update(h, member, old, new),
+            Work::Borrowed(o) => o.update(self.heap, member, old, new),
+            Work::Owned(o) => o.update(self.heap, member, old, new),
         }
     }
 
     /// Removes `member`, returning its score.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        match self {
-            ZMut::Packed(b, _) => {
-                let (s, a, e) = packed::find(b, member)?;
+        let removed = match &mut self.work {
+            Work::Inline(_, b) => packed::find(b, member).map(|(s, a, e)| {
                 packed::remove(b, a, e);
-                Some(s)
-            }
-            ZMut::Index(o, h) => o.remove(h, member),
-            ZMut::Owned(o, h) => o.remove(h, member),
-        }
+                s
+            }),
+            Work::Borrowed(o) => o.remove(self.heap, member),
+            Work::Owned(o) => o.remove(self.heap, member),
+        };
+        self.changed |= removed.is_some();
+        removed
     }
 
     /// Removes the lowest (or highest, `max`) entry and hands it to `f`.
     pub fn pop<R>(&mut self, max: bool, f: impl FnOnce(f64, &[u8]) -> R) -> Option<R> {
-        match self {
-            ZMut::Packed(b, _) => {
+        let popped = match &mut self.work {
+            Work::Inline(_, b) => {
                 let (s, m, a, e) = if max {
                     packed::iter(b).last()?
                 } else {
@@ -591,35 +575,11 @@ impl ZMut<'_> {
                 packed::remove(b, a, e);
                 Some(r)
             }
-            ZMut::Index(o, h) => Self::pop_index(o, h, max, f),
-            ZMut::Owned(o, h) => Self::pop_index(o, h, max, f),
-        }
-    }
-
-    fn pop_index<R>(
-        o: &mut ZSetObj,
-        h: &mut Heap,
-        max: bool,
-        f: impl FnOnce(f64, &[u8]) -> R,
-    ) -> Option<R> {
-        let (s, m) = if max { o.tree.last()? } else { o.tree.first()? };
-        let r = f(s, m);
-        // A copy of the member: the tree it points into changes while it is removed.
-        let member = held::Member::from(m);
-        o.remove_entry(h, s, member.as_slice());
-        // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer), so
-        // the next pops' map entries start loading now, one stage per pop: the next member's
-        // page header (its directory word was loaded by the previous pop) and the directory
-        // word of the member after it. Both stages at once stalled on the directory word.
-        if let Some((_, next)) = if max { o.tree.last() } else { o.tree.first() } {
-            o.map.prefetch(o.map.hash_key(next), 1);
-        }
-        let len = o.tree.len();
-        if len > 1 {
-            let (_, after) = o.tree.get(o.tree.select(if max { len - 2 } else { 1 }));
-            o.map.prefetch(o.map.hash_key(after), 0);
-        }
-        Some(r)
+            Work::Borrowed(o) => pop_index(o, self.heap, max, f),
+            Work::Owned(o) => pop_index(o, self.heap, max, f),
+        };
+        self.changed |= popped.is_some();
+        popped
     }
 
     /// Removes the entries of ranks `start..=end` (from the lowest); returns how many.
@@ -630,8 +590,9 @@ impl ZMut<'_> {
             .take(end + 1 - start)
             .map(|(s, m)| (s, m.to_vec()))
             .collect();
-        match self {
-            ZMut::Packed(b, _) => {
+        self.changed |= !victims.is_empty();
+        match &mut self.work {
+            Work::Inline(_, b) => {
                 let mut from = packed::start();
                 for _ in 0..start {
                     from = packed::entry_at(b, from).2;
@@ -644,19 +605,82 @@ impl ZMut<'_> {
                 let n = packed::count(b) - victims.len();
                 b[..2].copy_from_slice(&(n as u16).to_le_bytes());
             }
-            ZMut::Index(o, h) => {
-                for (s, m) in &victims {
-                    o.remove_entry(h, *s, m);
-                }
-            }
-            ZMut::Owned(o, h) => {
-                for (s, m) in &victims {
-                    o.remove_entry(h, *s, m);
-                }
-            }
+            Work::Borrowed(o) => victims
+                .iter()
+                .for_each(|(s, m)| o.remove_entry(self.heap, *s, m)),
+            Work::Owned(o) => victims
+                .iter()
+                .for_each(|(s, m)| o.remove_entry(self.heap, *s, m)),
         }
         victims.len()
     }
+
+    /// Converts a packed set to the index whatever its size (SORT does this in Redis, and it is
+    /// visible: the index keeps a -0 score that the packed form stores as 0).
+    pub fn force_index(&mut self) -> Result<(), StoreError> {
+        self.convert()
+    }
+}
+
+fn pop_index<R>(
+    o: &mut ZSetObj,
+    h: &mut Heap,
+    max: bool,
+    f: impl FnOnce(f64, &[u8]) -> R,
+) -> Option<R> {
+    let (s, m) = if max { o.tree.last()? } else { o.tree.first()? };
+    let r = f(s, m);
+    // A copy of the member: the tree it points into changes while it is removed.
+    let member = held::Member::from(m);
+    o.remove_entry(h, s, member.as_slice());
+    // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer), so
+    // the next pops' map entries start loading now, one stage per pop: the next member's
+    // page header (its directory word was loaded by the previous pop) and the directory
+    // word of the member after it. Both stages at once stalled on the directory word.
+    if let Some((_, next)) = if max { o.tree.last() } else { o.tree.first() } {
+        o.map.prefetch(o.map.hash_key(next), 1);
+    }
+    let len = o.tree.len();
+    if len > 1 {
+        let (_, after) = o.tree.get(o.tree.select(if max { len - 2 } else { 1 }));
+        o.map.prefetch(o.map.hash_key(after), 0);
+    }
+    Some(r)
+}
+
+impl Shard {
+    /// A builder of a sorted set of about `count_hint` members, the longest `member_bytes_hint`
+    /// bytes: it starts as the index when those pass the packed thresholds, packed otherwise
+    /// (converting when an insert crosses one), as Redis 7.0's ZRANGESTORE and ZUNIONSTORE
+    /// create their destinations.
+    pub fn zset_builder(
+        &mut self,
+        count_hint: usize,
+        member_bytes_hint: usize,
+    ) -> Result<Builder<'_, ZSet>, StoreError> {
+        let mut builder = self.builder::<ZSet>()?;
+        if !fits_packed(count_hint, member_bytes_hint) {
+            // A closure: the method path is not general over the edit's lifetime.
+            #[allow(clippy::redundant_closure_for_method_calls)]
+            builder.edit(|z| z.force_index())?;
+        }
+        Ok(builder)
+    }
+}
+
+impl Builder<'_, ZSet> {
+    /// Adds a member, or moves it to `score`: false when it was already there.
+    pub fn insert(&mut self, member: &[u8], score: f64) -> Result<bool, StoreError> {
+        self.edit(|z| match z.score(member) {
+            Some(old) => z.update(member, old, score).map(|()| false),
+            None => z.insert(member, score).map(|()| true),
+        })
+    }
+}
+
+/// Orders two entries as a zset does (for callers building results).
+pub fn order(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> Ordering {
+    cmp_key(a.1, &a.0, b.1, &b.0)
 }
 
 /// A member copied out of the structure it is about to be removed from, on the stack when short.
@@ -684,45 +708,4 @@ mod held {
             }
         }
     }
-}
-
-/// Stores `entries` (in rank order, members distinct) under `key`, packed or indexed by size.
-pub fn store_entries(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    entries: &[(Vec<u8>, f64)],
-    ttl: Ttl,
-    now_ms: u64,
-) -> Result<(), StoreError> {
-    let longest = entries.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
-    if fits_packed(entries.len(), longest) {
-        let bytes = packed::encode(entries.iter().map(|(m, s)| (*s, m.as_slice())));
-        shard.put(db, key, tag::ZSET_PACKED, &bytes, ttl, now_ms)
-    } else {
-        let obj =
-            ZSetObj::from_entries(shard.heap_mut(), entries.iter().map(|(m, s)| (*s, &m[..])))?;
-        shard.put_object(db, key, tag::ZSET_INDEX, Object::ZSet(obj), ttl, now_ms)
-    }
-}
-
-pub fn import(
-    shard: &mut Shard,
-    db: usize,
-    key: &[u8],
-    mut value: Vec<(Vec<u8>, f64)>,
-    ttl: Ttl,
-    now_ms: u64,
-) -> Result<(), StoreError> {
-    value.sort_by(|a, b| cmp_key(a.1, &a.0, b.1, &b.0));
-    store_entries(shard, db, key, &value, ttl, now_ms)
-}
-
-pub fn export_inline(_tag: u8, bytes: &[u8]) -> Vec<(Vec<u8>, f64)> {
-    ZRef::Packed(bytes).to_vec()
-}
-
-/// Orders two entries as a zset does (for callers building results).
-pub fn order(a: &(Vec<u8>, f64), b: &(Vec<u8>, f64)) -> Ordering {
-    cmp_key(a.1, &a.0, b.1, &b.0)
 }

@@ -28,6 +28,7 @@
 //! score map beside it (`zset.rs`) adds its own share. Redis's skiplist node for the same is
 //! ≈ 48–64 B plus its sds member (32 B) — and the dict entry, which we compare in `zset.rs`.
 
+use maps::varint;
 use std::cmp::Ordering;
 
 const NIL: u32 = u32::MAX;
@@ -45,32 +46,11 @@ pub fn cmp_key(sa: f64, ma: &[u8], sb: f64, mb: &[u8]) -> Ordering {
     }
 }
 
-pub(crate) fn varint_put(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-pub(crate) fn varint_get(bytes: &[u8]) -> (u64, usize) {
-    let mut v = 0u64;
-    let mut shift = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return (v, i + 1);
-        }
-        shift += 7;
-    }
-    panic!("truncated varint in a sorted set");
-}
-
 /// Decodes the entry at `off` of a leaf: (score, member, offset of the next entry).
 #[inline]
 pub fn entry_at(data: &[u8], off: usize) -> (f64, &[u8], usize) {
     let score = f64::from_le_bytes(data[off..off + 8].try_into().expect("8 bytes"));
-    let (len, n) = varint_get(&data[off + 8..]);
+    let (len, n) = varint::get(&data[off + 8..]);
     let start = off + 8 + n;
     let end = start + len as usize;
     (score, &data[start..end], end)
@@ -78,7 +58,7 @@ pub fn entry_at(data: &[u8], off: usize) -> (f64, &[u8], usize) {
 
 fn entry_put(out: &mut Vec<u8>, score: f64, member: &[u8]) {
     out.extend_from_slice(&score.to_le_bytes());
-    varint_put(out, member.len() as u64);
+    varint::push(out, member.len() as u64);
     out.extend_from_slice(member);
 }
 

@@ -1,0 +1,481 @@
+//! Sorted-set commands (Redis's `t_zset.c`), one concern per file: here ZADD and its options,
+//! ZINCRBY, ZREM, the single-member reads, ZRANDMEMBER, ZSCAN and the table; `range.rs` the
+//! ranges by rank, score and lex (and their STORE, REV and REMRANGE forms); `pop.rs` the pops
+//! (and what the blocking pops build on); `algebra.rs` ZUNION/ZINTER/ZDIFF, their STORE forms and
+//! ZINTERCARD (plain sets count as score 1).
+//!
+//! The encodings are the store's (`store::ZSet`): a packed inline payload or the boxed index,
+//! read through a `ZSetView` and changed through `Shard::update::<ZSet>`. Scores parse as Redis
+//! parses them (`crate::number::parse_score`) and reply as `addReplyDouble` writes them
+//! (`%.17g`; a RESP3 double).
+
+// Scores are compared exactly, as Redis compares its doubles (-0 == 0, no epsilon).
+#![allow(clippy::float_cmp)]
+
+pub mod algebra;
+pub mod pop;
+pub mod range;
+
+use super::args::{is, parse_cursor, parse_i64, scan_options};
+use super::random::{self, Picks};
+use crate::command::{Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, table};
+use crate::number::parse_score;
+use algebra::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore};
+use pop::{zmpop, zpopmax, zpopmin};
+use range::{
+    zcount, zlexcount, zrange, zrangebylex, zrangebyscore, zrangestore, zremrangebylex,
+    zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
+};
+use resp::{Protocol, ReplyWriter};
+use store::ZSet;
+
+pub use pop::{pop_for_blocked, reply_popped};
+
+const NAN_ERROR: &str = "ERR resulting score is not a number (NaN)";
+const NOT_FLOAT: &str = "ERR value is not a valid float";
+
+/// `getLongFromObjectOrReply` with an optional message.
+fn parse_long(ctx: &mut Ctx<'_, '_>, arg: &[u8], msg: Option<&str>) -> Option<i64> {
+    let v = parse_i64(arg);
+    if v.is_none() {
+        match msg {
+            Some(m) => ctx.error(m),
+            None => ctx.not_integer(),
+        }
+    }
+    v
+}
+
+/// `getRangeLongFromObjectOrReply`.
+fn parse_long_in(
+    ctx: &mut Ctx<'_, '_>,
+    arg: &[u8],
+    min: i64,
+    max: i64,
+    msg: Option<&str>,
+) -> Option<i64> {
+    let v = parse_long(ctx, arg, msg)?;
+    if v < min || v > max {
+        match msg {
+            Some(m) => ctx.error(m),
+            None => ctx.error(&format!(
+                "ERR value is out of range, must be between {min} and {max}"
+            )),
+        }
+        return None;
+    }
+    Some(v)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access to a key's zset
+
+/// Writes a score as `addReplyDouble` does (ZSCORE, ZPOPMIN, WITHSCORES…).
+pub fn reply_score(out: &mut ReplyWriter<'_>, score: f64) {
+    out.double(score);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZADD, ZINCRBY, ZREM
+
+const ZADD_NX: u8 = 1;
+const ZADD_XX: u8 = 2;
+const ZADD_GT: u8 = 4;
+const ZADD_LT: u8 = 8;
+const ZADD_CH: u8 = 16;
+const ZADD_INCR: u8 = 32;
+
+pub fn zadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    zadd_generic(ctx, args, 0);
+}
+
+pub fn zincrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    zadd_generic(ctx, args, ZADD_INCR);
+}
+
+fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
+    let key = args[1];
+    let mut at = 2;
+    while at < args.len() {
+        let opt = args[at];
+        flags |= if is(opt, "nx") {
+            ZADD_NX
+        } else if is(opt, "xx") {
+            ZADD_XX
+        } else if is(opt, "ch") {
+            ZADD_CH
+        } else if is(opt, "incr") {
+            ZADD_INCR
+        } else if is(opt, "gt") {
+            ZADD_GT
+        } else if is(opt, "lt") {
+            ZADD_LT
+        } else {
+            break;
+        };
+        at += 1;
+    }
+    let pairs = &args[at..];
+    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
+        return ctx.syntax_error();
+    }
+    let (nx, xx, gt, lt) = (
+        flags & ZADD_NX != 0,
+        flags & ZADD_XX != 0,
+        flags & ZADD_GT != 0,
+        flags & ZADD_LT != 0,
+    );
+    let incr = flags & ZADD_INCR != 0;
+    if nx && xx {
+        return ctx.error("ERR XX and NX options at the same time are not compatible");
+    }
+    if (nx && (gt || lt)) || (gt && lt) {
+        return ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
+    }
+    if incr && pairs.len() > 2 {
+        return ctx.error("ERR INCR option supports a single increment-element pair");
+    }
+    let mut scores: smallvec::SmallVec<[f64; 8]> = smallvec::SmallVec::new();
+    for pair in pairs.chunks(2) {
+        match parse_score(pair[0]) {
+            Some(s) => scores.push(s),
+            None => return ctx.error(NOT_FLOAT),
+        }
+    }
+    // (added, updated, processed, last score, NaN met)
+    let result = ctx.write::<ZSet, _>(key, !xx, |z, _| {
+        let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
+        let mut last = 0.0;
+        for (pair, &score) in pairs.chunks(2).zip(&scores) {
+            let member = pair[1];
+            if let Some(cur) = z.score(member) {
+                if nx {
+                    continue;
+                }
+                let new = if incr { cur + score } else { score };
+                if new.is_nan() {
+                    return Ok((added, updated, processed, last, true));
+                }
+                if (lt && new >= cur) || (gt && new <= cur) {
+                    continue;
+                }
+                if new != cur {
+                    z.update(member, cur, new)?;
+                    updated += 1;
+                }
+                processed += 1;
+                last = new;
+            } else {
+                if xx {
+                    continue;
+                }
+                z.insert(member, score)?;
+                added += 1;
+                processed += 1;
+                last = score;
+            }
+        }
+        Ok((added, updated, processed, last, false))
+    });
+    let Some(result) = result else {
+        return;
+    };
+    let (added, updated, processed, last, nan) = result.unwrap_or((0, 0, 0, 0.0, false));
+    let db = ctx.db();
+    if added + updated > 0 {
+        ctx.touch(db, key);
+    }
+    if added > 0 {
+        ctx.signal_ready(db, key);
+    }
+    if nan {
+        return ctx.error(NAN_ERROR);
+    }
+    if incr {
+        if processed > 0 {
+            reply_score(&mut ctx.out, last);
+        } else {
+            ctx.out.null();
+        }
+    } else {
+        ctx.out.integer(if flags & ZADD_CH != 0 {
+            added + updated
+        } else {
+            added
+        });
+    }
+}
+
+pub fn zrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let key = args[1];
+    let result = ctx.write::<ZSet, _>(key, false, |z, _| {
+        let mut deleted = 0;
+        for m in &args[2..] {
+            if z.remove(m).is_some() {
+                deleted += 1;
+            }
+            if z.is_empty() {
+                break;
+            }
+        }
+        Ok(deleted)
+    });
+    if let Some(n) = result {
+        let n = n.unwrap_or(0);
+        if n > 0 {
+            ctx.touch(ctx.db(), key);
+        }
+        ctx.out.integer(n);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Single-member reads
+
+pub fn zcard(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if let Some(n) = ctx.read::<ZSet, _>(args[1], |z, _| z.len()) {
+        ctx.out.integer(n.unwrap_or(0) as i64);
+    }
+}
+
+pub fn zscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let member = args[2];
+    if let Some(done) = ctx.read::<ZSet, _>(args[1], |z, out| match z.score(member) {
+        Some(s) => {
+            reply_score(out, s);
+            true
+        }
+        None => false,
+    }) && done != Some(true)
+    {
+        ctx.out.null();
+    }
+}
+
+pub fn zmscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let members = &args[2..];
+    let Some(found) = ctx.read::<ZSet, _>(args[1], |z, out| {
+        out.array_len(members.len());
+        for m in members {
+            match z.score(m) {
+                Some(s) => reply_score(out, s),
+                None => out.null(),
+            }
+        }
+    }) else {
+        return;
+    };
+    if found.is_none() {
+        ctx.out.array_len(members.len());
+        for _ in members {
+            ctx.out.null();
+        }
+    }
+}
+
+fn rank_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], rev: bool) {
+    let member = args[2];
+    if let Some(r) = ctx.read::<ZSet, _>(args[1], |z, _| {
+        z.rank(member)
+            .map(|(r, _)| if rev { z.len() - 1 - r } else { r })
+    }) {
+        match r.flatten() {
+            Some(r) => ctx.out.integer(r as i64),
+            None => ctx.out.null(),
+        }
+    }
+}
+
+pub fn zrank(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    rank_generic(ctx, args, false);
+}
+
+pub fn zrevrank(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    rank_generic(ctx, args, true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ZRANDMEMBER and ZSCAN
+
+pub fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len() == 2 {
+        if let Some(found) = ctx.read::<ZSet, _>(args[1], |z, out| {
+            let (_, m) = z.sample(random::random()).expect("zsets are never empty");
+            out.bulk(m);
+        }) && found.is_none()
+        {
+            ctx.out.null();
+        }
+        return;
+    }
+    let Some(l) = parse_long_in(ctx, args[2], -i64::MAX, i64::MAX, None) else {
+        return;
+    };
+    let withscores = match args.len() {
+        3 => false,
+        4 if is(args[3], "withscores") => true,
+        _ => return ctx.syntax_error(),
+    };
+    if withscores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&l) {
+        return ctx.error("ERR value is out of range");
+    }
+    let found = ctx.read::<ZSet, _>(args[1], |z, out| {
+        let len = z.len();
+        let resp3 = out.protocol() == Protocol::Resp3;
+        let emit = |out: &mut ReplyWriter<'_>, s: f64, m: &[u8]| {
+            if withscores && resp3 {
+                out.array_len(2);
+            }
+            out.bulk(m);
+            if withscores {
+                reply_score(out, s);
+            }
+        };
+        let header = |out: &mut ReplyWriter<'_>, n: usize| {
+            out.array_len(if withscores && !resp3 { n * 2 } else { n });
+        };
+        let entry = |rank: usize| z.iter(rank, false).next().expect("rank below len");
+        match random::plan(l, len) {
+            Picks::Repeats(n) => {
+                header(out, n);
+                for _ in 0..n {
+                    let (s, m) = entry(random::below(len));
+                    emit(out, s, m);
+                }
+            }
+            Picks::All => {
+                header(out, len);
+                z.iter(0, false).for_each(|(s, m)| emit(out, s, m));
+            }
+            Picks::Distinct(n) => {
+                let ranks = random::distinct(n, len, || (0..len).collect(), || random::below(len));
+                header(out, n);
+                ranks
+                    .into_iter()
+                    .map(entry)
+                    .for_each(|(s, m)| emit(out, s, m));
+            }
+        }
+    });
+    if let Some(None) = found {
+        ctx.out.array_len(0);
+    }
+}
+
+/// `d2string`: how a listpack holds a score (ZSCAN of a small zset prints it so).
+fn d2string(s: f64) -> Vec<u8> {
+    if s == 0.0 {
+        return if s.is_sign_negative() {
+            b"-0".to_vec()
+        } else {
+            b"0".to_vec()
+        };
+    }
+    let limit = (i64::MAX / 2) as f64;
+    if s.is_finite() && s == s.trunc() && (-limit..=limit).contains(&s) {
+        return (s as i64).to_string().into_bytes();
+    }
+    resp::double::g17(s).as_bytes().to_vec()
+}
+
+pub fn zscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(cursor) = parse_cursor(args[2]) else {
+        return ctx.error("ERR invalid cursor");
+    };
+    match ctx.read::<ZSet, _>(args[1], |_, _| ()) {
+        None => return,
+        Some(None) => {
+            ctx.out.array_len(2);
+            ctx.out.bulk(b"0");
+            return ctx.out.array_len(0);
+        }
+        Some(Some(())) => {}
+    }
+    let options = match scan_options(&args[3..], false) {
+        Ok(o) => o,
+        Err(e) => return ctx.error(e),
+    };
+    let scanned = ctx.read::<ZSet, _>(args[1], |z, _| {
+        let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+        // A packed zset holds integral scores as integers, and ZSCAN prints them so.
+        let text = if z.scans_whole() {
+            d2string
+        } else {
+            |s| resp::double::g17(s).as_bytes().to_vec()
+        };
+        let next = z.scan(cursor, options.count, |m, s| {
+            if options.matches(m) {
+                found.push((m.to_vec(), text(s)));
+            }
+        });
+        (next, found)
+    });
+    let (next, found) = scanned.flatten().unwrap_or_default();
+    ctx.out.array_len(2);
+    ctx.out.bulk(next.to_string().as_bytes());
+    ctx.out.array_len(found.len() * 2);
+    for (m, s) in &found {
+        ctx.out.bulk(m);
+        ctx.out.bulk(s);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+/// Keys counted by the argument at `count_at`; a destination key before it (the STORE forms).
+const fn numkeys(count_at: usize) -> Keys {
+    Keys::NumKeys {
+        at: count_at,
+        also: if count_at > 1 { Some(1) } else { None },
+    }
+}
+
+pub static COMMANDS: &[Spec] = table! { group: "sorted-set";
+    // name             arity, flags,                  keys,       member, since,   handler,          summary
+    "zadd",             -4,    WRITE | DENYOOM | FAST, K1,         3,      "1.2.0", zadd,             "Adds one or more members to a sorted set, or updates their scores.";
+    "zincrby",          4,     WRITE | DENYOOM | FAST, K1,         3,      "1.2.0", zincrby,          "Increments the score of a member in a sorted set.";
+    "zrem",             -3,    WRITE | FAST,           K1,         2,      "1.2.0", zrem,             "Removes one or more members from a sorted set.";
+    "zcard",            2,     READONLY | FAST,        K1,         0,      "1.2.0", zcard,            "Returns the number of members in a sorted set.";
+    "zscore",           3,     READONLY | FAST,        K1,         2,      "1.2.0", zscore,           "Returns the score of a member in a sorted set.";
+    "zmscore",          -3,    READONLY | FAST,        K1,         2,      "6.2.0", zmscore,          "Returns the score of one or more members in a sorted set.";
+    "zrank",            3,     READONLY | FAST,        K1,         2,      "2.0.0", zrank,            "Returns the index of a member in a sorted set ordered by ascending scores.";
+    "zrevrank",         3,     READONLY | FAST,        K1,         2,      "2.0.0", zrevrank,         "Returns the index of a member in a sorted set ordered by descending scores.";
+    "zcount",           4,     READONLY | FAST,        K1,         0,      "2.0.0", zcount,           "Returns the count of members in a sorted set that have scores within a range.";
+    "zlexcount",        4,     READONLY | FAST,        K1,         0,      "2.8.9", zlexcount,        "Returns the number of members in a sorted set within a lexicographical range.";
+    "zrange",           -4,    READONLY,               K1,         0,      "1.2.0", zrange,           "Returns members in a sorted set within a range of indexes.";
+    "zrangestore",      -5,    WRITE | DENYOOM,        K12,        0,      "6.2.0", zrangestore,      "Stores a range of members from sorted set in a key.";
+    "zrevrange",        -4,    READONLY,               K1,         0,      "1.2.0", zrevrange,        "Returns members in a sorted set within a range of indexes in reverse order.";
+    "zrangebyscore",    -4,    READONLY,               K1,         0,      "1.0.5", zrangebyscore,    "Returns members in a sorted set within a range of scores.";
+    "zrevrangebyscore", -4,    READONLY,               K1,         0,      "2.2.0", zrevrangebyscore, "Returns members in a sorted set within a range of scores in reverse order.";
+    "zrangebylex",      -4,    READONLY,               K1,         0,      "2.8.9", zrangebylex,      "Returns members in a sorted set within a lexicographical range.";
+    "zrevrangebylex",   -4,    READONLY,               K1,         0,      "2.8.9", zrevrangebylex,   "Returns members in a sorted set within a lexicographical range in reverse order.";
+    "zremrangebyrank",  4,     WRITE,                  K1,         0,      "2.0.0", zremrangebyrank,  "Removes members in a sorted set within a range of indexes.";
+    "zremrangebyscore", 4,     WRITE,                  K1,         0,      "1.2.0", zremrangebyscore, "Removes members in a sorted set within a range of scores.";
+    "zremrangebylex",   4,     WRITE,                  K1,         0,      "2.8.9", zremrangebylex,   "Removes members in a sorted set within a lexicographical range.";
+    "zpopmin",          -2,    WRITE | FAST,           K1,         0,      "5.0.0", zpopmin,          "Returns the lowest-scoring members from a sorted set after removing them.";
+    "zpopmax",          -2,    WRITE | FAST,           K1,         0,      "5.0.0", zpopmax,          "Returns the highest-scoring members from a sorted set after removing them.";
+    "zmpop",            -4,    WRITE,                  numkeys(1), 0,      "7.0.0", zmpop,            "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them.";
+    "zrandmember",      -2,    READONLY,               K1,         0,      "6.2.0", zrandmember,      "Returns one or more random members from a sorted set.";
+    "zunion",           -3,    READONLY,               numkeys(1), 0,      "6.2.0", zunion,           "Returns the union of multiple sorted sets.";
+    "zinter",           -3,    READONLY,               numkeys(1), 0,      "6.2.0", zinter,           "Returns the intersect of multiple sorted sets.";
+    "zdiff",            -3,    READONLY,               numkeys(1), 0,      "6.2.0", zdiff,            "Returns the difference between multiple sorted sets.";
+    "zintercard",       -3,    READONLY,               numkeys(1), 0,      "7.0.0", zintercard,       "Returns the number of members of the intersect of multiple sorted sets.";
+    "zunionstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      "2.0.0", zunionstore,      "Stores the union of multiple sorted sets in a key.";
+    "zinterstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      "2.0.0", zinterstore,      "Stores the intersect of multiple sorted sets in a key.";
+    "zdiffstore",       -4,    WRITE | DENYOOM,        numkeys(2), 0,      "6.2.0", zdiffstore,       "Stores the difference of multiple sorted sets in a key.";
+    "zscan",            -3,    READONLY,               K1,         0,      "2.8.0", zscan,            "Iterates over members and scores of a sorted set.";
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn d2string_matches_listpack_scores() {
+        assert_eq!(d2string(1e17), b"100000000000000000");
+        assert_eq!(d2string(-0.0), b"-0");
+        assert_eq!(d2string(1.5), b"1.5");
+        assert_eq!(d2string(f64::INFINITY), b"inf");
+    }
+}

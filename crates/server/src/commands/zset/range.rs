@@ -1,0 +1,529 @@
+//! The ranges of a sorted set: by rank, by score (`zslParseRange`'s bounds) and by lex, with
+//! LIMIT, REV and the STORE form (ZRANGE and its older names, ZRANGESTORE), and what counts or
+//! removes by the same ranges (ZCOUNT, ZLEXCOUNT, ZREMRANGEBY*).
+
+// Scores are compared exactly, as Redis compares its doubles (-0 == 0, no epsilon).
+#![allow(clippy::float_cmp)]
+
+use super::{parse_long, reply_score};
+use crate::command::Ctx;
+use crate::commands::args::is;
+use crate::number::{is_space, strtod_whole};
+use resp::{Protocol, ReplyWriter};
+use store::ZSetView;
+
+const RANGE_NOT_FLOAT: &str = "ERR min or max is not a float";
+const RANGE_NOT_LEX: &str = "ERR min or max not valid string range item";
+
+/// One bound of a score range (`zslParseRange`): `(` makes it exclusive; the rest goes through
+/// plain `strtod`, which skips leading space, reads an empty string as 0 and lets overflow become
+/// infinity; NaN is refused.
+fn parse_bound(s: &[u8]) -> Option<(f64, bool)> {
+    let (excl, rest) = match s.first() {
+        Some(b'(') => (true, &s[1..]),
+        _ => (false, s),
+    };
+    let start = rest
+        .iter()
+        .position(|&b| !is_space(b))
+        .unwrap_or(rest.len());
+    let rest = &rest[start..];
+    let v = if rest.is_empty() && start == 0 {
+        0.0
+    } else {
+        strtod_whole(rest)?
+    };
+    (!v.is_nan()).then_some((v, excl))
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ScoreRange {
+    min: f64,
+    max: f64,
+    minex: bool,
+    maxex: bool,
+}
+
+impl ScoreRange {
+    fn parse(min: &[u8], max: &[u8]) -> Option<ScoreRange> {
+        let (min, minex) = parse_bound(min)?;
+        let (max, maxex) = parse_bound(max)?;
+        Some(ScoreRange {
+            min,
+            max,
+            minex,
+            maxex,
+        })
+    }
+
+    fn gte_min(&self, s: f64) -> bool {
+        if self.minex {
+            s > self.min
+        } else {
+            s >= self.min
+        }
+    }
+
+    fn lte_max(&self, s: f64) -> bool {
+        if self.maxex {
+            s < self.max
+        } else {
+            s <= self.max
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.min > self.max || (self.min == self.max && (self.minex || self.maxex))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LexBound<'a> {
+    Min,
+    Max,
+    Incl(&'a [u8]),
+    Excl(&'a [u8]),
+}
+
+impl<'a> LexBound<'a> {
+    fn parse(s: &'a [u8]) -> Option<LexBound<'a>> {
+        match s.first()? {
+            b'+' if s.len() == 1 => Some(LexBound::Max),
+            b'-' if s.len() == 1 => Some(LexBound::Min),
+            b'(' => Some(LexBound::Excl(&s[1..])),
+            b'[' => Some(LexBound::Incl(&s[1..])),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LexRange<'a> {
+    min: LexBound<'a>,
+    max: LexBound<'a>,
+}
+
+impl LexRange<'_> {
+    fn parse<'a>(min: &'a [u8], max: &'a [u8]) -> Option<LexRange<'a>> {
+        Some(LexRange {
+            min: LexBound::parse(min)?,
+            max: LexBound::parse(max)?,
+        })
+    }
+
+    fn gte_min(&self, m: &[u8]) -> bool {
+        match self.min {
+            LexBound::Min => true,
+            LexBound::Max => false,
+            LexBound::Incl(b) => m >= b,
+            LexBound::Excl(b) => m > b,
+        }
+    }
+
+    fn lte_max(&self, m: &[u8]) -> bool {
+        match self.max {
+            LexBound::Min => false,
+            LexBound::Max => true,
+            LexBound::Incl(b) => m <= b,
+            LexBound::Excl(b) => m < b,
+        }
+    }
+
+    /// `zslIsInLexRange`'s emptiness test (`sdscmplex` with the sentinels).
+    fn is_empty(&self) -> bool {
+        fn rank(b: LexBound<'_>) -> (u8, &[u8]) {
+            match b {
+                LexBound::Min => (0, b""),
+                LexBound::Incl(s) | LexBound::Excl(s) => (1, s),
+                LexBound::Max => (2, b""),
+            }
+        }
+        let (a, b) = (rank(self.min), rank(self.max));
+        let excl = matches!(self.min, LexBound::Excl(_)) || matches!(self.max, LexBound::Excl(_));
+        a > b || (a == b && excl)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RangeKind {
+    Auto,
+    Rank,
+    Score,
+    Lex,
+}
+
+/// What a range selects, resolved against one zset: ranks `start..start+count` walked upward or
+/// (rev) downward from `start`.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: usize,
+    count: usize,
+    rev: bool,
+}
+
+/// The parsed range of a ZRANGE-family command.
+enum Range<'a> {
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(LexRange<'a>),
+}
+
+/// Resolves `range` with LIMIT (`offset`, `limit` < 0: no limit) against `z`.
+fn span(z: ZSetView<'_>, range: &Range<'_>, rev: bool, offset: i64, limit: i64) -> Span {
+    let len = z.len();
+    let empty = Span {
+        start: 0,
+        count: 0,
+        rev,
+    };
+    let (first, last) = match range {
+        Range::Rank(start, end) => {
+            let n = len as i64;
+            let mut start = if *start < 0 { n + start } else { *start };
+            let mut end = if *end < 0 { n + end } else { *end };
+            start = start.max(0);
+            if start > end || start >= n {
+                return empty;
+            }
+            end = end.min(n - 1);
+            let (a, b) = (start as usize, end as usize);
+            return if rev {
+                Span {
+                    start: len - 1 - a,
+                    count: b - a + 1,
+                    rev,
+                }
+            } else {
+                Span {
+                    start: a,
+                    count: b - a + 1,
+                    rev,
+                }
+            };
+        }
+        Range::Score(r) => {
+            if r.is_empty() {
+                return empty;
+            }
+            // Ranks [first, last) in range.
+            (
+                z.count_before(|s, _| r.gte_min(s)),
+                z.count_before(|s, _| !r.lte_max(s)),
+            )
+        }
+        Range::Lex(r) => {
+            if r.is_empty() {
+                return empty;
+            }
+            (
+                z.count_before(|_, m| r.gte_min(m)),
+                z.count_before(|_, m| !r.lte_max(m)),
+            )
+        }
+    };
+    if last <= first || offset < 0 || (offset > 0 && offset as usize >= len) {
+        return empty;
+    }
+    let total = last - first;
+    let offset = offset as usize;
+    if offset >= total {
+        return empty;
+    }
+    let mut count = total - offset;
+    if limit >= 0 {
+        count = count.min(limit as usize);
+    }
+    if rev {
+        Span {
+            start: last - 1 - offset,
+            count,
+            rev,
+        }
+    } else {
+        Span {
+            start: first + offset,
+            count,
+            rev,
+        }
+    }
+}
+
+/// Writes `count` (member, score?) results in ZRANGE's shape.
+pub(super) fn reply_entries<'a>(
+    out: &mut ReplyWriter<'_>,
+    count: usize,
+    withscores: bool,
+    entries: impl Iterator<Item = (f64, &'a [u8])>,
+) {
+    let resp3 = out.protocol() == Protocol::Resp3;
+    out.array_len(if withscores && !resp3 {
+        count * 2
+    } else {
+        count
+    });
+    for (s, m) in entries.take(count) {
+        if withscores && resp3 {
+            out.array_len(2);
+        }
+        out.bulk(m);
+        if withscores {
+            reply_score(out, s);
+        }
+    }
+}
+
+/// ZRANGE and its relatives: `at` is the index of the source key; `store` is the destination
+/// (ZRANGESTORE).
+fn range_generic(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[&[u8]],
+    at: usize,
+    store: Option<&[u8]>,
+    mut kind: RangeKind,
+    mut rev: Option<bool>,
+) {
+    let key = args[at];
+    let (mut min_i, mut max_i) = (at + 1, at + 2);
+    let mut withscores = false;
+    let (mut offset, mut limit) = (0i64, -1i64);
+    let mut j = at + 3;
+    while j < args.len() {
+        let left = args.len() - j - 1;
+        let a = args[j];
+        if store.is_none() && is(a, "withscores") {
+            withscores = true;
+        } else if is(a, "limit") && left >= 2 {
+            let Some(o) = parse_long(ctx, args[j + 1], None) else {
+                return;
+            };
+            let Some(l) = parse_long(ctx, args[j + 2], None) else {
+                return;
+            };
+            (offset, limit) = (o, l);
+            j += 2;
+        } else if rev.is_none() && is(a, "rev") {
+            rev = Some(true);
+        } else if kind == RangeKind::Auto && is(a, "bylex") {
+            kind = RangeKind::Lex;
+        } else if kind == RangeKind::Auto && is(a, "byscore") {
+            kind = RangeKind::Score;
+        } else {
+            return ctx.syntax_error();
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    if kind == RangeKind::Auto {
+        kind = RangeKind::Rank;
+    }
+    if limit != -1 && kind == RangeKind::Rank {
+        return ctx.error(
+            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
+        );
+    }
+    if withscores && kind == RangeKind::Lex {
+        return ctx.error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    }
+    if rev && kind != RangeKind::Rank {
+        std::mem::swap(&mut min_i, &mut max_i);
+    }
+    let range = match kind {
+        RangeKind::Score => match ScoreRange::parse(args[min_i], args[max_i]) {
+            Some(r) => Range::Score(r),
+            None => return ctx.error(RANGE_NOT_FLOAT),
+        },
+        RangeKind::Lex => match LexRange::parse(args[min_i], args[max_i]) {
+            Some(r) => Range::Lex(r),
+            None => return ctx.error(RANGE_NOT_LEX),
+        },
+        _ => {
+            let Some(a) = parse_long(ctx, args[min_i], None) else {
+                return;
+            };
+            let Some(b) = parse_long(ctx, args[max_i], None) else {
+                return;
+            };
+            Range::Rank(a, b)
+        }
+    };
+    if let Some(dst) = store {
+        return store_range(ctx, key, dst, &range, rev, (offset, limit));
+    }
+    if let Some(found) = ctx.read::<store::ZSet, _>(key, |z, out| {
+        let sp = span(z, &range, rev, offset, limit);
+        reply_entries(out, sp.count, withscores, z.iter(sp.start, sp.rev));
+    }) && found.is_none()
+    {
+        ctx.out.array_len(0);
+    }
+}
+
+/// ZRANGESTORE: adds the range's entries to a new zset at `dst` in the order they come, as
+/// Redis 7.0 does: the destination starts as the index when a rank range is known to pass 128
+/// entries, packed otherwise, converting when an add crosses a threshold (the entries added
+/// before that lose a -0 score, as a listpack's do). An empty range deletes `dst`.
+fn store_range(
+    ctx: &mut Ctx<'_, '_>,
+    key: &[u8],
+    dst: &[u8],
+    range: &Range<'_>,
+    rev: bool,
+    (offset, limit): (i64, i64),
+) {
+    let got = ctx.read::<store::ZSet, _>(key, |z, _| {
+        let sp = span(z, range, rev, offset, limit);
+        let entries: Vec<(f64, Vec<u8>)> = z
+            .iter(sp.start, sp.rev)
+            .take(sp.count)
+            .map(|(s, m)| (s, m.to_vec()))
+            .collect();
+        entries
+    });
+    let Some(entries) = got else {
+        return;
+    };
+    let entries = entries.unwrap_or_default();
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let shard = ctx.shard(dst);
+    if entries.is_empty() {
+        if shard.remove(db, dst, now) {
+            ctx.touch(db, dst);
+        }
+        return ctx.out.integer(0);
+    }
+    let hint = if matches!(range, Range::Rank(..)) {
+        entries.len()
+    } else {
+        0
+    };
+    let stored = shard.zset_builder(hint, 0).and_then(|mut b| {
+        for (s, m) in &entries {
+            b.insert(m, *s)?;
+        }
+        b.finish(db, dst, None)
+    });
+    if let Err(e) = stored {
+        return ctx.store_error(e);
+    }
+    ctx.touch(db, dst);
+    ctx.signal_ready(db, dst);
+    ctx.out.integer(entries.len() as i64);
+}
+
+pub fn zrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Auto, None);
+}
+
+pub fn zrangestore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 2, Some(args[1]), RangeKind::Auto, None);
+}
+
+pub fn zrevrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Rank, Some(true));
+}
+
+pub fn zrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Score, Some(false));
+}
+
+pub fn zrevrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Score, Some(true));
+}
+
+pub fn zrangebylex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Lex, Some(false));
+}
+
+pub fn zrevrangebylex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    range_generic(ctx, args, 1, None, RangeKind::Lex, Some(true));
+}
+
+pub fn zcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(r) = ScoreRange::parse(args[2], args[3]) else {
+        return ctx.error(RANGE_NOT_FLOAT);
+    };
+    let range = Range::Score(r);
+    if let Some(n) = ctx.read::<store::ZSet, _>(args[1], |z, _| span(z, &range, false, 0, -1).count)
+    {
+        ctx.out.integer(n.unwrap_or(0) as i64);
+    }
+}
+
+pub fn zlexcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(r) = LexRange::parse(args[2], args[3]) else {
+        return ctx.error(RANGE_NOT_LEX);
+    };
+    let range = Range::Lex(r);
+    if let Some(n) = ctx.read::<store::ZSet, _>(args[1], |z, _| span(z, &range, false, 0, -1).count)
+    {
+        ctx.out.integer(n.unwrap_or(0) as i64);
+    }
+}
+
+fn remrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], range: &Range<'_>) {
+    let key = args[1];
+    let result = ctx.write::<store::ZSet, _>(key, false, |z, _| {
+        let sp = span(z.view(), range, false, 0, -1);
+        if sp.count == 0 {
+            return Ok(0);
+        }
+        Ok(z.remove_ranks(sp.start, sp.start + sp.count - 1))
+    });
+    if let Some(n) = result {
+        let n = n.unwrap_or(0);
+        if n > 0 {
+            ctx.touch(ctx.db(), key);
+        }
+        ctx.out.integer(n as i64);
+    }
+}
+
+pub fn zremrangebyrank(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(a) = parse_long(ctx, args[2], None) else {
+        return;
+    };
+    let Some(b) = parse_long(ctx, args[3], None) else {
+        return;
+    };
+    remrange(ctx, args, &Range::Rank(a, b));
+}
+
+pub fn zremrangebyscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match ScoreRange::parse(args[2], args[3]) {
+        Some(r) => remrange(ctx, args, &Range::Score(r)),
+        None => ctx.error(RANGE_NOT_FLOAT),
+    }
+}
+
+pub fn zremrangebylex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match LexRange::parse(args[2], args[3]) {
+        Some(r) => remrange(ctx, args, &Range::Lex(r)),
+        None => ctx.error(RANGE_NOT_LEX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_parse_like_zsl_parse_range() {
+        assert_eq!(parse_bound(b"(1"), Some((1.0, true)));
+        assert_eq!(parse_bound(b"("), Some((0.0, true)));
+        assert_eq!(parse_bound(b""), Some((0.0, false)));
+        assert_eq!(parse_bound(b" 2"), Some((2.0, false)));
+        assert_eq!(parse_bound(b"1e400"), Some((f64::INFINITY, false)));
+        assert_eq!(parse_bound(b"nan"), None);
+        assert_eq!(parse_bound(b"[1"), None);
+    }
+
+    #[test]
+    fn lex_ranges() {
+        let r = LexRange::parse(b"[b", b"(d").unwrap();
+        assert!(r.gte_min(b"b") && !r.gte_min(b"a") && r.lte_max(b"c") && !r.lte_max(b"d"));
+        assert!(LexRange::parse(b"+", b"-").unwrap().is_empty());
+        assert!(LexRange::parse(b"(a", b"[a").unwrap().is_empty());
+        assert!(!LexRange::parse(b"-", b"+").unwrap().is_empty());
+        assert!(LexRange::parse(b"a", b"+").is_none());
+    }
+}

@@ -1,0 +1,148 @@
+//! The typed string operations: reads that hand out the stored bytes (or integer) in place,
+//! writes that choose the encoding (`value.rs`), and the one-lookup read-modify-write of the
+//! counters (INCR and friends).
+
+use crate::encoding::{Encoding, tag};
+use crate::error::StoreError;
+use crate::shard::{Shard, Ttl, split_value};
+use crate::value::{self, encode_int, is_string, str_of};
+use maps::Meta;
+use shape::Str;
+
+impl Shard {
+    /// Calls `f` with the string at `key`: `Ok(None)` when the key is missing, `Err(WrongType)`
+    /// when it holds another type.
+    #[inline]
+    pub fn get_string<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Str<'_>) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        match self.with_entry(db, key, now_ms, |e| {
+            is_string(e.tag).then(|| f(str_of(e.tag, e.payload)))
+        }) {
+            None => Ok(None),
+            Some(Some(r)) => Ok(Some(r)),
+            Some(None) => Err(StoreError::WrongType),
+        }
+    }
+
+    /// Stores a string value, choosing its encoding (integer, embstr or raw), replacing whatever
+    /// was there.
+    pub fn put_string(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &[u8],
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let mut payload = std::mem::take(&mut self.string_buf);
+        payload.clear();
+        let t = value::encode_string(value, &mut payload);
+        let expire_at = self.expire_for(db, key, ttl, now_ms);
+        let stored = self.put_raw(db, key, t, Encoding::of_inline(t), &payload, expire_at);
+        self.string_buf = payload;
+        stored
+    }
+
+    /// Stores a string as bytes whatever they spell (`raw`): what Redis keeps after APPEND and
+    /// SETRANGE, which modify a string in place.
+    pub fn put_string_raw(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        value: &[u8],
+        ttl: Ttl,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let expire_at = self.expire_for(db, key, ttl, now_ms);
+        self.put_raw(db, key, tag::STR_RAW, Encoding::StrRaw, value, expire_at)
+    }
+
+    /// Rewrites the string at `key` as an integer with a single lookup (INCR…): `f` sees the
+    /// current string (`None` when the key is missing or expired) and returns the new value, or
+    /// an error of its own to write nothing. An existing key keeps its TTL; a new one has none.
+    /// `Err(WrongType)` when the key holds another type (`f` is not called).
+    pub fn upsert_int<E>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Option<Str<'_>>) -> Result<i64, E>,
+    ) -> Result<Result<i64, E>, StoreError> {
+        let mut out = std::mem::take(&mut self.value_buf);
+        let written = self.upsert_int_in(db, key, now_ms, &mut out, f);
+        self.value_buf = out;
+        let (result, write) = written?;
+        if let Some((old, expired)) = write {
+            let d = &mut self.dbs[db];
+            if let Some(old) = old {
+                d.counts[old.slot()] -= 1;
+            }
+            d.counts[Encoding::StrInt.slot()] += 1;
+            if expired {
+                // The expired entry's TTL went with it.
+                d.expires -= 1;
+                self.expired_keys += 1;
+            }
+        }
+        Ok(result)
+    }
+
+    /// `upsert_int`'s lookup and write: returns `f`'s result and, when it wrote, the encoding it
+    /// replaced and whether that entry had expired. One lookup, unless the key holds an expired
+    /// collection: that is deleted first (an overwrite in place would leak what it owns), and
+    /// the lookup runs once more on the now missing key.
+    #[allow(clippy::type_complexity)]
+    fn upsert_int_in<E>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        out: &mut Vec<u8>,
+        f: impl FnOnce(Option<Str<'_>>) -> Result<i64, E>,
+    ) -> Result<(Result<i64, E>, Option<(Option<Encoding>, bool)>), StoreError> {
+        let mut f = Some(f);
+        for _ in 0..2 {
+            self.keys_mut(db)?;
+            let keys = self.dbs[db].keys.as_mut().expect("created above");
+            let (mut result, mut write, mut blocked) = (None, None, None);
+            keys.upsert_with(&mut self.heap, key, out, |old, out| {
+                let old = old.map(|v| (v.meta, split_value(v)));
+                let live = old.filter(|(_, e)| e.expire_at_ms.is_none_or(|at| at > now_ms));
+                if old.is_some_and(|(_, e)| !is_string(e.tag)) {
+                    blocked = Some(live.is_some());
+                    return None;
+                }
+                let next =
+                    (f.take().expect("called once"))(live.map(|(_, e)| str_of(e.tag, e.payload)));
+                let new = next.as_ref().ok().copied();
+                result = Some(next);
+                let meta = match live {
+                    Some((meta, e)) => {
+                        if let Some(at) = e.expire_at_ms {
+                            out.extend_from_slice(&at.to_le_bytes());
+                        }
+                        meta.with_tag(tag::STR_INT)
+                    }
+                    None => Meta::new(tag::STR_INT, false, 0),
+                };
+                encode_int(new?, out);
+                write = Some((
+                    old.map(|(_, e)| Encoding::of_inline(e.tag)),
+                    old.is_some() && live.is_none(),
+                ));
+                Some(meta)
+            })?;
+            match blocked {
+                Some(true) => return Err(StoreError::WrongType),
+                Some(false) => self.delete_expired(db, key),
+                None => return Ok((result.expect("f ran"), write)),
+            }
+        }
+        unreachable!("an expired collection is deleted before the second lookup")
+    }
+}
