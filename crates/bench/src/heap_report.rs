@@ -296,6 +296,27 @@ pub fn render(report: &HeapSuiteReport) -> String {
          (time: median of per-pass ratios; spread: (max - min) / median of all rounds)\n",
         report.sizes.passes, report.sizes.rounds
     );
+    write_alloc_table(&mut out, &report.allocators);
+    if !report.descriptors.is_empty() {
+        write_descriptor_table(&mut out, &report.descriptor_metric, &report.descriptors);
+    }
+    if !report.accounting.is_empty() {
+        write_accounting_table(&mut out, &report.accounting);
+    }
+    for failure in &report.failures {
+        let _ = writeln!(
+            out,
+            "\nFAILED {} × {}: {}",
+            failure.workload.name(),
+            failure.allocator.name(),
+            failure.error
+        );
+    }
+    out
+}
+
+/// Appends the allocator table (header and one line per row) to `out`.
+fn write_alloc_table(out: &mut String, rows: &[AllocRow]) {
     let _ = writeln!(
         out,
         "{:<8} {:<10} {:>12} {:>7} {:>13} {:>9} {:>10} {:>12} {:>11} {:>10}",
@@ -310,7 +331,7 @@ pub fn render(report: &HeapSuiteReport) -> String {
         "RSS vs mi",
         "build ns"
     );
-    for row in &report.allocators {
+    for row in rows {
         let _ = writeln!(
             out,
             "{:<8} {:<10} {:>12.1} {:>7} {:>13.1} {:>9} {:>10} {:>12} {:>11} {:>10}",
@@ -326,95 +347,85 @@ pub fn render(report: &HeapSuiteReport) -> String {
             opt(row.build_ns_per_op, 1, ""),
         );
     }
-    if !report.descriptors.is_empty() {
+}
+
+/// Appends the descriptor-scan table, titled with how its cache misses were measured, to `out`.
+fn write_descriptor_table(out: &mut String, metric: &str, rows: &[DescriptorRow]) {
+    let _ = writeln!(out, "\ndescriptor scan (census): {metric}");
+    let _ = writeln!(
+        out,
+        "{:<11} {:>9} {:>8} {:>10} {:>10} {:>12} {:>13} {:>13} {:>9}",
+        "allocator",
+        "desc B",
+        "blocks",
+        "ns/desc",
+        "census ms",
+        "build ns/blk",
+        "desc RSS MiB",
+        "misses/census",
+        "vs 64 B"
+    );
+    for row in rows {
         let _ = writeln!(
             out,
-            "\ndescriptor scan (census): {}",
-            report.descriptor_metric
-        );
-        let _ = writeln!(
-            out,
-            "{:<11} {:>9} {:>8} {:>10} {:>10} {:>12} {:>13} {:>13} {:>9}",
-            "allocator",
-            "desc B",
-            "blocks",
-            "ns/desc",
-            "census ms",
-            "build ns/blk",
-            "desc RSS MiB",
-            "misses/census",
-            "vs 64 B"
-        );
-        for row in &report.descriptors {
-            let _ = writeln!(
-                out,
-                "{:<11} {:>9} {:>8} {:>10.3} {:>10.2} {:>12} {:>13.1} {:>13} {:>9}",
-                row.allocator.name(),
-                row.descriptor_bytes,
-                row.blocks,
-                row.median_ns_per_descriptor,
-                row.median_census_ms,
-                opt(row.build_ns_per_block, 1, ""),
-                row.resident_mib,
-                opt(row.cache_misses_per_census, 0, ""),
-                opt(row.time_vs_64, 2, "x"),
-            );
-        }
-    }
-    if !report.accounting.is_empty() {
-        let _ = writeln!(
-            out,
-            "\naccounting: heap stats().resident_bytes vs VmRSS at the same moment \
-             (checked: vs VmRSS above the child's baseline, within {:.0}%)",
-            ACCOUNTING_TOLERANCE * 100.0
-        );
-        let _ = writeln!(
-            out,
-            "{:<12} {:<11} {:>13} {:>10} {:>12} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
-            "workload",
-            "allocator",
-            "resident MiB",
-            "VmRSS MiB",
-            "baseline MiB",
-            "res/(RSS-base)",
-            "res/VmRSS",
-            "ok",
-            "mincore MiB",
-            "mc/(RSS-base)",
-            "ok"
-        );
-        for row in &report.accounting {
-            let _ = writeln!(
-                out,
-                "{:<12} {:<11} {:>13.1} {:>10.1} {:>12.1} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
-                row.workload.name(),
-                row.allocator.name(),
-                row.heap_resident_mib,
-                row.vm_rss_mib,
-                row.baseline_mib,
-                opt(row.ratio_vs_rss_above_baseline, 3, ""),
-                opt(row.ratio_vs_rss, 3, ""),
-                if row.within_tolerance { "yes" } else { "NO" },
-                opt(row.heap_measured_mib, 1, ""),
-                opt(row.measured_ratio_vs_rss_above_baseline, 3, ""),
-                if row.measured_within_tolerance {
-                    "yes"
-                } else {
-                    "NO"
-                },
-            );
-        }
-    }
-    for failure in &report.failures {
-        let _ = writeln!(
-            out,
-            "\nFAILED {} × {}: {}",
-            failure.workload.name(),
-            failure.allocator.name(),
-            failure.error
+            "{:<11} {:>9} {:>8} {:>10.3} {:>10.2} {:>12} {:>13.1} {:>13} {:>9}",
+            row.allocator.name(),
+            row.descriptor_bytes,
+            row.blocks,
+            row.median_ns_per_descriptor,
+            row.median_census_ms,
+            opt(row.build_ns_per_block, 1, ""),
+            row.resident_mib,
+            opt(row.cache_misses_per_census, 0, ""),
+            opt(row.time_vs_64, 2, "x"),
         );
     }
-    out
+}
+
+/// Appends the accounting table (estimate and mincore figure against `VmRSS`) to `out`.
+fn write_accounting_table(out: &mut String, rows: &[AccountingRow]) {
+    let _ = writeln!(
+        out,
+        "\naccounting: heap stats().resident_bytes vs VmRSS at the same moment \
+         (checked: vs VmRSS above the child's baseline, within {:.0}%)",
+        ACCOUNTING_TOLERANCE * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:<11} {:>13} {:>10} {:>12} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
+        "workload",
+        "allocator",
+        "resident MiB",
+        "VmRSS MiB",
+        "baseline MiB",
+        "res/(RSS-base)",
+        "res/VmRSS",
+        "ok",
+        "mincore MiB",
+        "mc/(RSS-base)",
+        "ok"
+    );
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "{:<12} {:<11} {:>13.1} {:>10.1} {:>12.1} {:>14} {:>12} {:>6} {:>13} {:>14} {:>6}",
+            row.workload.name(),
+            row.allocator.name(),
+            row.heap_resident_mib,
+            row.vm_rss_mib,
+            row.baseline_mib,
+            opt(row.ratio_vs_rss_above_baseline, 3, ""),
+            opt(row.ratio_vs_rss, 3, ""),
+            if row.within_tolerance { "yes" } else { "NO" },
+            opt(row.heap_measured_mib, 1, ""),
+            opt(row.measured_ratio_vs_rss_above_baseline, 3, ""),
+            if row.measured_within_tolerance {
+                "yes"
+            } else {
+                "NO"
+            },
+        );
+    }
 }
 
 #[cfg(test)]

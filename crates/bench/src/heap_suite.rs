@@ -115,45 +115,11 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
         .flat_map(|pass| pass_jobs.iter().map(move |job| (pass, job)))
         .collect();
     let timeout = Duration::from_secs(args.child_timeout_secs);
-    let (mut raw, mut failures, mut misses) = (Vec::new(), Vec::new(), Vec::new());
-    for (index, &(pass, job)) in jobs.iter().enumerate() {
-        eprint!(
-            "[{:>2}/{}] pass {pass}/{} {:<11} × {:<10} ",
-            index + 1,
-            jobs.len(),
-            sizes.passes,
-            job.workload.name(),
-            job.allocator.name()
-        );
-        let child_started = Instant::now();
-        let outcome = if perf && job.workload == Workload::Descriptors {
-            run_descriptor_with_perf(&exe, job, timeout).map(|(report, per_census)| {
-                misses.push((job.allocator, per_census));
-                report
-            })
-        } else {
-            run_child(&exe, job, timeout, false).map(|(report, _)| report)
-        };
-        let seconds = child_started.elapsed().as_secs_f64();
-        match outcome {
-            Ok(report) => {
-                let median = crate::stats::median(&report.ns_per_op).unwrap_or(f64::NAN);
-                eprintln!(
-                    "{median:>10.1} ns/op  peak {:>7.1} MiB  ({seconds:.1} s)",
-                    report.peak_rss_bytes as f64 / 1_048_576.0
-                );
-                raw.push((pass, report));
-            }
-            Err(error) => {
-                eprintln!("FAILED ({seconds:.1} s)");
-                failures.push(Failure {
-                    workload: job.workload,
-                    allocator: job.allocator,
-                    error,
-                });
-            }
-        }
-    }
+    let Children {
+        raw,
+        failures,
+        misses,
+    } = run_children(&exe, &jobs, sizes.passes, perf, timeout);
     let raw = merge_passes(raw);
     let misses = merge_misses(&misses);
     let report = HeapSuiteReport {
@@ -176,19 +142,89 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
         .out_dir
         .clone()
         .unwrap_or_else(|| workspace_root().join("bench-results"));
-    let path = out_dir.join("heap.json");
-    std::fs::create_dir_all(&out_dir)
-        .and_then(|()| {
-            let json = serde_json::to_string_pretty(&report).map_err(std::io::Error::other)?;
-            std::fs::write(&path, json + "\n")
-        })
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let path = write_json(&out_dir, &report)?;
     println!(
         "\nwrote {} ({:.0} s in all)",
         path.display(),
         started.elapsed().as_secs_f64()
     );
     Ok(report.failures.is_empty())
+}
+
+/// What the children of a run produced.
+struct Children {
+    /// `(pass, report)` of every child that completed.
+    raw: Vec<(usize, ChildReport)>,
+    failures: Vec<Failure>,
+    /// Cache misses per `census()` call of each descriptor child run under `perf`.
+    misses: Vec<(AllocatorId, f64)>,
+}
+
+/// Runs the `(pass, job)` children one after another, printing a progress line for each.
+fn run_children(
+    exe: &Path,
+    jobs: &[(usize, &ChildArgs)],
+    passes: usize,
+    perf: bool,
+    timeout: Duration,
+) -> Children {
+    let (mut raw, mut failures, mut misses) = (Vec::new(), Vec::new(), Vec::new());
+    for (index, &(pass, job)) in jobs.iter().enumerate() {
+        eprint!(
+            "[{:>2}/{}] pass {pass}/{} {:<11} × {:<10} ",
+            index + 1,
+            jobs.len(),
+            passes,
+            job.workload.name(),
+            job.allocator.name()
+        );
+        let child_started = Instant::now();
+        let outcome = if perf && job.workload == Workload::Descriptors {
+            run_descriptor_with_perf(exe, job, timeout).map(|(report, per_census)| {
+                misses.push((job.allocator, per_census));
+                report
+            })
+        } else {
+            run_child(exe, job, timeout, false).map(|(report, _)| report)
+        };
+        let seconds = child_started.elapsed().as_secs_f64();
+        match outcome {
+            Ok(report) => {
+                let median = crate::stats::median(&report.ns_per_op).unwrap_or(f64::NAN);
+                eprintln!(
+                    "{median:>10.1} ns/op  peak {:>7.1} MiB  ({seconds:.1} s)",
+                    report.peak_rss_bytes as f64 / 1_048_576.0
+                );
+                raw.push((pass, report));
+            }
+            Err(error) => {
+                eprintln!("FAILED ({seconds:.1} s)");
+                failures.push(Failure {
+                    workload: job.workload,
+                    allocator: job.allocator,
+                    error,
+                });
+            }
+        }
+    }
+    Children {
+        raw,
+        failures,
+        misses,
+    }
+}
+
+/// Writes `report` as pretty JSON to `heap.json` in `out_dir`, creating the directory; returns
+/// the file's path.
+fn write_json(out_dir: &Path, report: &HeapSuiteReport) -> Result<PathBuf, String> {
+    let path = out_dir.join("heap.json");
+    std::fs::create_dir_all(out_dir)
+        .and_then(|()| {
+            let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+            std::fs::write(&path, json + "\n")
+        })
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// Runs the descriptor child twice under `perf stat`: with the census, and building only. Returns

@@ -128,16 +128,44 @@ fn time_rounds(rounds: usize, ops: usize, mut body: impl FnMut() -> u64) -> f64 
     median(&per_op).unwrap_or(f64::NAN)
 }
 
+/// Hashes per lookup measurement, all of one shape (a tenth of that for PageHash).
+const HASHES: usize = 10_000;
+
+/// The value of field `f` of hash `h` in the lookup measurements.
+fn field_value(h: usize, f: usize) -> Vec<u8> {
+    format!("v{h}-{f}").into_bytes()
+}
+
+/// One lookup measurement: hashes of `fields` fields in each structure.
 fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
-    const HASHES: usize = 10_000;
     let names: Vec<&[u8]> = FIELD_NAMES[..fields].iter().map(|n| n.as_bytes()).collect();
-    let value = |h: usize, f: usize| format!("v{h}-{f}").into_bytes();
+    let (shaped_ns, shape_cache_hit_rate) = shaped_lookup(&names, options);
+    let (smallmap_ns, smallmap_kind) = if fields <= 8 {
+        (smallmap_lookup(&names, options, heap), "smallmap")
+    } else {
+        (pagehash_lookup(&names, options, heap), "pagehash")
+    };
+    let hashbrown_ns = hashbrown_lookup(&names, options);
+    LookupRow {
+        fields,
+        shaped_ns,
+        smallmap_ns,
+        smallmap_kind,
+        hashbrown_ns,
+        shape_cache_hit_rate,
+    }
+}
+
+/// Median ns per lookup of the `names` fields in shaped records, and the share of lookups the
+/// shape cache answered.
+fn shaped_lookup(names: &[&[u8]], options: Options) -> (f64, f64) {
+    let fields = names.len();
     let mut tree = ShapeTree::default();
     let records: Vec<Vec<u8>> = (0..HASHES)
         .map(|h| {
             let mut rec = record::empty();
             for (f, name) in names.iter().enumerate() {
-                record::set(&mut tree, &mut rec, name, &value(h, f)).expect("one shape");
+                record::set(&mut tree, &mut rec, name, &field_value(h, f)).expect("one shape");
             }
             rec
         })
@@ -155,64 +183,77 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
     let cache = tree.stats();
     let shape_cache_hit_rate =
         cache.cache_hits as f64 / (cache.cache_hits + cache.cache_misses).max(1) as f64;
-    let (smallmap_ns, smallmap_kind) = if fields <= 8 {
-        let maps: Vec<SmallMap> = (0..HASHES)
-            .map(|h| {
-                let mut m = SmallMap::new(heap).expect("heap");
-                for (f, name) in names.iter().enumerate() {
-                    m.insert(heap, name, &value(h, f)).expect("heap");
-                }
-                m
-            })
-            .collect();
-        let ns = time_rounds(options.rounds, ops, || {
-            let mut sum = 0u64;
-            for i in 0..ops {
-                sum += maps[i % HASHES]
-                    .get(names[(i * 7) % fields])
-                    .map_or(0, |v| v.bytes.len() as u64);
+    (shaped_ns, shape_cache_hit_rate)
+}
+
+/// Median ns per lookup of the `names` fields in SmallMaps (the encoding for up to 8 fields).
+fn smallmap_lookup(names: &[&[u8]], options: Options, heap: &mut Heap) -> f64 {
+    let (fields, ops) = (names.len(), options.lookups);
+    let maps: Vec<SmallMap> = (0..HASHES)
+        .map(|h| {
+            let mut m = SmallMap::new(heap).expect("heap");
+            for (f, name) in names.iter().enumerate() {
+                m.insert(heap, name, &field_value(h, f)).expect("heap");
             }
-            sum
-        });
-        for m in maps {
-            m.destroy(heap);
+            m
+        })
+        .collect();
+    let ns = time_rounds(options.rounds, ops, || {
+        let mut sum = 0u64;
+        for i in 0..ops {
+            sum += maps[i % HASHES]
+                .get(names[(i * 7) % fields])
+                .map_or(0, |v| v.bytes.len() as u64);
         }
-        (ns, "smallmap")
-    } else {
-        let maps: Vec<PageHash> = (0..HASHES / 10)
-            .map(|h| {
-                let mut m = PageHash::new(heap).expect("heap");
-                for (f, name) in names.iter().enumerate() {
-                    m.insert(heap, name, &value(h, f)).expect("heap");
-                }
-                m
-            })
-            .collect();
-        let heap_ref: &Heap = heap;
-        let ns = time_rounds(options.rounds, ops, || {
-            let mut sum = 0u64;
-            for i in 0..ops {
-                sum += maps[i % (HASHES / 10)]
-                    .get(heap_ref, names[(i * 7) % fields])
-                    .map_or(0, |v| v.bytes.len() as u64);
+        sum
+    });
+    for m in maps {
+        m.destroy(heap);
+    }
+    ns
+}
+
+/// Median ns per lookup of the `names` fields in PageHashes (the encoding beyond 8 fields).
+fn pagehash_lookup(names: &[&[u8]], options: Options, heap: &mut Heap) -> f64 {
+    let (fields, ops) = (names.len(), options.lookups);
+    let maps: Vec<PageHash> = (0..HASHES / 10)
+        .map(|h| {
+            let mut m = PageHash::new(heap).expect("heap");
+            for (f, name) in names.iter().enumerate() {
+                m.insert(heap, name, &field_value(h, f)).expect("heap");
             }
-            sum
-        });
-        for m in maps {
-            m.destroy(heap);
+            m
+        })
+        .collect();
+    let heap_ref: &Heap = heap;
+    let ns = time_rounds(options.rounds, ops, || {
+        let mut sum = 0u64;
+        for i in 0..ops {
+            sum += maps[i % (HASHES / 10)]
+                .get(heap_ref, names[(i * 7) % fields])
+                .map_or(0, |v| v.bytes.len() as u64);
         }
-        (ns, "pagehash")
-    };
+        sum
+    });
+    for m in maps {
+        m.destroy(heap);
+    }
+    ns
+}
+
+/// Median ns per lookup of the `names` fields in hashbrown `HashMap<Vec<u8>, Vec<u8>>`s.
+fn hashbrown_lookup(names: &[&[u8]], options: Options) -> f64 {
+    let (fields, ops) = (names.len(), options.lookups);
     let maps: Vec<hashbrown::HashMap<Vec<u8>, Vec<u8>>> = (0..HASHES)
         .map(|h| {
             names
                 .iter()
                 .enumerate()
-                .map(|(f, n)| (n.to_vec(), value(h, f)))
+                .map(|(f, n)| (n.to_vec(), field_value(h, f)))
                 .collect()
         })
         .collect();
-    let hashbrown_ns = time_rounds(options.rounds, ops, || {
+    time_rounds(options.rounds, ops, || {
         let mut sum = 0u64;
         for i in 0..ops {
             sum += maps[i % HASHES]
@@ -220,15 +261,7 @@ fn lookup_row(fields: usize, options: Options, heap: &mut Heap) -> LookupRow {
                 .map_or(0, |v| v.len() as u64);
         }
         sum
-    });
-    LookupRow {
-        fields,
-        shaped_ns,
-        smallmap_ns,
-        smallmap_kind,
-        hashbrown_ns,
-        shape_cache_hit_rate,
-    }
+    })
 }
 
 fn memory_row(options: Options) -> MemoryRow {

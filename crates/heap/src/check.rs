@@ -180,33 +180,15 @@ impl<const D: usize> Heap<D> {
                 kind::FREE => {
                     free_blocks += desc.blocks as u64;
                     dirty_blocks += desc.aux as u64;
-                    let flagged = (0..desc.blocks)
-                        .filter(|i| self.arena.desc::<D>(head + i).get().flags & FLAG_DIRTY != 0)
-                        .count();
-                    assert_eq!(flagged, desc.aux as usize, "dirty count of run at {head}");
-                    if desc.blocks > 1 {
-                        let tail = self.arena.desc::<D>(head + desc.blocks - 1).get();
-                        assert_eq!(tail.kind, kind::FREE_TAIL, "run at {head} lacks its tail");
-                        assert_eq!(tail.blocks, desc.blocks - 1);
-                    }
+                    self.validate_free_run(head, &desc);
                 }
                 kind::SLAB | kind::GROUP | kind::CACHED => {
-                    for i in 1..desc.blocks {
-                        let tail = self.arena.desc::<D>(head + i).get();
-                        assert_eq!((tail.kind, tail.blocks), (kind::TAIL, i), "tail {head}+{i}");
-                    }
+                    self.validate_tails(head, &desc);
                     match desc.kind {
                         kind::SLAB => {
                             slab_blocks += desc.blocks as u64;
                             live_slots[desc.class as usize] += desc.used as u64;
-                            let free = self.free_slots(head, &desc);
-                            let chain: u32 = free.iter().map(|w| w.count_ones()).sum();
-                            let unbumped = desc.capacity as u32 - desc.aux / desc.slot_bytes;
-                            assert_eq!(
-                                desc.used as u32 + chain + unbumped,
-                                desc.capacity as u32,
-                                "slab at {head}: used + free != capacity"
-                            );
+                            self.validate_slab(head, &desc);
                         }
                         kind::GROUP => group_blocks += desc.blocks as u64,
                         _ => cached_blocks += desc.blocks as u64,
@@ -226,7 +208,47 @@ impl<const D: usize> Heap<D> {
                 "live slots of {class}"
             );
         }
-        let listed: u64 = (1..=crate::blocks::RUN_MAX)
+        assert_eq!(self.listed_free_blocks(), free_blocks, "listed free blocks");
+    }
+
+    /// Checks a free run's dirty count against its flagged blocks, and its tail descriptor.
+    fn validate_free_run(&self, head: u32, desc: &BlockDesc) {
+        let flagged = (0..desc.blocks)
+            .filter(|i| self.arena.desc::<D>(head + i).get().flags & FLAG_DIRTY != 0)
+            .count();
+        assert_eq!(flagged, desc.aux as usize, "dirty count of run at {head}");
+        if desc.blocks > 1 {
+            let tail = self.arena.desc::<D>(head + desc.blocks - 1).get();
+            assert_eq!(tail.kind, kind::FREE_TAIL, "run at {head} lacks its tail");
+            assert_eq!(tail.blocks, desc.blocks - 1);
+        }
+    }
+
+    /// Checks that every interior block of an allocated unit is a tail giving its distance to the
+    /// head.
+    fn validate_tails(&self, head: u32, desc: &BlockDesc) {
+        for i in 1..desc.blocks {
+            let tail = self.arena.desc::<D>(head + i).get();
+            assert_eq!((tail.kind, tail.blocks), (kind::TAIL, i), "tail {head}+{i}");
+        }
+    }
+
+    /// Checks that a slab's used, free-chain and unbumped slots add up to its capacity.
+    fn validate_slab(&self, head: u32, desc: &BlockDesc) {
+        let free = self.free_slots(head, desc);
+        let chain: u32 = free.iter().map(|w| w.count_ones()).sum();
+        let unbumped = desc.capacity as u32 - desc.aux / desc.slot_bytes;
+        assert_eq!(
+            desc.used as u32 + chain + unbumped,
+            desc.capacity as u32,
+            "slab at {head}: used + free != capacity"
+        );
+    }
+
+    /// Walks every free-run list, checking each entry's kind and length, and returns the blocks
+    /// they hold.
+    fn listed_free_blocks(&self) -> u64 {
+        (1..=crate::blocks::RUN_MAX)
             .map(|len| {
                 let mut count = 0;
                 let mut head = self.runs.head(len);
@@ -238,7 +260,6 @@ impl<const D: usize> Heap<D> {
                 }
                 count
             })
-            .sum();
-        assert_eq!(listed, free_blocks, "listed free blocks");
+            .sum()
     }
 }

@@ -1,4 +1,9 @@
-//! densekv's block heap: where every byte of user data lives.
+//! densekv's block heap: where the keyspace lives — every PageHash page and out-of-line blob,
+//! small maps, int sets and the maps of sets, hashes and sorted sets.
+//!
+//! Not every byte of data: list chunks, FlatMap buffers, int-table hashes, sorted-set tree nodes
+//! and the boxes of collection objects come from the global allocator, which the server counts
+//! (its `alloc.rs`) and adds to this heap's figures in INFO's `used_memory`.
 //!
 //! ```text
 //!  request size            served by                          file
@@ -205,8 +210,8 @@ impl<const DESC_BYTES: usize> Heap<DESC_BYTES> {
     /// bytes, has not been freed since, and is not used after this call.
     #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>, size: usize) {
-        // SAFETY (all three arms): the caller's contract, and `route` is the same function that
-        // chose where `ptr` came from.
+        // SAFETY: for all three arms, the caller's contract, and `route` is the same function
+        // that chose where `ptr` came from.
         unsafe {
             match route(size) {
                 Route::Small(_) => self.free_small(ptr),

@@ -39,6 +39,10 @@ fn check_range(model: &BTreeMap<usize, Live>, start: usize, size: usize) {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn run(seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut heap = Heap::<32>::with_config(HeapConfig {

@@ -342,11 +342,16 @@ fn string_keys(n: usize, seed: u64) -> Vec<[u8; 16]> {
         .collect()
 }
 
-fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
-    let keys = string_keys(n, 1);
-    let values = string_keys(n, 2);
-    let misses = string_keys(n, 3);
-    let order = shuffled(&keys, 5);
+/// The `PageHash` row for 16+16-byte strings, and the same map read through `get_many` (batched
+/// lookups); `order` is `keys` shuffled.
+fn bench_pagehash(
+    keys: &[[u8; 16]],
+    values: &[[u8; 16]],
+    misses: &[[u8; 16]],
+    order: &[[u8; 16]],
+    rounds: usize,
+) -> (Row, Row) {
+    let n = keys.len();
     let mut s = Samples::new();
     let mut sb = Samples::new();
     let mut extra = String::new();
@@ -355,7 +360,7 @@ fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
         let before = heap.stats().allocated_bytes;
         let mut map = PageHash::new(&mut heap).unwrap();
         let t = Instant::now();
-        for (k, v) in keys.iter().zip(&values) {
+        for (k, v) in keys.iter().zip(values) {
             map.insert(&mut heap, k, v).unwrap();
         }
         s.insert.push(ns_per(t, n));
@@ -365,33 +370,45 @@ fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
         extra = format!("fill={:.3}", map.shape().fill_ratio);
         let t = Instant::now();
         let mut sum = 0usize;
-        for k in &order {
+        for k in order {
             sum += map.get(&heap, k).unwrap().bytes.len();
         }
         s.hit.push(ns_per(t, n));
         let t = Instant::now();
-        for k in &misses {
+        for k in misses {
             sum += usize::from(map.get(&heap, k).is_some());
         }
         s.miss.push(ns_per(t, n));
         let t = Instant::now();
-        map.get_many(&heap, &order, |_, v| sum += v.unwrap().bytes.len());
+        map.get_many(&heap, order, |_, v| sum += v.unwrap().bytes.len());
         sb.hit.push(ns_per(t, n));
         let t = Instant::now();
-        map.get_many(&heap, &misses, |_, v| sum += usize::from(v.is_some()));
+        map.get_many(&heap, misses, |_, v| sum += usize::from(v.is_some()));
         sb.miss.push(ns_per(t, n));
         sb.bytes.push(*s.bytes.last().unwrap());
         sb.bytes_alt.push(*s.bytes_alt.last().unwrap());
         black_box(sum);
         map.destroy(&mut heap);
     }
-    rows.push(s.row("16+16 strings", "PageHash".into(), n, extra.clone()));
-    rows.push(sb.row(
-        "16+16 strings",
-        "PageHash get_many".into(),
-        n,
-        extra + " batched lookups",
-    ));
+    (
+        s.row("16+16 strings", "PageHash".into(), n, extra.clone()),
+        sb.row(
+            "16+16 strings",
+            "PageHash get_many".into(),
+            n,
+            extra + " batched lookups",
+        ),
+    )
+}
+
+fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
+    let keys = string_keys(n, 1);
+    let values = string_keys(n, 2);
+    let misses = string_keys(n, 3);
+    let order = shuffled(&keys, 5);
+    let (row, batched) = bench_pagehash(&keys, &values, &misses, &order, rounds);
+    rows.push(row);
+    rows.push(batched);
     macro_rules! peer {
         ($name:expr, $ty:ty, $conv:expr) => {{
             let mut s = Samples::new();
@@ -434,6 +451,62 @@ fn strings_suite(n: usize, rounds: usize, rows: &mut Vec<Row>) {
     );
 }
 
+/// Hit and miss lookup times of one small hash in a SmallMap, a hashbrown map and a linear
+/// `Vec`, round by round (all three in each round).
+fn time_small_lookups(
+    small: &SmallMap,
+    hb: &hashbrown::HashMap<Vec<u8>, Vec<u8>>,
+    linear: &[(Vec<u8>, Vec<u8>)],
+    keys: &[Vec<u8>],
+    misses: &[Vec<u8>],
+    lookups: usize,
+    rounds: usize,
+) -> [Samples; 3] {
+    let size = keys.len();
+    let (mut sm, mut hbs, mut lin) = (Samples::new(), Samples::new(), Samples::new());
+    for _ in 0..rounds {
+        let mut sum = 0usize;
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += small.get(black_box(&keys[i % size])).unwrap().bytes.len();
+        }
+        sm.hit.push(ns_per(t, lookups));
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += usize::from(small.get(black_box(&misses[i % 4096])).is_some());
+        }
+        sm.miss.push(ns_per(t, lookups));
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += hb.get(black_box(&keys[i % size][..])).unwrap().len();
+        }
+        hbs.hit.push(ns_per(t, lookups));
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += usize::from(hb.get(black_box(&misses[i % 4096][..])).is_some());
+        }
+        hbs.miss.push(ns_per(t, lookups));
+        let find = |k: &[u8]| {
+            linear
+                .iter()
+                .find(|(lk, _)| lk.as_slice() == k)
+                .map(|(_, v)| v)
+        };
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += find(black_box(&keys[i % size])).unwrap().len();
+        }
+        lin.hit.push(ns_per(t, lookups));
+        let t = Instant::now();
+        for i in 0..lookups {
+            sum += usize::from(find(black_box(&misses[i % 4096])).is_some());
+        }
+        lin.miss.push(ns_per(t, lookups));
+        black_box(sum);
+    }
+    [sm, hbs, lin]
+}
+
 fn small_suite(lookups: usize, rounds: usize, rows: &mut Vec<Row>) {
     for size in 1..=8usize {
         let keys: Vec<Vec<u8>> = (0..size)
@@ -463,48 +536,9 @@ fn small_suite(lookups: usize, rounds: usize, rows: &mut Vec<Row>) {
         let linear: Vec<(Vec<u8>, Vec<u8>)> =
             keys.iter().cloned().zip(values.iter().cloned()).collect();
         let linear_bytes = counted().1 - before.1;
-        let (mut sm, mut hbs, mut lin) = (Samples::new(), Samples::new(), Samples::new());
         maps::reset_hint_stats();
-        for _ in 0..rounds {
-            let mut sum = 0usize;
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += small.get(black_box(&keys[i % size])).unwrap().bytes.len();
-            }
-            sm.hit.push(ns_per(t, lookups));
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += usize::from(small.get(black_box(&misses[i % 4096])).is_some());
-            }
-            sm.miss.push(ns_per(t, lookups));
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += hb.get(black_box(&keys[i % size][..])).unwrap().len();
-            }
-            hbs.hit.push(ns_per(t, lookups));
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += usize::from(hb.get(black_box(&misses[i % 4096][..])).is_some());
-            }
-            hbs.miss.push(ns_per(t, lookups));
-            let find = |k: &[u8]| {
-                linear
-                    .iter()
-                    .find(|(lk, _)| lk.as_slice() == k)
-                    .map(|(_, v)| v)
-            };
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += find(black_box(&keys[i % size])).unwrap().len();
-            }
-            lin.hit.push(ns_per(t, lookups));
-            let t = Instant::now();
-            for i in 0..lookups {
-                sum += usize::from(find(black_box(&misses[i % 4096])).is_some());
-            }
-            lin.miss.push(ns_per(t, lookups));
-            black_box(sum);
-        }
+        let [mut sm, mut hbs, mut lin] =
+            time_small_lookups(&small, &hb, &linear, &keys, &misses, lookups, rounds);
         let stats = maps::hint_stats();
         // A miss lookup compares its hint against all `size` stored hints; the ideal rate of
         // false matches per compared hint is 1/256 (hit lookups add a few to hint_miss too).

@@ -70,7 +70,8 @@ impl From<heap::HeapError> for MapError {
     }
 }
 
-/// The per-entry metadata byte the server keeps with each value (the maps store it, never read it).
+/// The per-entry metadata byte the store keeps with each value (the maps store it, never read
+/// it; its tag values are the store's `encoding.rs`).
 ///
 /// ```text
 ///  bit  7 6 5 | 4       | 3 2 1 0

@@ -1074,12 +1074,117 @@ mod tests {
         assert_eq!(got, model);
     }
 
+    /// The expected entries of every run: `(hint, entry)` in run order.
+    type Model = Vec<Vec<(u8, Vec<u8>)>>;
+
+    /// Pushes an entry of a random length onto run `p` if it fits, mirroring it in the model.
+    fn push_one(page: &mut Page, model: &mut Model, x: u64, step: u32, p: usize, hint: u8) {
+        let e = entry(1 + (x >> 20) as usize % 60, step as u8);
+        if page.fits(p, e.len()) {
+            page.push(p, hint, &e);
+            model[p].push((hint, e));
+        } else {
+            assert!(page.free_bytes() < e.len() + 1);
+        }
+    }
+
+    /// Finds a random entry of the non-empty run `p`, then removes it or replaces it with a new
+    /// one, mirroring that in the model.
+    fn find_then_remove_or_replace(page: &mut Page, model: &mut Model, x: u64, p: usize) {
+        let i = (x >> 24) as usize % model[p].len();
+        let (h, want) = model[p][i].clone();
+        let found = page.find(p, h, false, len_of, |b| {
+            (b[..len_of(b)] == *want.as_slice()).then(|| len_of(b))
+        });
+        let (index, offset, len, at) = found.expect("present");
+        assert_eq!(model[p][index].1, want);
+        assert_eq!(page.bytes_at(at, len), want.as_slice());
+        if x & (1 << 40) == 0 {
+            page.remove(p, index, offset, len);
+            model[p].remove(index);
+        } else {
+            let e = entry(1 + (x >> 30) as usize % 60, 0xEE);
+            if page.replace(p, offset, len, &e) {
+                model[p][index].1 = e;
+            } else {
+                assert!(page.free_bytes() + len < e.len());
+            }
+        }
+    }
+
+    /// Appends a random batch to the runs of `p`'s group when it has room, mirroring it in the
+    /// model; returns whether it was appended.
+    fn append_a_batch(page: &mut Page, model: &mut Model, x: u64, p: usize) -> bool {
+        // A batch for the runs of p's group, what a bucket move appends.
+        let g = p / GROUP_RUNS;
+        let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
+        let (mut hints, mut bytes, mut added) = (Vec::new(), Vec::new(), Vec::new());
+        let mut y = x;
+        // Sized to the free bytes, sometimes past them (the no-room answer).
+        let budget = (x >> 32) as usize % (page.free_bytes() + 64);
+        for i in 0..GROUP_RUNS {
+            y = crate::hash::splitmix(y);
+            for _ in 0..y % 4 {
+                y = crate::hash::splitmix(y);
+                let e = entry(1 + (y >> 8) as usize % 40, (y >> 50) as u8);
+                if hints.len() + bytes.len() + e.len() + 1 > budget {
+                    break;
+                }
+                counts[i] += 1;
+                lens[i] += e.len();
+                hints.push((y >> 20) as u8);
+                bytes.extend_from_slice(&e);
+                added.push((g * GROUP_RUNS + i, (y >> 20) as u8, e));
+            }
+        }
+        let room = hints.len() + bytes.len() <= page.free_bytes()
+            && (0..GROUP_RUNS)
+                .all(|i| page.piece_count(g * GROUP_RUNS + i) + counts[i] <= RUN_COUNT_MAX);
+        if room {
+            page.append_group(g, &counts, &lens, &hints, &bytes);
+            for (run, h, e) in added {
+                model[run].push((h, e));
+            }
+        }
+        for i in 0..GROUP_RUNS {
+            check_run(page, g * GROUP_RUNS + i, &model[g * GROUP_RUNS + i]);
+        }
+        room
+    }
+
+    /// Takes every entry of `p`'s group, checks them against the model, then puts them back or
+    /// drops them.
+    fn take_a_group(page: &mut Page, model: &mut Model, x: u64, p: usize) {
+        // Empty p's group (what moving a bucket takes from its page), and put the
+        // batch back half of the time.
+        let g = p / GROUP_RUNS;
+        let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
+        let (mut hints, mut bytes) = (Vec::new(), Vec::new());
+        let used = page.used_bytes();
+        page.take_group(g, &mut counts, &mut lens, &mut hints, &mut bytes);
+        let runs = &mut model[g * GROUP_RUNS..(g + 1) * GROUP_RUNS];
+        let want_hints: Vec<u8> = runs.iter().flatten().map(|(h, _)| *h).collect();
+        let want_bytes: Vec<u8> = runs.iter().flatten().flat_map(|(_, e)| e.clone()).collect();
+        assert_eq!((&hints, &bytes), (&want_hints, &want_bytes));
+        for (i, run) in runs.iter().enumerate() {
+            assert_eq!(counts[i], run.len());
+            assert_eq!(lens[i], run.iter().map(|(_, e)| e.len()).sum::<usize>());
+        }
+        assert_eq!(page.used_bytes(), used - hints.len() - bytes.len());
+        if x & (1 << 50) == 0 {
+            page.append_group(g, &counts, &lens, &hints, &bytes);
+        } else {
+            runs.iter_mut().for_each(Vec::clear);
+            page.spread_gaps();
+        }
+    }
+
     #[test]
     fn push_find_replace_remove_against_a_model() {
         let mut page = Page::boxed();
         page.init(Kind::Bytes, 0);
         page.set_tenant(0, Some((0, 0)));
-        let mut model: Vec<Vec<(u8, Vec<u8>)>> = vec![Vec::new(); PIECE_COUNT];
+        let mut model: Model = vec![Vec::new(); PIECE_COUNT];
         let mut x = 5u64;
         let mut appended = 0;
         for step in 0..40_000u32 {
@@ -1092,99 +1197,12 @@ mod tests {
             };
             let hint = (x >> 8) as u8 % 4;
             match (x >> 16) % 4 {
-                0 => {
-                    let e = entry(1 + (x >> 20) as usize % 60, step as u8);
-                    if page.fits(p, e.len()) {
-                        page.push(p, hint, &e);
-                        model[p].push((hint, e));
-                    } else {
-                        assert!(page.free_bytes() < e.len() + 1);
-                    }
-                }
+                0 => push_one(&mut page, &mut model, x, step, p, hint),
                 1 if !model[p].is_empty() => {
-                    let i = (x >> 24) as usize % model[p].len();
-                    let (h, want) = model[p][i].clone();
-                    let found = page.find(p, h, false, len_of, |b| {
-                        (b[..len_of(b)] == *want.as_slice()).then(|| len_of(b))
-                    });
-                    let (index, offset, len, at) = found.expect("present");
-                    assert_eq!(model[p][index].1, want);
-                    assert_eq!(page.bytes_at(at, len), want.as_slice());
-                    if x & (1 << 40) == 0 {
-                        page.remove(p, index, offset, len);
-                        model[p].remove(index);
-                    } else {
-                        let e = entry(1 + (x >> 30) as usize % 60, 0xEE);
-                        if page.replace(p, offset, len, &e) {
-                            model[p][index].1 = e;
-                        } else {
-                            assert!(page.free_bytes() + len < e.len());
-                        }
-                    }
+                    find_then_remove_or_replace(&mut page, &mut model, x, p);
                 }
-                3 => {
-                    // A batch for the runs of p's group, what a bucket move appends.
-                    let g = p / GROUP_RUNS;
-                    let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
-                    let (mut hints, mut bytes, mut added) = (Vec::new(), Vec::new(), Vec::new());
-                    let mut y = x;
-                    // Sized to the free bytes, sometimes past them (the no-room answer).
-                    let budget = (x >> 32) as usize % (page.free_bytes() + 64);
-                    for i in 0..GROUP_RUNS {
-                        y = crate::hash::splitmix(y);
-                        for _ in 0..y % 4 {
-                            y = crate::hash::splitmix(y);
-                            let e = entry(1 + (y >> 8) as usize % 40, (y >> 50) as u8);
-                            if hints.len() + bytes.len() + e.len() + 1 > budget {
-                                break;
-                            }
-                            counts[i] += 1;
-                            lens[i] += e.len();
-                            hints.push((y >> 20) as u8);
-                            bytes.extend_from_slice(&e);
-                            added.push((g * GROUP_RUNS + i, (y >> 20) as u8, e));
-                        }
-                    }
-                    let room = hints.len() + bytes.len() <= page.free_bytes()
-                        && (0..GROUP_RUNS).all(|i| {
-                            page.piece_count(g * GROUP_RUNS + i) + counts[i] <= RUN_COUNT_MAX
-                        });
-                    if room {
-                        appended += 1;
-                        page.append_group(g, &counts, &lens, &hints, &bytes);
-                        for (run, h, e) in added {
-                            model[run].push((h, e));
-                        }
-                    }
-                    for i in 0..GROUP_RUNS {
-                        check_run(&page, g * GROUP_RUNS + i, &model[g * GROUP_RUNS + i]);
-                    }
-                }
-                2 if (x >> 40).is_multiple_of(16) => {
-                    // Empty p's group (what moving a bucket takes from its page), and put the
-                    // batch back half of the time.
-                    let g = p / GROUP_RUNS;
-                    let (mut counts, mut lens) = ([0; GROUP_RUNS], [0; GROUP_RUNS]);
-                    let (mut hints, mut bytes) = (Vec::new(), Vec::new());
-                    let used = page.used_bytes();
-                    page.take_group(g, &mut counts, &mut lens, &mut hints, &mut bytes);
-                    let runs = &mut model[g * GROUP_RUNS..(g + 1) * GROUP_RUNS];
-                    let want_hints: Vec<u8> = runs.iter().flatten().map(|(h, _)| *h).collect();
-                    let want_bytes: Vec<u8> =
-                        runs.iter().flatten().flat_map(|(_, e)| e.clone()).collect();
-                    assert_eq!((&hints, &bytes), (&want_hints, &want_bytes));
-                    for (i, run) in runs.iter().enumerate() {
-                        assert_eq!(counts[i], run.len());
-                        assert_eq!(lens[i], run.iter().map(|(_, e)| e.len()).sum::<usize>());
-                    }
-                    assert_eq!(page.used_bytes(), used - hints.len() - bytes.len());
-                    if x & (1 << 50) == 0 {
-                        page.append_group(g, &counts, &lens, &hints, &bytes);
-                    } else {
-                        runs.iter_mut().for_each(Vec::clear);
-                        page.spread_gaps();
-                    }
-                }
+                3 => appended += usize::from(append_a_batch(&mut page, &mut model, x, p)),
+                2 if (x >> 40).is_multiple_of(16) => take_a_group(&mut page, &mut model, x, p),
                 _ => {}
             }
             page.validate(Kind::Bytes, len_of).unwrap();
@@ -1194,7 +1212,7 @@ mod tests {
             check_run(&page, p, run);
         }
         assert!(appended > 1000, "{appended} batches appended");
-        let mut walked: Vec<Vec<(u8, Vec<u8>)>> = vec![Vec::new(); PIECE_COUNT];
+        let mut walked: Model = vec![Vec::new(); PIECE_COUNT];
         page.for_each_entry(len_of, |p, i, h, b| {
             assert_eq!(i, walked[p].len());
             walked[p].push((h, b.to_vec()));

@@ -16,7 +16,7 @@
 //!  +------+--------------------+---------------+---------------+---------------+---------------+
 //!    1 B    ko/vo: key/value out of line         inline: len bytes; out of line: 5-byte handle
 //!
-//!  meta (owned by the server; the map stores it, never interprets it)
+//!  meta (owned by the store crate; the map stores it, never interprets it)
 //!   bits 0..=3  value type / encoding tag      bit 4  has TTL      bits 5..=7  LFU counter
 //!
 //!  key blob (out of line):   [hash: u64 LE][key bytes]     value blob: [value bytes]
@@ -32,9 +32,9 @@
 //! on both lengths. Long-form entries pay one byte more than two bare varints would.
 //!
 //! Bytes per entry for 16-byte keys and values: 1 + 1 + 16 + 16 = 34 + 1 hint = 35 B in a run;
-//! pages hold 7704 B of runs behind a 488 B header and index, so at ~92% fill a page holds
-//! ~202 such entries: ~40.5 B/entry plus ~0.6 B of directory (section 8 of
-//! docs/page-format.md has the measured table). Redis for the same: dictEntry 24 -> 32 + bucket
+//! pages hold a 7789-byte run area behind 403 B of header, run index and group ends (`page.rs`),
+//! so at the measured ~93.6% fill a page holds ~208 such entries: ~39.4 B/entry plus ~0.6 B of
+//! directory and page list, 39.9 B measured (sections 5 and 8 of docs/page-format.md). Redis for the same: dictEntry 24 -> 32 + bucket
 //! 8..16 + key sds (3 + 16 + 1 -> 32) + robj with embedded value (16 + 3 + 16 + 1 -> 48)
 //! ~ 120..128 B.
 

@@ -1015,7 +1015,7 @@ impl<C: Codec> Table<C> {
     /// Full check of every invariant listed in the module doc. `Err` describes the first breach.
     pub fn validate(&self, heap: &Heap) -> Result<(), String> {
         let mut total = 0;
-        let mut slots_of = std::collections::HashMap::new();
+        let mut slots_of = TenantSlots::new();
         let mut at_global = 0u32;
         for (i, &ptr) in self.pages.iter().enumerate() {
             let page = pg(ptr);
@@ -1031,41 +1031,7 @@ impl<C: Codec> Table<C> {
                 }
             }
             total += page.entry_count();
-            let mut err = None;
-            for piece in 0..PIECE_COUNT {
-                let mut run_len = None;
-                page.for_each_in_piece(
-                    piece,
-                    |b| C::len_of(b),
-                    |_, _, hint, bytes| {
-                        if C::UNIFORM_RUNS && *run_len.get_or_insert(bytes.len()) != bytes.len() {
-                            err = Some(format!(
-                                "run {piece}: entries of lengths {run_len:?} and {}",
-                                bytes.len()
-                            ));
-                        }
-                        let t = piece / TENANT_RUNS;
-                        let Some((prefix, depth)) = page.tenant(t) else {
-                            err = Some(format!("entry in run {piece} of empty slot {t}"));
-                            return;
-                        };
-                        let h = self.codec.hash_of(heap, &tenants, piece, hint, bytes);
-                        if prefix_of(h, depth) != prefix {
-                            err = Some(format!("entry in run {piece}: not in tenant {t}"));
-                        } else if hint != hint_of(h) {
-                            err = Some(format!(
-                                "entry in run {piece}: hint {hint} != {}",
-                                hint_of(h)
-                            ));
-                        } else if home_of(h) != piece % TENANT_RUNS {
-                            err = Some(format!("entry in run {piece}: home {}", home_of(h)));
-                        }
-                    },
-                );
-            }
-            if let Some(e) = err {
-                return Err(e);
-            }
+            self.validate_entries(heap, page, &tenants)?;
         }
         if total != self.len {
             return Err(format!("len {} but pages hold {total}", self.len));
@@ -1079,6 +1045,59 @@ impl<C: Codec> Table<C> {
         if self.dir.len() != 1 << self.global_depth {
             return Err("directory size".into());
         }
+        self.validate_directory(&mut slots_of)?;
+        if let Some((k, v)) = slots_of.iter().find(|(_, (want, got))| want != got) {
+            return Err(format!("tenant {k:?}: slots {v:?}"));
+        }
+        if let Some(spare) = self.spare
+            && !self.pages.contains(&spare)
+        {
+            return Err("spare is not a page of the map".into());
+        }
+        Ok(())
+    }
+
+    /// Checks that every entry of `page` lies in the tenant, run and hint its hash names, and (for
+    /// codecs with uniform runs) that each run's entries share one length.
+    fn validate_entries(&self, heap: &Heap, page: &Page, tenants: &Tenants) -> Result<(), String> {
+        let mut err = None;
+        for piece in 0..PIECE_COUNT {
+            let mut run_len = None;
+            page.for_each_in_piece(
+                piece,
+                |b| C::len_of(b),
+                |_, _, hint, bytes| {
+                    if C::UNIFORM_RUNS && *run_len.get_or_insert(bytes.len()) != bytes.len() {
+                        err = Some(format!(
+                            "run {piece}: entries of lengths {run_len:?} and {}",
+                            bytes.len()
+                        ));
+                    }
+                    let t = piece / TENANT_RUNS;
+                    let Some((prefix, depth)) = page.tenant(t) else {
+                        err = Some(format!("entry in run {piece} of empty slot {t}"));
+                        return;
+                    };
+                    let h = self.codec.hash_of(heap, tenants, piece, hint, bytes);
+                    if prefix_of(h, depth) != prefix {
+                        err = Some(format!("entry in run {piece}: not in tenant {t}"));
+                    } else if hint != hint_of(h) {
+                        err = Some(format!(
+                            "entry in run {piece}: hint {hint} != {}",
+                            hint_of(h)
+                        ));
+                    } else if home_of(h) != piece % TENANT_RUNS {
+                        err = Some(format!("entry in run {piece}: home {}", home_of(h)));
+                    }
+                },
+            );
+        }
+        err.map_or(Ok(()), Err)
+    }
+
+    /// Checks that every directory slot names a listed page's tenant whose prefix and depth cover
+    /// the slot, counting each tenant's slots in `slots_of`.
+    fn validate_directory(&self, slots_of: &mut TenantSlots) -> Result<(), String> {
         for (slot, &w) in self.dir.iter().enumerate() {
             let (ptr, t, d) = unword(w);
             let page = self
@@ -1096,17 +1115,13 @@ impl<C: Codec> Table<C> {
             }
             slots_of.get_mut(&(ptr.addr(), t)).expect("tenant listed").1 += 1;
         }
-        if let Some((k, v)) = slots_of.iter().find(|(_, (want, got))| want != got) {
-            return Err(format!("tenant {k:?}: slots {v:?}"));
-        }
-        if let Some(spare) = self.spare
-            && !self.pages.contains(&spare)
-        {
-            return Err("spare is not a page of the map".into());
-        }
         Ok(())
     }
 }
+
+/// For each tenant, keyed by (page address, tenant slot): the directory slots it should own and
+/// the slots found pointing at it.
+type TenantSlots = std::collections::HashMap<(u64, usize), (usize, usize)>;
 
 /// The two groups that hold tenant slot `t`'s runs.
 fn tenant_groups(t: usize) -> std::ops::Range<usize> {

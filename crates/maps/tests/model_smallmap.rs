@@ -13,6 +13,10 @@ enum Either {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn smallmap_matches_hashmap_and_converts() {
     let mut conversions = 0;
     for seed in 0..300u64 {

@@ -40,6 +40,75 @@ fn hex_value(byte: u8) -> Option<u8> {
     }
 }
 
+/// The byte of `line` at `i`, or NUL past its end.
+fn byte_at(line: &[u8], i: usize) -> u8 {
+    // Reading past the end yields NUL, as the C code reads the terminator.
+    line.get(i).copied().unwrap_or(0)
+}
+
+/// Consumes the byte or escape at `p` inside double quotes, appending the byte it stands for;
+/// returns the position of its last byte and whether it was the closing quote.
+fn double_quoted_step(
+    line: &[u8],
+    mut p: usize,
+    bytes: &mut Vec<u8>,
+) -> Result<(usize, bool), ProtocolError> {
+    let at = |i: usize| byte_at(line, i);
+    let c = at(p);
+    let escaped_hex = (c == b'\\' && at(p + 1) == b'x')
+        .then(|| Some(hex_value(at(p + 2))? * 16 + hex_value(at(p + 3))?))
+        .flatten();
+    if let Some(byte) = escaped_hex {
+        bytes.push(byte);
+        p += 3;
+    } else if c == b'\\' && at(p + 1) != 0 {
+        p += 1;
+        bytes.push(match at(p) {
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'b' => 0x08,
+            b'a' => 0x07,
+            other => other,
+        });
+    } else if c == b'"' {
+        if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+            return Err(ProtocolError::UnbalancedQuotes);
+        }
+        return Ok((p, true));
+    } else if c == 0 {
+        return Err(ProtocolError::UnbalancedQuotes);
+    } else {
+        bytes.push(c);
+    }
+    Ok((p, false))
+}
+
+/// Consumes the byte or escape at `p` inside single quotes, appending the byte it stands for;
+/// returns the position of its last byte and whether it was the closing quote.
+fn single_quoted_step(
+    line: &[u8],
+    mut p: usize,
+    bytes: &mut Vec<u8>,
+) -> Result<(usize, bool), ProtocolError> {
+    let at = |i: usize| byte_at(line, i);
+    let c = at(p);
+    if c == b'\\' && at(p + 1) == b'\'' {
+        p += 1;
+        bytes.push(b'\'');
+    } else if c == b'\'' {
+        if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
+            return Err(ProtocolError::UnbalancedQuotes);
+        }
+        return Ok((p, true));
+    } else if c == 0 {
+        return Err(ProtocolError::UnbalancedQuotes);
+    } else {
+        bytes.push(c);
+    }
+    Ok((p, false))
+}
+
 /// Splits one inline line into arguments with `sdssplitargs` rules.
 ///
 /// Appends each argument's bytes to `bytes` and its range (into `bytes`) to `spans`. An empty or
@@ -54,8 +123,7 @@ pub fn split_args(
         Some(nul) => &line[..nul],
         None => line,
     };
-    // Reading past the end yields NUL, as the C code reads the terminator.
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
+    let at = |i: usize| byte_at(line, i);
     let mut p = 0;
     loop {
         while at(p) != 0 && is_c_space(at(p)) {
@@ -71,46 +139,9 @@ pub fn split_args(
         while !done {
             let c = at(p);
             if in_double {
-                let escaped_hex = (c == b'\\' && at(p + 1) == b'x')
-                    .then(|| Some(hex_value(at(p + 2))? * 16 + hex_value(at(p + 3))?))
-                    .flatten();
-                if let Some(byte) = escaped_hex {
-                    bytes.push(byte);
-                    p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
-                    p += 1;
-                    bytes.push(match at(p) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return Err(ProtocolError::UnbalancedQuotes);
-                } else {
-                    bytes.push(c);
-                }
+                (p, done) = double_quoted_step(line, p, bytes)?;
             } else if in_single {
-                if c == b'\\' && at(p + 1) == b'\'' {
-                    p += 1;
-                    bytes.push(b'\'');
-                } else if c == b'\'' {
-                    if at(p + 1) != 0 && !is_c_space(at(p + 1)) {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return Err(ProtocolError::UnbalancedQuotes);
-                } else {
-                    bytes.push(c);
-                }
+                (p, done) = single_quoted_step(line, p, bytes)?;
             } else {
                 match c {
                     b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,

@@ -168,12 +168,7 @@ pub fn run_thread(
     mut poll: Poll,
 ) -> io::Result<()> {
     crate::hot_stats::claim_slot(index);
-    let mut listeners: Vec<TcpListener> =
-        listeners.into_iter().map(TcpListener::from_std).collect();
-    for (i, l) in listeners.iter_mut().enumerate() {
-        poll.registry()
-            .register(l, Token(FIRST_LISTENER + i), Interest::READABLE)?;
-    }
+    let listeners = register_listeners(&poll, listeners)?;
     let mut conns: HashMap<usize, Conn> = HashMap::new();
     let mut next_token = 0usize;
     let mut events = Events::with_capacity(1024);
@@ -181,28 +176,13 @@ pub fn run_thread(
     let mut ready: Vec<usize> = Vec::new();
     let mut spin = Spin::default();
     loop {
-        if SIGNALLED.load(Ordering::Relaxed) {
-            server.shutdown.store(true, Ordering::Relaxed);
-        }
-        if server.shutdown.load(Ordering::Relaxed) {
+        if shutting_down(server) {
             break;
         }
-        let (period, busy_poll) = {
-            let c = server.config.read();
-            (
-                Duration::from_millis(1000 / u64::from(c.hz.max(1))),
-                Duration::from_micros(c.busy_poll_us),
-            )
-        };
+        let (period, busy_poll) = loop_periods(server);
         let worked = !events.is_empty();
         let timeout = if ready.is_empty() {
-            let mut wait = next_cron
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100));
-            if let Some(deadline) = next_block_deadline(server, &conns) {
-                wait = wait.min(Duration::from_millis(deadline.saturating_sub(unix_ms())));
-            }
-            wait
+            idle_wait(server, &conns, next_cron)
         } else {
             Duration::ZERO
         };
@@ -219,17 +199,8 @@ pub fn run_thread(
         let mut touched: Vec<usize> = std::mem::take(&mut ready);
         for event in &events {
             match event.token() {
-                WAKER => {
-                    // Kills are found by the sweep below; shutdown by the check at the top.
-                    let killed: Vec<usize> = conns
-                        .iter()
-                        .filter(|(_, c)| c.state.shared.killed.load(Ordering::Relaxed))
-                        .map(|(&t, _)| t)
-                        .collect();
-                    for token in killed {
-                        close(server, &mut poll, &mut conns, token);
-                    }
-                }
+                // Kills are found by this sweep; shutdown by the check at the top.
+                WAKER => close_killed(server, &mut poll, &mut conns),
                 Token(t) if t >= FIRST_LISTENER => {
                     let listener = &listeners[t - FIRST_LISTENER];
                     accept_all(server, &poll, listener, index, &mut conns, &mut next_token);
@@ -267,14 +238,74 @@ pub fn run_thread(
             next_cron = Instant::now() + period;
         }
     }
+    close_all(server, &mut poll, &mut conns);
+    Ok(())
+}
+
+/// Registers the thread's listening sockets with its poll, each under its own token.
+fn register_listeners(
+    poll: &Poll,
+    listeners: Vec<std::net::TcpListener>,
+) -> io::Result<Vec<TcpListener>> {
+    let mut listeners: Vec<TcpListener> =
+        listeners.into_iter().map(TcpListener::from_std).collect();
+    for (i, l) in listeners.iter_mut().enumerate() {
+        poll.registry()
+            .register(l, Token(FIRST_LISTENER + i), Interest::READABLE)?;
+    }
+    Ok(listeners)
+}
+
+/// Whether the server is to stop: by SHUTDOWN, or by a signal, which this turns into one.
+fn shutting_down(server: &Server) -> bool {
+    if SIGNALLED.load(Ordering::Relaxed) {
+        server.shutdown.store(true, Ordering::Relaxed);
+    }
+    server.shutdown.load(Ordering::Relaxed)
+}
+
+/// The cron period (`hz`) and the busy-poll window, as configured now.
+fn loop_periods(server: &Server) -> (Duration, Duration) {
+    let c = server.config.read();
+    (
+        Duration::from_millis(1000 / u64::from(c.hz.max(1))),
+        Duration::from_micros(c.busy_poll_us),
+    )
+}
+
+/// How long a thread with nothing ready may wait for events: until the next cron (at most
+/// 100 ms) or the earliest timeout of a client blocked on this thread.
+fn idle_wait(server: &Server, conns: &HashMap<usize, Conn>, next_cron: Instant) -> Duration {
+    let mut wait = next_cron
+        .saturating_duration_since(Instant::now())
+        .min(Duration::from_millis(100));
+    if let Some(deadline) = next_block_deadline(server, conns) {
+        wait = wait.min(Duration::from_millis(deadline.saturating_sub(unix_ms())));
+    }
+    wait
+}
+
+/// Closes the connections that CLIENT KILL marked killed.
+fn close_killed(server: &Server, poll: &mut Poll, conns: &mut HashMap<usize, Conn>) {
+    let killed: Vec<usize> = conns
+        .iter()
+        .filter(|(_, c)| c.state.shared.killed.load(Ordering::Relaxed))
+        .map(|(&t, _)| t)
+        .collect();
+    for token in killed {
+        close(server, poll, conns, token);
+    }
+}
+
+/// At shutdown: sends each connection what output it can without waiting, then closes it.
+fn close_all(server: &Server, poll: &mut Poll, conns: &mut HashMap<usize, Conn>) {
     let tokens: Vec<usize> = conns.keys().copied().collect();
     for token in tokens {
         if let Some(conn) = conns.get_mut(&token) {
             let _ = flush(server, conn);
         }
-        close(server, &mut poll, &mut conns, token);
+        close(server, poll, conns, token);
     }
-    Ok(())
 }
 
 /// The busy-poll state of one thread (see the module doc).
@@ -336,47 +367,11 @@ fn accept_all(
             .stats
             .connections_received
             .fetch_add(1, Ordering::Relaxed);
-        let config = server.config.read();
-        if server.connected.load(Ordering::Relaxed) >= config.maxclients {
-            server
-                .stats
-                .rejected_connections
-                .fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write(b"-ERR max number of clients reached\r\n");
+        let Some((authenticated, limits)) = admit(server, &mut stream, peer) else {
             continue;
-        }
-        if config.protected_mode && config.requirepass.is_none() && !peer.ip().is_loopback() {
-            let _ = stream.write(DENIED);
-            continue;
-        }
-        let authenticated = config.requirepass.is_none();
-        let limits = Limits {
-            proto_max_bulk_len: config.proto_max_bulk_len,
-            auth_required: !authenticated,
         };
-        drop(config);
         let _ = stream.set_nodelay(true);
-        let id = server.next_client_id();
-        let shared = Arc::new(ClientShared {
-            id,
-            addr: peer.to_string(),
-            laddr: stream
-                .local_addr()
-                .map(|a| a.to_string())
-                .unwrap_or_default(),
-            fd: stream.as_raw_fd(),
-            thread,
-            created: Instant::now(),
-            info: parking_lot::Mutex::new(ClientInfo {
-                resp: 2,
-                multi: -1,
-                ..ClientInfo::default()
-            }),
-            killed: AtomicBool::new(false),
-            watch_dirty: AtomicBool::new(false),
-            last_interaction_ms: std::sync::atomic::AtomicU64::new(unix_ms()),
-            last_cmd: std::sync::atomic::AtomicUsize::new(0),
-        });
+        let shared = client_shared(server, &stream, peer, thread);
         let token = *next_token;
         *next_token += 1;
         if poll
@@ -390,7 +385,7 @@ fn accept_all(
         {
             continue;
         }
-        server.clients.lock().insert(id, Arc::clone(&shared));
+        server.clients.lock().insert(shared.id, Arc::clone(&shared));
         server.connected.fetch_add(1, Ordering::Relaxed);
         conns.insert(
             token,
@@ -410,6 +405,61 @@ fn accept_all(
             },
         );
     }
+}
+
+/// Decides whether a new connection is served: `None` (after telling it why) when `maxclients`
+/// is reached or protected mode refuses its address; else whether it starts authenticated, and
+/// its parser's limits.
+fn admit(server: &Server, stream: &mut TcpStream, peer: SocketAddr) -> Option<(bool, Limits)> {
+    let config = server.config.read();
+    if server.connected.load(Ordering::Relaxed) >= config.maxclients {
+        server
+            .stats
+            .rejected_connections
+            .fetch_add(1, Ordering::Relaxed);
+        let _ = stream.write(b"-ERR max number of clients reached\r\n");
+        return None;
+    }
+    if config.protected_mode && config.requirepass.is_none() && !peer.ip().is_loopback() {
+        let _ = stream.write(DENIED);
+        return None;
+    }
+    let authenticated = config.requirepass.is_none();
+    let limits = Limits {
+        proto_max_bulk_len: config.proto_max_bulk_len,
+        auth_required: !authenticated,
+    };
+    Some((authenticated, limits))
+}
+
+/// The state of a new client that other threads see (CLIENT LIST, KILL, blocking), with its id.
+fn client_shared(
+    server: &Server,
+    stream: &TcpStream,
+    peer: SocketAddr,
+    thread: usize,
+) -> Arc<ClientShared> {
+    let id = server.next_client_id();
+    Arc::new(ClientShared {
+        id,
+        addr: peer.to_string(),
+        laddr: stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
+        fd: stream.as_raw_fd(),
+        thread,
+        created: Instant::now(),
+        info: parking_lot::Mutex::new(ClientInfo {
+            resp: 2,
+            multi: -1,
+            ..ClientInfo::default()
+        }),
+        killed: AtomicBool::new(false),
+        watch_dirty: AtomicBool::new(false),
+        last_interaction_ms: std::sync::atomic::AtomicU64::new(unix_ms()),
+        last_cmd: std::sync::atomic::AtomicUsize::new(0),
+    })
 }
 
 /// The earliest deadline of this thread's blocked clients, if any is blocked anywhere.
@@ -646,6 +696,9 @@ const PREFETCH_BATCH: usize = 16;
 /// Keys prefetched per batch at most.
 const PREFETCH_KEYS_MAX: usize = 64;
 
+/// A key `prefetch_ahead` found: (shard, key, member or field).
+type Ahead<'b> = (usize, &'b [u8], Option<&'b [u8]>);
+
 /// Starts loading the keyspace entries of the next few complete requests in `buf` (their keys,
 /// from the command table's key specs), so that a pipelined batch waits for memory once rather
 /// than once per request: every key's directory word, then every page's index, then every run
@@ -654,8 +707,6 @@ const PREFETCH_KEYS_MAX: usize = 64;
 /// busy is skipped. Returns the bytes of the requests covered; a lone key is not prefetched
 /// (nothing to overlap it with).
 fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
-    // (shard, key, member or field).
-    type Ahead<'b> = (usize, &'b [u8], Option<&'b [u8]>);
     let mut batch: smallvec::SmallVec<[Ahead<'_>; PREFETCH_BATCH]> = smallvec::SmallVec::new();
     let mut spans: smallvec::SmallVec<[std::ops::Range<usize>; 24]> = smallvec::SmallVec::new();
     let (mut at, mut requests) = (0, 0);
@@ -711,21 +762,32 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
             }
         }
     }
-    let mut maps: smallvec::SmallVec<[(&maps::PageHash, u64); PREFETCH_BATCH]> =
+    prefetch_members(db, &batch, &guards);
+    at
+}
+
+/// The second half of `prefetch_ahead`: prefetches the slot of every member or field in its
+/// collection's map, stage by stage, in the shards `guards` holds (indexed by shard).
+fn prefetch_members(
+    db: usize,
+    batch: &[Ahead<'_>],
+    guards: &[Option<parking_lot::MutexGuard<'_, store::Shard>>],
+) {
+    let mut maps: smallvec::SmallVec<[(store::Members<'_>, u64); PREFETCH_BATCH]> =
         smallvec::SmallVec::new();
     // A pipeline usually targets one collection: look its map up once per run of equal keys.
-    let mut last: Option<(&[u8], Option<&maps::PageHash>)> = None;
-    for &(shard, key, member) in &batch {
+    let mut last: Option<(&[u8], Option<store::Members<'_>>)> = None;
+    for &(shard, key, member) in batch {
         let (Some(guard), Some(member)) = (&guards[shard], member) else {
             continue;
         };
         let map = match last {
             Some((k, map)) if k == key => map,
-            _ => guard.members_map(db, key),
+            _ => guard.members(db, key),
         };
         last = Some((key, map));
         if let Some(map) = map {
-            maps.push((map, map.hash_key(member)));
+            maps.push((map, map.hash(member)));
         }
     }
     for stage in 0..3 {
@@ -733,7 +795,6 @@ fn prefetch_ahead(server: &Server, db: usize, buf: &[u8]) -> usize {
             map.prefetch(hash, stage);
         }
     }
-    at
 }
 
 fn flush(server: &Server, conn: &mut Conn) -> Result<(), ()> {

@@ -1,12 +1,12 @@
 //! Smoke tests with Redis's own tools against densekv: redis-cli (arguments, inline-style
-//! commands on stdin, `--pipe` mass insertion) and a short redis-benchmark run. Each test is
-//! skipped, with a printed message, when the tool is not installed.
+//! commands on stdin, `--pipe` mass insertion) and a short redis-benchmark run. A test fails
+//! when its tool is not installed (`scripts/check.sh` installs them).
 
 mod support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use support::{Server, have_tool};
+use support::{Server, require_tool};
 
 fn cli(server: &Server, args: &[&str], stdin: &[u8]) -> String {
     let mut child = Command::new("redis-cli")
@@ -33,10 +33,7 @@ fn cli(server: &Server, args: &[&str], stdin: &[u8]) -> String {
 
 #[test]
 fn redis_cli_smoke() {
-    if !have_tool("redis-cli") {
-        eprintln!("SKIPPED: redis-cli is not installed");
-        return;
-    }
+    require_tool("redis-cli");
     let server = Server::densekv(&[]);
     assert_eq!(cli(&server, &["PING"], b""), "PONG\n");
     assert_eq!(
@@ -79,10 +76,7 @@ fn redis_cli_smoke() {
 
 #[test]
 fn redis_benchmark_smoke() {
-    if !have_tool("redis-benchmark") {
-        eprintln!("SKIPPED: redis-benchmark is not installed");
-        return;
-    }
+    require_tool("redis-benchmark");
     let server = Server::densekv(&[]);
     let output = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &server.port.to_string()])

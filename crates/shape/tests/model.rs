@@ -61,6 +61,10 @@ fn random_value(rng: &mut SmallRng) -> Vec<u8> {
 }
 
 /// Returns (fallbacks, records still shaped at the end) so the caller can check both paths ran.
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn run(seed: u64) -> (usize, usize) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let unique_share = [0.0, 0.02, 0.3, 1.0][rng.gen_range(0..4)];

@@ -49,11 +49,11 @@ pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
 pub use error::StoreError;
 pub use keyops::{Relocated, copy_between, rename_between};
 pub use shape::{Str, canonical_i64};
-pub use shard::{ExpireRound, Shard, ShardConfig, Ttl};
+pub use shard::{ExpireRound, Members, Shard, ShardConfig, Ttl};
 pub use types::hash::{Hash, HashView};
 pub use types::list::{List, ListObj};
 pub use types::set::{Set, SetView};
-pub use types::zset::{ZIter, ZSet, ZSetView};
+pub use types::zset::{ZIter, ZSet, ZSetView, order as zset_order};
 pub use view::View;
 pub use walk::Walked;
 

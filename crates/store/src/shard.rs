@@ -169,6 +169,26 @@ impl Default for ShardConfig {
     }
 }
 
+/// The member map of a collection, for prefetching lookups in it (`Shard::members`): which
+/// encoding it belongs to stays the store's.
+#[derive(Clone, Copy, Debug)]
+pub struct Members<'a>(&'a PageHash);
+
+impl Members<'_> {
+    /// The hash `prefetch` takes for `member`.
+    #[inline]
+    pub fn hash(&self, member: &[u8]) -> u64 {
+        self.0.hash_key(member)
+    }
+
+    /// Stage `stage` (0, 1, 2) of the lookup of the member hashed to `hash` (see
+    /// `maps::PageHash::prefetch`): loads cache lines, changes nothing.
+    #[inline]
+    pub fn prefetch(&self, hash: u64, stage: u8) {
+        self.0.prefetch(hash, stage);
+    }
+}
+
 /// Counts from one active-expiry call.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ExpireRound {
@@ -512,6 +532,11 @@ impl Shard {
     /// The map that holds the members of the collection at `key`, when it has one (sets and
     /// hashes in the pages encoding, sorted-set indexes): for prefetching a member's lookup
     /// ahead of the command. Expired or not, the map is only read.
+    pub fn members(&self, db: usize, key: &[u8]) -> Option<Members<'_>> {
+        self.members_map(db, key).map(Members)
+    }
+
+    /// `members`'s map itself (tests of which encodings have one).
     pub fn members_map(&self, db: usize, key: &[u8]) -> Option<&PageHash> {
         let entry = split_value(self.dbs.get(db)?.keys.as_ref()?.get(&self.heap, key)?);
         if entry.tag != tag::BOXED {

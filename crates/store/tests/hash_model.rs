@@ -123,6 +123,10 @@ fn check(
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn hash_encodings_match_a_btreemap() {
     let seed = seed();
     let mut rng = SmallRng::seed_from_u64(seed);

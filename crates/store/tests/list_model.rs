@@ -44,6 +44,10 @@ fn compare(list: &ListObj, model: &VecDeque<Vec<u8>>) {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn list_matches_vecdeque() {
     let seed = seed();
     let mut rng = SmallRng::seed_from_u64(seed);

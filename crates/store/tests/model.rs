@@ -83,6 +83,10 @@ fn relocate_model(
     Relocated::Done
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn run(seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut shard = new_shard(seed);

@@ -115,6 +115,10 @@ fn add(shard: &mut Shard, key: &[u8], members: &[&[u8]]) -> Result<usize, StoreE
         .map(|n| n.unwrap_or(0))
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test reads as one scenario: its steps or its table of cases stay together"
+)]
 fn run(seed: u64) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut shard = shard(seed);

@@ -321,44 +321,17 @@ pub fn client(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if n != 2 {
             return subcommand_arity(ctx, sub);
         }
-        let name = ctx.client.shared.info.lock().name.clone();
-        if name.is_empty() {
-            ctx.out.null();
-        } else {
-            ctx.out.bulk(name.as_bytes());
-        }
+        client_getname(ctx);
     } else if is(sub, "setname") {
         if n != 3 {
             return subcommand_arity(ctx, sub);
         }
-        if !valid_name(args[2]) {
-            return ctx
-                .error("ERR Client names cannot contain spaces, newlines or special characters.");
-        }
-        ctx.client.shared.info.lock().name = String::from_utf8_lossy(args[2]).into_owned();
-        ctx.ok();
+        client_setname(ctx, args[2]);
     } else if is(sub, "setinfo") {
         if n != 4 {
             return subcommand_arity(ctx, sub);
         }
-        let value = String::from_utf8_lossy(args[3]).into_owned();
-        if !args[3].iter().all(|&b| (b'!'..=b'~').contains(&b)) {
-            return ctx.error(&format!(
-                "ERR {} cannot contain spaces, newlines or special characters.",
-                String::from_utf8_lossy(args[2]).to_lowercase()
-            ));
-        }
-        if is(args[2], "lib-name") {
-            ctx.client.shared.info.lock().lib_name = value;
-        } else if is(args[2], "lib-ver") {
-            ctx.client.shared.info.lock().lib_ver = value;
-        } else {
-            return ctx.error(&format!(
-                "ERR Unrecognized option '{}'",
-                String::from_utf8_lossy(args[2])
-            ));
-        }
-        ctx.ok();
+        client_setinfo(ctx, args[2], args[3]);
     } else if is(sub, "info") {
         if n != 2 {
             return subcommand_arity(ctx, sub);
@@ -373,37 +346,89 @@ pub fn client(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if n != 3 {
             return subcommand_arity(ctx, sub);
         }
-        if is(args[2], "on") {
-            ctx.client.reply_mode = ReplyMode::On;
-            ctx.ok();
-        } else if is(args[2], "off") {
-            ctx.client.reply_mode = ReplyMode::Off;
-        } else if is(args[2], "skip") {
-            ctx.client.reply_mode = ReplyMode::Skip;
-        } else {
-            ctx.syntax_error();
-        }
+        client_reply(ctx, args[2]);
     } else if is(sub, "no-evict") || is(sub, "no-touch") {
         if n != 3 {
             return subcommand_arity(ctx, sub);
         }
-        let Some(on) = on_off(ctx, args[2]) else {
-            return;
-        };
-        let mut info = ctx.client.shared.info.lock();
-        if is(sub, "no-evict") {
-            info.no_evict = on;
-        } else {
-            info.no_touch = on;
-        }
-        drop(info);
-        ctx.ok();
+        client_no_flag(ctx, sub, args[2]);
     } else {
         ctx.error(&format!(
             "ERR unknown subcommand '{}'. Try CLIENT HELP.",
             String::from_utf8_lossy(sub)
         ));
     }
+}
+
+/// CLIENT GETNAME: the connection's name, or null when it has none.
+fn client_getname(ctx: &mut Ctx<'_, '_>) {
+    let name = ctx.client.shared.info.lock().name.clone();
+    if name.is_empty() {
+        ctx.out.null();
+    } else {
+        ctx.out.bulk(name.as_bytes());
+    }
+}
+
+/// CLIENT SETNAME: names the connection, if the name has no spaces or special characters.
+fn client_setname(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
+    if !valid_name(name) {
+        return ctx
+            .error("ERR Client names cannot contain spaces, newlines or special characters.");
+    }
+    ctx.client.shared.info.lock().name = String::from_utf8_lossy(name).into_owned();
+    ctx.ok();
+}
+
+/// CLIENT SETINFO: records the name or the version of the client's library.
+fn client_setinfo(ctx: &mut Ctx<'_, '_>, option: &[u8], value: &[u8]) {
+    let text = String::from_utf8_lossy(value).into_owned();
+    if !value.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
+        return ctx.error(&format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(option).to_lowercase()
+        ));
+    }
+    if is(option, "lib-name") {
+        ctx.client.shared.info.lock().lib_name = text;
+    } else if is(option, "lib-ver") {
+        ctx.client.shared.info.lock().lib_ver = text;
+    } else {
+        return ctx.error(&format!(
+            "ERR Unrecognized option '{}'",
+            String::from_utf8_lossy(option)
+        ));
+    }
+    ctx.ok();
+}
+
+/// CLIENT REPLY: switches the connection's replies on, off, or off for the next command only.
+fn client_reply(ctx: &mut Ctx<'_, '_>, mode: &[u8]) {
+    if is(mode, "on") {
+        ctx.client.reply_mode = ReplyMode::On;
+        ctx.ok();
+    } else if is(mode, "off") {
+        ctx.client.reply_mode = ReplyMode::Off;
+    } else if is(mode, "skip") {
+        ctx.client.reply_mode = ReplyMode::Skip;
+    } else {
+        ctx.syntax_error();
+    }
+}
+
+/// CLIENT NO-EVICT and CLIENT NO-TOUCH (`sub`): sets or clears that flag of the connection.
+fn client_no_flag(ctx: &mut Ctx<'_, '_>, sub: &[u8], arg: &[u8]) {
+    let Some(on) = on_off(ctx, arg) else {
+        return;
+    };
+    let mut info = ctx.client.shared.info.lock();
+    if is(sub, "no-evict") {
+        info.no_evict = on;
+    } else {
+        info.no_touch = on;
+    }
+    drop(info);
+    ctx.ok();
 }
 
 fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

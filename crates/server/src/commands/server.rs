@@ -11,7 +11,7 @@ use crate::command::{
     ADMIN, ALL, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NOSCRIPT, READONLY, STALE, Spec, WRITE, flag,
     key_positions, lookup, table,
 };
-use crate::config::{self, PARAMS};
+use crate::config::{self, Config, PARAMS};
 use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -176,163 +176,206 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     };
     section("server", true, &mut |t| {
-        let _ = write!(
-            t,
-            "redis_version:{}\r\ndensekv_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:{}\r\nexecutable:{}\r\nconfig_file:{}\r\n",
-            crate::REDIS_VERSION,
-            crate::DENSEKV_VERSION,
-            std::env::consts::OS,
-            std::env::consts::ARCH,
-            std::process::id(),
-            server.run_id,
-            server.port.load(Ordering::Relaxed),
-            now * 1000,
-            uptime,
-            uptime / 86400,
-            config.hz,
-            config.hz,
-            usize::from(config.io_threads > 1),
-            std::env::current_exe()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            config.config_file.clone().unwrap_or_default(),
-        );
+        info_server(t, server, &config, now, uptime);
     });
-    section("clients", true, &mut |t| {
-        let _ = write!(
-            t,
-            "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
-            server.connected.load(Ordering::Relaxed),
-            config.maxclients,
-            server.blocked_clients.load(Ordering::Relaxed),
-            server.blocked_clients.load(Ordering::Relaxed)
-        );
-    });
+    section("clients", true, &mut |t| info_clients(t, server, &config));
     let mem = memory_totals(ctx);
     let rss = rss_bytes();
     let used = mem.allocated;
     let peak = server.note_used_memory(used);
     section("memory", true, &mut |t| {
-        let _ = write!(
-            t,
-            "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
-            human(used),
-            human(rss),
-            human(peak),
-            mem.allocated,
-            mem.resident,
-            mem.resident,
-            total_memory(),
-            config.maxmemory,
-            human(config.maxmemory),
-            config.maxmemory_policy,
-            if used == 0 {
-                1.0
-            } else {
-                mem.resident as f64 / used as f64
-            },
-            if used == 0 {
-                1.0
-            } else {
-                rss as f64 / used as f64
-            },
-            mem.requested,
-            mem.reserved,
-            mem.large_cache,
-            mem.dirty,
-        );
-        let hints = maps::hint_stats();
-        let _ = write!(
-            t,
-            "densekv_smallmap_hint_hits:{}\r\ndensekv_smallmap_hint_misses:{}\r\ndensekv_smallmap_not_found:{}\r\ndensekv_shapes:{}\r\ndensekv_shape_cache_hits:{}\r\ndensekv_shape_cache_misses:{}\r\ndensekv_shape_fallbacks:{}\r\n",
-            hints.hint_hit,
-            hints.hint_miss,
-            hints.not_found,
-            mem.shapes,
-            mem.shape_hits,
-            mem.shape_misses,
-            mem.shape_fallbacks
-        );
-        for encoding in store::Encoding::ALL {
-            let count = mem.encodings[encoding.slot()];
-            let _ = write!(t, "densekv_keys_{}:{count}\r\n", encoding.name());
-        }
+        info_memory(t, &mem, rss, peak, &config);
     });
-    section("persistence", true, &mut |t| {
-        let _ = write!(
-            t,
-            "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
-            server.hot.get(|c| &c.dirty),
-            server.started_unix_ms / 1000
-        );
-    });
-    let st = &server.stats;
+    section("persistence", true, &mut |t| info_persistence(t, server));
     let expired: u64 = ctx.locks.iter_mut().map(|s| s.expired_keys()).sum();
-    section("stats", true, &mut |t| {
-        let _ = write!(
-            t,
-            "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
-            st.connections_received.load(Ordering::Relaxed),
-            server.hot.get(|c| &c.commands_processed),
-            server.instantaneous_ops_per_sec(),
-            st.net_input_bytes.load(Ordering::Relaxed),
-            st.net_output_bytes.load(Ordering::Relaxed),
-            st.rejected_connections.load(Ordering::Relaxed),
-            expired,
-            server.hot.get(|c| &c.keyspace_hits),
-            server.hot.get(|c| &c.keyspace_misses),
-            st.total_errors.load(Ordering::Relaxed),
-        );
-    });
-    section("replication", true, &mut |t| {
-        let _ = write!(
-            t,
-            "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n",
-            server.run_id
-        );
-    });
-    section("cpu", true, &mut |t| {
-        let (user, sys) = cpu_times();
-        let _ = write!(
-            t,
-            "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
-        );
-    });
+    section("stats", true, &mut |t| info_stats(t, server, expired));
+    section("replication", true, &mut |t| info_replication(t, server));
+    section("cpu", true, &mut info_cpu);
     section("modules", false, &mut |_| {});
-    section("commandstats", false, &mut |t| {
-        for (i, spec) in ALL_COMMANDS.iter().enumerate() {
-            let s = &server.command_stats[i];
-            let calls = server.hot.get(|c| &c.calls[i]);
-            if calls == 0 {
-                continue;
-            }
-            let usec = server.hot.get(|c| &c.usec[i]);
-            let _ = write!(
-                t,
-                "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
-                spec.name,
-                usec as f64 / calls as f64,
-                s.rejected.load(Ordering::Relaxed),
-                s.failed.load(Ordering::Relaxed)
-            );
-        }
-    });
-    section("errorstats", true, &mut |t| {
-        let mut errors: Vec<_> = server
-            .errorstats
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        errors.sort();
-        for (code, count) in errors {
-            let _ = write!(t, "errorstat_{code}:count={count}\r\n");
-        }
-    });
+    section("commandstats", false, &mut |t| info_commandstats(t, server));
+    section("errorstats", true, &mut |t| info_errorstats(t, server));
     section("cluster", true, &mut |t| {
         t.push_str("cluster_enabled:0\r\n");
     });
-    let databases = config.databases;
+    let keyspace = keyspace_lines(ctx, config.databases);
+    section("keyspace", true, &mut |t| {
+        for line in &keyspace {
+            t.push_str(line);
+        }
+    });
+    ctx.out.verbatim(text.as_bytes(), *b"txt");
+}
+
+/// Writes INFO's server section: versions, process, port, clock and configuration file.
+fn info_server(t: &mut String, server: &Server, config: &Config, now: u64, uptime: u64) {
+    let _ = write!(
+        t,
+        "redis_version:{}\r\ndensekv_version:{}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\nredis_build_id:0\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmonotonic_clock:POSIX clock_gettime\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nprocess_supervised:no\r\nrun_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nio_threads_active:{}\r\nexecutable:{}\r\nconfig_file:{}\r\n",
+        crate::REDIS_VERSION,
+        crate::DENSEKV_VERSION,
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        std::process::id(),
+        server.run_id,
+        server.port.load(Ordering::Relaxed),
+        now * 1000,
+        uptime,
+        uptime / 86400,
+        config.hz,
+        config.hz,
+        usize::from(config.io_threads > 1),
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        config.config_file.clone().unwrap_or_default(),
+    );
+}
+
+/// Writes INFO's clients section: connected, maximum and blocked clients.
+fn info_clients(t: &mut String, server: &Server, config: &Config) {
+    let _ = write!(
+        t,
+        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
+        server.connected.load(Ordering::Relaxed),
+        config.maxclients,
+        server.blocked_clients.load(Ordering::Relaxed),
+        server.blocked_clients.load(Ordering::Relaxed)
+    );
+}
+
+/// Writes INFO's memory section: Redis's fields, then densekv's heap, hint, shape and
+/// per-encoding key counters.
+fn info_memory(t: &mut String, mem: &Memory, rss: u64, peak: u64, config: &Config) {
+    let used = mem.allocated;
+    let _ = write!(
+        t,
+        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
+        human(used),
+        human(rss),
+        human(peak),
+        mem.allocated,
+        mem.resident,
+        mem.resident,
+        total_memory(),
+        config.maxmemory,
+        human(config.maxmemory),
+        config.maxmemory_policy,
+        if used == 0 {
+            1.0
+        } else {
+            mem.resident as f64 / used as f64
+        },
+        if used == 0 {
+            1.0
+        } else {
+            rss as f64 / used as f64
+        },
+        mem.requested,
+        mem.reserved,
+        mem.large_cache,
+        mem.dirty,
+    );
+    let hints = maps::hint_stats();
+    let _ = write!(
+        t,
+        "densekv_smallmap_hint_hits:{}\r\ndensekv_smallmap_hint_misses:{}\r\ndensekv_smallmap_not_found:{}\r\ndensekv_shapes:{}\r\ndensekv_shape_cache_hits:{}\r\ndensekv_shape_cache_misses:{}\r\ndensekv_shape_fallbacks:{}\r\n",
+        hints.hint_hit,
+        hints.hint_miss,
+        hints.not_found,
+        mem.shapes,
+        mem.shape_hits,
+        mem.shape_misses,
+        mem.shape_fallbacks
+    );
+    for encoding in store::Encoding::ALL {
+        let count = mem.encodings[encoding.slot()];
+        let _ = write!(t, "densekv_keys_{}:{count}\r\n", encoding.name());
+    }
+}
+
+/// Writes INFO's persistence section: nothing is saved, so only the change count varies.
+fn info_persistence(t: &mut String, server: &Server) {
+    let _ = write!(
+        t,
+        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
+        server.hot.get(|c| &c.dirty),
+        server.started_unix_ms / 1000
+    );
+}
+
+/// Writes INFO's stats section: connection, command, traffic, keyspace and error counters.
+fn info_stats(t: &mut String, server: &Server, expired: u64) {
+    let st = &server.stats;
+    let _ = write!(
+        t,
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+        st.connections_received.load(Ordering::Relaxed),
+        server.hot.get(|c| &c.commands_processed),
+        server.instantaneous_ops_per_sec(),
+        st.net_input_bytes.load(Ordering::Relaxed),
+        st.net_output_bytes.load(Ordering::Relaxed),
+        st.rejected_connections.load(Ordering::Relaxed),
+        expired,
+        server.hot.get(|c| &c.keyspace_hits),
+        server.hot.get(|c| &c.keyspace_misses),
+        st.total_errors.load(Ordering::Relaxed),
+    );
+}
+
+/// Writes INFO's replication section: always a master without replicas.
+fn info_replication(t: &mut String, server: &Server) {
+    let _ = write!(
+        t,
+        "role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_repl_offset:0\r\nrepl_backlog_active:0\r\n",
+        server.run_id
+    );
+}
+
+/// Writes INFO's cpu section: the process's user and system time.
+fn info_cpu(t: &mut String) {
+    let (user, sys) = cpu_times();
+    let _ = write!(
+        t,
+        "used_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+    );
+}
+
+/// Writes INFO's commandstats section: one line per command called at least once.
+fn info_commandstats(t: &mut String, server: &Server) {
+    for (i, spec) in ALL_COMMANDS.iter().enumerate() {
+        let s = &server.command_stats[i];
+        let calls = server.hot.get(|c| &c.calls[i]);
+        if calls == 0 {
+            continue;
+        }
+        let usec = server.hot.get(|c| &c.usec[i]);
+        let _ = write!(
+            t,
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+            spec.name,
+            usec as f64 / calls as f64,
+            s.rejected.load(Ordering::Relaxed),
+            s.failed.load(Ordering::Relaxed)
+        );
+    }
+}
+
+/// Writes INFO's errorstats section: one line per error code, sorted.
+fn info_errorstats(t: &mut String, server: &Server) {
+    let mut errors: Vec<_> = server
+        .errorstats
+        .lock()
+        .iter()
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    errors.sort();
+    for (code, count) in errors {
+        let _ = write!(t, "errorstat_{code}:count={count}\r\n");
+    }
+}
+
+/// INFO's keyspace lines: keys, expiring keys and average TTL of every non-empty database.
+fn keyspace_lines(ctx: &mut Ctx<'_, '_>, databases: usize) -> Vec<String> {
     let mut keyspace = Vec::new();
     for db in 0..databases {
         let (mut keys, mut expires, mut ttl_sum, mut ttl_n) = (0, 0, 0u64, 0u64);
@@ -352,12 +395,7 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             ));
         }
     }
-    section("keyspace", true, &mut |t| {
-        for line in &keyspace {
-            t.push_str(line);
-        }
-    });
-    ctx.out.verbatim(text.as_bytes(), *b"txt");
+    keyspace
 }
 
 fn total_memory() -> u64 {
@@ -494,83 +532,22 @@ pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if args.len() < 3 {
             return subcommand_arity(ctx, "config", sub);
         }
-        let config = ctx.server.config.read().clone();
-        let mut pairs: Vec<(&str, String)> = Vec::new();
-        for p in PARAMS {
-            if args[2..]
-                .iter()
-                .any(|pat| store::glob::matches(&pat.to_ascii_lowercase(), p.name.as_bytes()))
-                && !pairs.iter().any(|(n, _)| *n == p.name)
-            {
-                pairs.push((p.name, (p.get)(&config)));
-            }
-        }
-        ctx.out.map_len(pairs.len());
-        for (name, value) in pairs {
-            ctx.out.bulk(name.as_bytes());
-            ctx.out.bulk(value.as_bytes());
-        }
+        config_get(ctx, &args[2..]);
     } else if is(sub, "set") {
         if args.len() < 4 || !args.len().is_multiple_of(2) {
             return subcommand_arity(ctx, "config", sub);
         }
-        let mut next = ctx.server.config.read().clone();
-        for pair in args[2..].chunks(2) {
-            let name = String::from_utf8_lossy(pair[0]).into_owned();
-            let Some(param) = config::param(&name).filter(|p| p.mutable) else {
-                let text =
-                    format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'");
-                return ctx.error(&text);
-            };
-            let value: Vec<String> = vec![String::from_utf8_lossy(pair[1]).into_owned()];
-            if let Err(reason) = (param.set)(&mut next, &value) {
-                let text = format!(
-                    "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
-                );
-                return ctx.error(&text);
-            }
-        }
-        crate::log::set_level(&next.loglevel);
-        ctx.server
-            .slowlog_slower_than
-            .store(next.slowlog_log_slower_than, Ordering::Relaxed);
-        *ctx.server.config.write() = next;
-        ctx.ok();
+        config_set(ctx, &args[2..]);
     } else if is(sub, "resetstat") {
         if args.len() != 2 {
             return subcommand_arity(ctx, "config", sub);
         }
-        let st = &ctx.server.stats;
-        for counter in [
-            &st.connections_received,
-            &st.rejected_connections,
-            &st.net_input_bytes,
-            &st.net_output_bytes,
-            &st.total_errors,
-            &st.expired_keys_active,
-        ] {
-            counter.store(0, Ordering::Relaxed);
-        }
-        ctx.server.hot.reset();
-        for s in &*ctx.server.command_stats {
-            s.failed.store(0, Ordering::Relaxed);
-            s.rejected.store(0, Ordering::Relaxed);
-        }
-        ctx.server.errorstats.lock().clear();
-        ctx.server.slowlog.lock().entries.clear();
-        ctx.ok();
+        config_resetstat(ctx);
     } else if is(sub, "rewrite") {
         if args.len() != 2 {
             return subcommand_arity(ctx, "config", sub);
         }
-        let config = ctx.server.config.read().clone();
-        let Some(path) = config.config_file.clone() else {
-            return ctx.error("ERR The server is running without a config file");
-        };
-        match std::fs::write(&path, config::render(&config)) {
-            Ok(()) => ctx.ok(),
-            Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
-        }
+        config_rewrite(ctx);
     } else if is(sub, "help") && args.len() == 2 {
         help(
             ctx,
@@ -590,6 +567,87 @@ pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         );
     } else {
         unknown_subcommand(ctx, "config", sub);
+    }
+}
+
+/// CONFIG GET: every parameter that matches one of the patterns, once, in table order.
+fn config_get(ctx: &mut Ctx<'_, '_>, patterns: &[&[u8]]) {
+    let config = ctx.server.config.read().clone();
+    let mut pairs: Vec<(&str, String)> = Vec::new();
+    for p in PARAMS {
+        if patterns
+            .iter()
+            .any(|pat| store::glob::matches(&pat.to_ascii_lowercase(), p.name.as_bytes()))
+            && !pairs.iter().any(|(n, _)| *n == p.name)
+        {
+            pairs.push((p.name, (p.get)(&config)));
+        }
+    }
+    ctx.out.map_len(pairs.len());
+    for (name, value) in pairs {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.bulk(value.as_bytes());
+    }
+}
+
+/// CONFIG SET: applies the name/value pairs to a copy of the configuration, which replaces it
+/// only if every pair was accepted.
+fn config_set(ctx: &mut Ctx<'_, '_>, pairs: &[&[u8]]) {
+    let mut next = ctx.server.config.read().clone();
+    for pair in pairs.chunks(2) {
+        let name = String::from_utf8_lossy(pair[0]).into_owned();
+        let Some(param) = config::param(&name).filter(|p| p.mutable) else {
+            let text =
+                format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'");
+            return ctx.error(&text);
+        };
+        let value: Vec<String> = vec![String::from_utf8_lossy(pair[1]).into_owned()];
+        if let Err(reason) = (param.set)(&mut next, &value) {
+            let text =
+                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}");
+            return ctx.error(&text);
+        }
+    }
+    crate::log::set_level(&next.loglevel);
+    ctx.server
+        .slowlog_slower_than
+        .store(next.slowlog_log_slower_than, Ordering::Relaxed);
+    *ctx.server.config.write() = next;
+    ctx.ok();
+}
+
+/// CONFIG RESETSTAT: zeroes the counters INFO reports and empties the slow log.
+fn config_resetstat(ctx: &mut Ctx<'_, '_>) {
+    let st = &ctx.server.stats;
+    for counter in [
+        &st.connections_received,
+        &st.rejected_connections,
+        &st.net_input_bytes,
+        &st.net_output_bytes,
+        &st.total_errors,
+        &st.expired_keys_active,
+    ] {
+        counter.store(0, Ordering::Relaxed);
+    }
+    ctx.server.hot.reset();
+    for s in &*ctx.server.command_stats {
+        s.failed.store(0, Ordering::Relaxed);
+        s.rejected.store(0, Ordering::Relaxed);
+    }
+    ctx.server.errorstats.lock().clear();
+    ctx.server.slowlog.lock().entries.clear();
+    ctx.ok();
+}
+
+/// CONFIG REWRITE: writes the running configuration to the file it was loaded from.
+fn config_rewrite(ctx: &mut Ctx<'_, '_>) {
+    let config = ctx.server.config.read().clone();
+    let Some(path) = config.config_file.clone() else {
+        return ctx.error("ERR The server is running without a config file");
+    };
+    match std::fs::write(&path, config::render(&config)) {
+        Ok(()) => ctx.ok(),
+        Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
     }
 }
 
@@ -643,98 +701,16 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
         ctx.out.integer(ALL_COMMANDS.len() as i64);
     } else if is(sub, "info") {
-        let specs: Vec<Option<&Spec>> = if args.len() == 2 {
-            ALL_COMMANDS.iter().map(|s| Some(*s)).collect()
-        } else {
-            args[2..]
-                .iter()
-                .map(|n| lookup(n).map(|(_, s)| s))
-                .collect()
-        };
-        ctx.out.array_len(specs.len());
-        for spec in specs {
-            match spec {
-                Some(spec) => command_info(ctx, spec),
-                None => ctx.out.null_array(),
-            }
-        }
+        command_info_of(ctx, args);
     } else if is(sub, "docs") {
-        let specs: Vec<&Spec> = if args.len() == 2 {
-            ALL_COMMANDS.iter().copied().collect()
-        } else {
-            args[2..]
-                .iter()
-                .filter_map(|n| lookup(n).map(|(_, s)| s))
-                .collect()
-        };
-        ctx.out.map_len(specs.len());
-        for spec in specs {
-            ctx.out.bulk(spec.name.as_bytes());
-            ctx.out.map_len(4);
-            ctx.out.bulk(b"summary");
-            ctx.out.bulk(spec.summary.as_bytes());
-            ctx.out.bulk(b"since");
-            ctx.out.bulk(spec.since.as_bytes());
-            ctx.out.bulk(b"group");
-            ctx.out.bulk(spec.group.as_bytes());
-            ctx.out.bulk(b"complexity");
-            ctx.out.bulk(b"");
-        }
+        command_docs(ctx, args);
     } else if is(sub, "list") {
-        let pattern = if args.len() == 5 && is(args[2], "filterby") && is(args[3], "pattern") {
-            Some(store::glob::Glob::new(args[4]))
-        } else if args.len() == 2 {
-            None
-        } else if args.len() == 5
-            && is(args[2], "filterby")
-            && (is(args[3], "aclcat") || is(args[3], "module"))
-        {
-            let cat = String::from_utf8_lossy(args[4]).to_lowercase();
-            let names: Vec<&str> = if is(args[3], "aclcat") {
-                ALL_COMMANDS
-                    .iter()
-                    .filter(|s| s.group == cat)
-                    .map(|s| s.name)
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            ctx.out.array_len(names.len());
-            for n in names {
-                ctx.out.bulk(n.as_bytes());
-            }
-            return;
-        } else {
-            return ctx.syntax_error();
-        };
-        let names: Vec<&str> = ALL_COMMANDS
-            .iter()
-            .map(|s| s.name)
-            .filter(|n| pattern.as_ref().is_none_or(|g| g.matches(n.as_bytes())))
-            .collect();
-        ctx.out.array_len(names.len());
-        for n in names {
-            ctx.out.bulk(n.as_bytes());
-        }
+        command_list(ctx, args);
     } else if is(sub, "getkeys") {
         if args.len() < 3 {
             return subcommand_arity(ctx, "command", sub);
         }
-        let Some((_, spec)) = lookup(args[2]) else {
-            return ctx.error("ERR Invalid command specified");
-        };
-        let cmd_args = &args[2..];
-        if !crate::command::arity_ok(spec.arity, cmd_args.len()) {
-            return ctx.error("ERR Invalid number of arguments specified for command");
-        }
-        let positions = key_positions(spec, cmd_args);
-        if positions.is_empty() {
-            return ctx.error("ERR The command has no key arguments");
-        }
-        ctx.out.array_len(positions.len());
-        for p in positions {
-            ctx.out.bulk(cmd_args[p]);
-        }
+        command_getkeys(ctx, &args[2..]);
     } else if is(sub, "help") && args.len() == 2 {
         help(
             ctx,
@@ -758,6 +734,107 @@ pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         );
     } else {
         unknown_subcommand(ctx, "command", sub);
+    }
+}
+
+/// COMMAND INFO: the details of the named commands (a null for an unknown name), or of all.
+fn command_info_of(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let specs: Vec<Option<&Spec>> = if args.len() == 2 {
+        ALL_COMMANDS.iter().map(|s| Some(*s)).collect()
+    } else {
+        args[2..]
+            .iter()
+            .map(|n| lookup(n).map(|(_, s)| s))
+            .collect()
+    };
+    ctx.out.array_len(specs.len());
+    for spec in specs {
+        match spec {
+            Some(spec) => command_info(ctx, spec),
+            None => ctx.out.null_array(),
+        }
+    }
+}
+
+/// COMMAND DOCS: the documentation of the named commands (unknown names are skipped), or of all.
+fn command_docs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let specs: Vec<&Spec> = if args.len() == 2 {
+        ALL_COMMANDS.iter().copied().collect()
+    } else {
+        args[2..]
+            .iter()
+            .filter_map(|n| lookup(n).map(|(_, s)| s))
+            .collect()
+    };
+    ctx.out.map_len(specs.len());
+    for spec in specs {
+        ctx.out.bulk(spec.name.as_bytes());
+        ctx.out.map_len(4);
+        ctx.out.bulk(b"summary");
+        ctx.out.bulk(spec.summary.as_bytes());
+        ctx.out.bulk(b"since");
+        ctx.out.bulk(spec.since.as_bytes());
+        ctx.out.bulk(b"group");
+        ctx.out.bulk(spec.group.as_bytes());
+        ctx.out.bulk(b"complexity");
+        ctx.out.bulk(b"");
+    }
+}
+
+/// COMMAND LIST: every command's name, or those a `FILTERBY` pattern, category or module selects.
+fn command_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let pattern = if args.len() == 5 && is(args[2], "filterby") && is(args[3], "pattern") {
+        Some(store::glob::Glob::new(args[4]))
+    } else if args.len() == 2 {
+        None
+    } else if args.len() == 5
+        && is(args[2], "filterby")
+        && (is(args[3], "aclcat") || is(args[3], "module"))
+    {
+        let cat = String::from_utf8_lossy(args[4]).to_lowercase();
+        let names: Vec<&str> = if is(args[3], "aclcat") {
+            ALL_COMMANDS
+                .iter()
+                .filter(|s| s.group == cat)
+                .map(|s| s.name)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        ctx.out.array_len(names.len());
+        for n in names {
+            ctx.out.bulk(n.as_bytes());
+        }
+        return;
+    } else {
+        return ctx.syntax_error();
+    };
+    let names: Vec<&str> = ALL_COMMANDS
+        .iter()
+        .map(|s| s.name)
+        .filter(|n| pattern.as_ref().is_none_or(|g| g.matches(n.as_bytes())))
+        .collect();
+    ctx.out.array_len(names.len());
+    for n in names {
+        ctx.out.bulk(n.as_bytes());
+    }
+}
+
+/// COMMAND GETKEYS: the key arguments of the full command `cmd_args`, per its key spec.
+fn command_getkeys(ctx: &mut Ctx<'_, '_>, cmd_args: &[&[u8]]) {
+    let Some((_, spec)) = lookup(cmd_args[0]) else {
+        return ctx.error("ERR Invalid command specified");
+    };
+    if !crate::command::arity_ok(spec.arity, cmd_args.len()) {
+        return ctx.error("ERR Invalid number of arguments specified for command");
+    }
+    let positions = key_positions(spec, cmd_args);
+    if positions.is_empty() {
+        return ctx.error("ERR The command has no key arguments");
+    }
+    ctx.out.array_len(positions.len());
+    for p in positions {
+        ctx.out.bulk(cmd_args[p]);
     }
 }
 
@@ -798,61 +875,9 @@ pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if args.len() < 3 {
             return subcommand_arity(ctx, "memory", sub);
         }
-        // `SAMPLES n` any number of times, as Redis parses it (the last one wins; densekv
-        // measures exactly, so the count changes nothing).
-        let mut j = 3;
-        while j < args.len() {
-            if !(is(args[j], "samples") && j + 1 < args.len()) {
-                return ctx.syntax_error();
-            }
-            match parse_i64(args[j + 1]) {
-                None => return ctx.not_integer(),
-                Some(n) if n < 0 => return ctx.syntax_error(),
-                Some(_) => {}
-            }
-            j += 2;
-        }
-        let key = args[2];
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        let usage = ctx.shard(key).memory_usage(db, key, now);
-        match usage {
-            Some(n) => ctx.out.integer(n as i64),
-            None => ctx.out.null(),
-        }
+        memory_usage(ctx, args);
     } else if is(sub, "stats") {
-        let mem = memory_totals(ctx);
-        let keys: usize = {
-            let db = ctx.db();
-            ctx.locks.iter_mut().map(|s| s.len(db)).sum()
-        };
-        let rss = rss_bytes();
-        let peak = ctx.server.note_used_memory(mem.allocated);
-        ctx.out.map_len(8);
-        for (name, value) in [
-            ("peak.allocated", peak),
-            ("total.allocated", mem.allocated),
-            ("dataset.bytes", mem.allocated),
-            ("keys.count", keys as u64),
-            (
-                "keys.bytes-per-key",
-                if keys == 0 {
-                    0
-                } else {
-                    mem.allocated / keys as u64
-                },
-            ),
-            ("allocator.resident", mem.resident),
-            ("rss-bytes", rss),
-        ] {
-            ctx.out.bulk(name.as_bytes());
-            ctx.out.integer(value as i64);
-        }
-        ctx.out.bulk(b"fragmentation");
-        ctx.out.double(if mem.allocated == 0 {
-            1.0
-        } else {
-            rss as f64 / mem.allocated as f64
-        });
+        memory_stats(ctx);
     } else if is(sub, "doctor") {
         ctx.out.verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.", *b"txt");
     } else if is(sub, "malloc-stats") {
@@ -890,6 +915,68 @@ pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     } else {
         unknown_subcommand(ctx, "memory", sub);
     }
+}
+
+/// MEMORY USAGE: the bytes the key `args[2]` and its value take (null when it does not exist).
+fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    // `SAMPLES n` any number of times, as Redis parses it (the last one wins; densekv
+    // measures exactly, so the count changes nothing).
+    let mut j = 3;
+    while j < args.len() {
+        if !(is(args[j], "samples") && j + 1 < args.len()) {
+            return ctx.syntax_error();
+        }
+        match parse_i64(args[j + 1]) {
+            None => return ctx.not_integer(),
+            Some(n) if n < 0 => return ctx.syntax_error(),
+            Some(_) => {}
+        }
+        j += 2;
+    }
+    let key = args[2];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let usage = ctx.shard(key).memory_usage(db, key, now);
+    match usage {
+        Some(n) => ctx.out.integer(n as i64),
+        None => ctx.out.null(),
+    }
+}
+
+/// MEMORY STATS: Redis's map of allocation, per-key and fragmentation figures.
+fn memory_stats(ctx: &mut Ctx<'_, '_>) {
+    let mem = memory_totals(ctx);
+    let keys: usize = {
+        let db = ctx.db();
+        ctx.locks.iter_mut().map(|s| s.len(db)).sum()
+    };
+    let rss = rss_bytes();
+    let peak = ctx.server.note_used_memory(mem.allocated);
+    ctx.out.map_len(8);
+    for (name, value) in [
+        ("peak.allocated", peak),
+        ("total.allocated", mem.allocated),
+        ("dataset.bytes", mem.allocated),
+        ("keys.count", keys as u64),
+        (
+            "keys.bytes-per-key",
+            if keys == 0 {
+                0
+            } else {
+                mem.allocated / keys as u64
+            },
+        ),
+        ("allocator.resident", mem.resident),
+        ("rss-bytes", rss),
+    ] {
+        ctx.out.bulk(name.as_bytes());
+        ctx.out.integer(value as i64);
+    }
+    ctx.out.bulk(b"fragmentation");
+    ctx.out.double(if mem.allocated == 0 {
+        1.0
+    } else {
+        rss as f64 / mem.allocated as f64
+    });
 }
 
 pub fn slowlog(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -1023,11 +1110,16 @@ pub fn debug(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             Some(e) => ctx.error(&format!("ERR {e}")),
             None => ctx.ok(),
         }
+    } else if is(sub, "panic") && args.len() == 2 {
+        // A bug report and an abort, with every shard locked, as a real bug would leave them.
+        panic!("DEBUG PANIC called at Unix time {}", unix_ms() / 1000);
     } else if is(sub, "help") {
         help(
             ctx,
             &[
                 "DEBUG <subcommand>. Subcommands are:",
+                "PANIC",
+                "    Crash the server simulating a panic.",
                 "SLEEP <seconds>",
                 "    Stop the server for <seconds>.",
                 "VALIDATE",

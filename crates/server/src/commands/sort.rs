@@ -186,14 +186,60 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
     let Some(mut o) = parse(ctx, args, readonly) else {
         return;
     };
-    let key = args[1];
+    let Some((elements, is_set, ordered)) = sorted_elements(ctx, args[1]) else {
+        return;
+    };
+    // A set in no particular order would make STORE's result arbitrary: sort it as strings.
+    if o.dont_sort && is_set && o.store.is_some() {
+        o.dont_sort = false;
+        o.alpha = true;
+        o.by = None;
+    }
+    let (start, end) = limit_range(o.limit, elements.len() as i64);
+    let mut items: Vec<Item> = elements
+        .into_iter()
+        .map(|element| Item {
+            element,
+            score: 0.0,
+            by: None,
+        })
+        .collect();
+    if o.dont_sort && ordered && o.desc {
+        items.reverse();
+    }
+    if !o.dont_sort {
+        if !weigh(ctx, &o, &mut items) {
+            return ctx.error("ERR One or more scores can't be converted into double");
+        }
+        sort_items(&o, &mut items);
+    }
+    let range: Vec<Item> = if end >= start {
+        items
+            .into_iter()
+            .skip(start as usize)
+            .take((end - start + 1) as usize)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    match o.store {
+        None => reply_sorted(ctx, &o.gets, &range),
+        Some(dst) => store_sorted(ctx, dst, &o.gets, range),
+    }
+}
+
+/// The elements of the list, set or sorted set at `key` (none when missing), whether it is a
+/// set and whether its order means something; replies WRONGTYPE (or a store error) and returns
+/// `None` for another type.
+fn sorted_elements(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Option<(Vec<Vec<u8>>, bool, bool)> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     // Redis converts a listpack sorted set to a skiplist before sorting it, for good; the
     // encoding shows afterwards (a -0 score survives in a skiplist, not in a listpack).
     if ctx.shard(key).kind(db, key, now) == Some(store::Kind::ZSet)
         && let Err(e) = to_index(ctx.shard(key), db, key, now)
     {
-        return ctx.store_error(e);
+        ctx.store_error(e);
+        return None;
     }
     let elements = ctx.shard(key).view(db, key, now, |v, _| match v {
         View::List(l) => Some((l.iter_from(0).map(<[u8]>::to_vec).collect(), false, true)),
@@ -205,19 +251,20 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
         )),
         View::String(_) | View::Hash(_) => None,
     });
-    let (elements, is_set, ordered): (Vec<Vec<u8>>, bool, bool) = match elements {
-        None => (Vec::new(), false, true),
-        Some(Some(found)) => found,
-        Some(None) => return ctx.wrong_type(),
-    };
-    // A set in no particular order would make STORE's result arbitrary: sort it as strings.
-    if o.dont_sort && is_set && o.store.is_some() {
-        o.dont_sort = false;
-        o.alpha = true;
-        o.by = None;
+    match elements {
+        None => Some((Vec::new(), false, true)),
+        Some(Some(found)) => Some(found),
+        Some(None) => {
+            ctx.wrong_type();
+            None
+        }
     }
-    let len = elements.len() as i64;
-    let (limit_start, limit_count) = o.limit.unwrap_or((0, -1));
+}
+
+/// LIMIT's `(offset, count)` clamped to a `len`-element result as `sortCommand` clamps it:
+/// the inclusive range `start..=end` (empty when `end < start`).
+fn limit_range(limit: Option<(i64, i64)>, len: i64) -> (i64, i64) {
+    let (limit_start, limit_count) = limit.unwrap_or((0, -1));
     let mut start = limit_start.max(0).min(len);
     let limit_count = limit_count.max(-1).min(len);
     let mut end = if limit_count < 0 {
@@ -232,126 +279,115 @@ fn sort_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], readonly: bool) {
     if end >= len {
         end = len - 1;
     }
-    let mut items: Vec<Item> = elements
-        .into_iter()
-        .map(|element| Item {
-            element,
-            score: 0.0,
-            by: None,
-        })
-        .collect();
-    if o.dont_sort && ordered && o.desc {
-        items.reverse();
-    }
-    let mut conversion_error = false;
-    if !o.dont_sort {
-        for item in &mut items {
-            let by_value = match o.by {
-                Some(pattern) => match lookup_by_pattern(ctx, pattern, &item.element) {
-                    Some(v) => v,
-                    None => continue,
-                },
-                None => item.element.clone(),
-            };
-            if o.alpha {
-                if o.by.is_some() {
-                    item.by = Some(by_value);
-                }
-            } else {
-                match parse_weight(&by_value) {
-                    Some(score) => item.score = score,
-                    None => conversion_error = true,
-                }
-            }
-        }
-        // Redis compares ALPHA results with strcoll() (C strings: they end at the first NUL; a
-        // byte-order locale is assumed) unless it stores them, then as binary strings. Its qsort
-        // (glibc's merge sort) is stable, as this sort is, so ties keep the input order.
-        let c_strings = o.store.is_none();
-        let text = |b: &[u8]| -> usize {
-            if c_strings {
-                b.iter().position(|&c| c == 0).unwrap_or(b.len())
-            } else {
-                b.len()
-            }
+    (start, end)
+}
+
+/// Reads each element's weight (BY) or its own value: a score, or the BY value for ALPHA.
+/// False when a weight is not a number.
+fn weigh(ctx: &mut Ctx<'_, '_>, o: &Options<'_>, items: &mut [Item]) -> bool {
+    let mut converted = true;
+    for item in items {
+        let by_value = match o.by {
+            Some(pattern) => match lookup_by_pattern(ctx, pattern, &item.element) {
+                Some(v) => v,
+                None => continue,
+            },
+            None => item.element.clone(),
         };
-        let (alpha, by, desc) = (o.alpha, o.by.is_some(), o.desc);
-        items.sort_by(|a, b| {
-            let cmp = if !alpha {
-                a.score
-                    .partial_cmp(&b.score)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-                    .then_with(|| a.element.cmp(&b.element))
-            } else if by {
-                match (&a.by, &b.by) {
-                    (None, None) => std::cmp::Ordering::Equal,
-                    (None, Some(_)) => std::cmp::Ordering::Less,
-                    (Some(_), None) => std::cmp::Ordering::Greater,
-                    (Some(x), Some(y)) => x[..text(x)].cmp(&y[..text(y)]),
-                }
-            } else {
-                a.element[..text(&a.element)].cmp(&b.element[..text(&b.element)])
-            };
-            if desc { cmp.reverse() } else { cmp }
-        });
+        if o.alpha {
+            if o.by.is_some() {
+                item.by = Some(by_value);
+            }
+        } else {
+            match parse_weight(&by_value) {
+                Some(score) => item.score = score,
+                None => converted = false,
+            }
+        }
     }
-    if conversion_error {
-        return ctx.error("ERR One or more scores can't be converted into double");
-    }
-    let range: Vec<Item> = if end >= start {
-        items
-            .into_iter()
-            .skip(start as usize)
-            .take((end - start + 1) as usize)
-            .collect()
-    } else {
-        Vec::new()
+    converted
+}
+
+/// Sorts as Redis does: numerically with ties broken by the elements as binary strings, or
+/// ALPHA by strcoll() (C strings: they end at the first NUL; a byte-order locale is assumed)
+/// unless it stores them, then as binary strings. Its qsort (glibc's merge sort) is stable, as
+/// this sort is, so ties keep the input order.
+fn sort_items(o: &Options<'_>, items: &mut [Item]) {
+    let c_strings = o.store.is_none();
+    let text = |b: &[u8]| -> usize {
+        if c_strings {
+            b.iter().position(|&c| c == 0).unwrap_or(b.len())
+        } else {
+            b.len()
+        }
     };
-    let gets = std::mem::take(&mut o.gets);
-    match o.store {
-        None => {
-            let per = gets.len().max(1);
-            ctx.out.array_len(range.len() * per);
-            for item in &range {
-                if gets.is_empty() {
-                    ctx.out.bulk(&item.element);
-                }
-                for pattern in &gets {
-                    match lookup_by_pattern(ctx, pattern, &item.element) {
-                        Some(v) => ctx.out.bulk(&v),
-                        None => ctx.out.null(),
-                    }
-                }
+    let (alpha, by, desc) = (o.alpha, o.by.is_some(), o.desc);
+    items.sort_by(|a, b| {
+        let cmp = if !alpha {
+            a.score
+                .partial_cmp(&b.score)
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| a.element.cmp(&b.element))
+        } else if by {
+            match (&a.by, &b.by) {
+                (None, None) => std::cmp::Ordering::Equal,
+                (None, Some(_)) => std::cmp::Ordering::Less,
+                (Some(_), None) => std::cmp::Ordering::Greater,
+                (Some(x), Some(y)) => x[..text(x)].cmp(&y[..text(y)]),
             }
+        } else {
+            a.element[..text(&a.element)].cmp(&b.element[..text(&b.element)])
+        };
+        if desc { cmp.reverse() } else { cmp }
+    });
+}
+
+/// Replies the sorted range, each element or what its GET patterns find.
+fn reply_sorted(ctx: &mut Ctx<'_, '_>, gets: &[&[u8]], range: &[Item]) {
+    ctx.out.array_len(range.len() * gets.len().max(1));
+    for item in range {
+        if gets.is_empty() {
+            ctx.out.bulk(&item.element);
         }
-        Some(dst) => {
-            let mut out: Vec<Vec<u8>> = Vec::new();
-            for item in range {
-                if gets.is_empty() {
-                    out.push(item.element);
-                    continue;
-                }
-                for pattern in &gets {
-                    out.push(lookup_by_pattern(ctx, pattern, &item.element).unwrap_or_default());
-                }
+        for pattern in gets {
+            match lookup_by_pattern(ctx, pattern, &item.element) {
+                Some(v) => ctx.out.bulk(&v),
+                None => ctx.out.null(),
             }
-            let count = out.len();
-            if count > 0 {
-                let stored = ctx.shard(dst).builder::<List>().and_then(|mut b| {
-                    for v in &out {
-                        b.push_back(v);
-                    }
-                    b.finish(db, dst, None)
-                });
-                if let Err(e) = stored {
-                    return ctx.store_error(e);
-                }
-                ctx.touch(db, dst);
-                ctx.signal_ready(db, dst);
-            } else if ctx.shard(dst).remove(db, dst, now) {
-                ctx.touch(db, dst);
-            }
-            ctx.out.integer(count as i64);
         }
     }
+}
+
+/// SORT … STORE: the sorted range (or what its GET patterns find) becomes a list at `dst`; an
+/// empty result deletes `dst`.
+fn store_sorted(ctx: &mut Ctx<'_, '_>, dst: &[u8], gets: &[&[u8]], range: Vec<Item>) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    for item in range {
+        if gets.is_empty() {
+            out.push(item.element);
+            continue;
+        }
+        for pattern in gets {
+            out.push(lookup_by_pattern(ctx, pattern, &item.element).unwrap_or_default());
+        }
+    }
+    if out.is_empty() {
+        if ctx.shard(dst).remove(db, dst, now) {
+            ctx.touch(db, dst);
+        }
+        return ctx.out.integer(0);
+    }
+    let stored = ctx.shard(dst).builder::<List>().and_then(|mut b| {
+        for v in &out {
+            b.push_back(v);
+        }
+        b.finish(db, dst, None)
+    });
+    if let Err(e) = stored {
+        return ctx.store_error(e);
+    }
+    ctx.touch(db, dst);
+    ctx.signal_ready(db, dst);
+    ctx.out.integer(out.len() as i64);
 }

@@ -566,29 +566,49 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.integer(value.len() as i64);
 }
 
-pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let (mut want_len, mut want_idx, mut with_match_len) = (false, false, false);
-    let mut min_match: i64 = 0;
+/// LCS's options.
+#[derive(Clone, Copy, Debug, Default)]
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    with_match_len: bool,
+    min_match: i64,
+}
+
+/// A matching range: (start, end) in the first string, then in the second.
+type Match = ((usize, usize), (usize, usize));
+
+fn lcs_options(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<LcsOptions> {
+    let mut o = LcsOptions::default();
     let mut i = 3;
     while i < args.len() {
         let a = args[i];
         if is(a, "len") {
-            want_len = true;
+            o.len = true;
         } else if is(a, "idx") {
-            want_idx = true;
+            o.idx = true;
         } else if is(a, "withmatchlen") {
-            with_match_len = true;
+            o.with_match_len = true;
         } else if is(a, "minmatchlen") && i + 1 < args.len() {
-            match parse_i64(args[i + 1]) {
-                Some(n) => min_match = n.max(0),
-                None => return ctx.not_integer(),
-            }
+            let Some(n) = parse_i64(args[i + 1]) else {
+                ctx.not_integer();
+                return None;
+            };
+            o.min_match = n.max(0);
             i += 1;
         } else {
-            return ctx.syntax_error();
+            ctx.syntax_error();
+            return None;
         }
         i += 1;
     }
+    Some(o)
+}
+
+pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(o) = lcs_options(ctx, args) else {
+        return;
+    };
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut values = Vec::with_capacity(2);
     for &key in &args[1..3] {
@@ -600,7 +620,7 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             Err(e) => return ctx.store_error(e),
         }
     }
-    if want_len && want_idx {
+    if o.len && o.idx {
         return ctx.error("ERR If you want both the length and indexes, please just use IDX.");
     }
     let (a, b) = (&values[0], &values[1]);
@@ -609,6 +629,21 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx
             .error("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
     }
+    let table = lcs_table(a, b);
+    if o.len {
+        return ctx.out.integer(i64::from(table[table.len() - 1]));
+    }
+    let (common, ranges) = lcs_walk(&table, a, b);
+    if o.idx {
+        reply_lcs_matches(ctx, &o, &ranges, common.len());
+    } else {
+        ctx.out.bulk(&common);
+    }
+}
+
+/// The dynamic-programming table of LCS lengths: cell `(i, j)` (row width `b.len() + 1`) holds
+/// the length of the longest common subsequence of `a[..i]` and `b[..j]`.
+fn lcs_table(a: &[u8], b: &[u8]) -> Vec<u32> {
     let width = b.len() + 1;
     let mut table = vec![0u32; (a.len() + 1) * width];
     for i in 1..=a.len() {
@@ -620,16 +655,18 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             };
         }
     }
+    table
+}
+
+/// Walks the table back from the end: the LCS itself and its matching ranges, last first (the
+/// order Redis reports them).
+fn lcs_walk(table: &[u32], a: &[u8], b: &[u8]) -> (Vec<u8>, Vec<Match>) {
+    let width = b.len() + 1;
     let total = table[a.len() * width + b.len()] as usize;
-    if want_len {
-        ctx.out.integer(total as i64);
-        return;
-    }
-    // Walk back from the end, collecting the LCS and the matching ranges.
     let mut result = vec![0u8; total];
-    let mut ranges: Vec<((usize, usize), (usize, usize))> = Vec::new();
+    let mut ranges: Vec<Match> = Vec::new();
     let (mut i, mut j, mut k) = (a.len(), b.len(), total);
-    let mut current: Option<((usize, usize), (usize, usize))> = None;
+    let mut current: Option<Match> = None;
     while i > 0 && j > 0 {
         if a[i - 1] == b[j - 1] {
             k -= 1;
@@ -655,29 +692,28 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             j -= 1;
         }
     }
-    if let Some(range) = current {
-        ranges.push(range);
-    }
-    if !want_idx {
-        ctx.out.bulk(&result);
-        return;
-    }
+    ranges.extend(current);
+    (result, ranges)
+}
+
+/// LCS IDX's reply: the matches at least MINMATCHLEN long, then the LCS length (`total`).
+fn reply_lcs_matches(ctx: &mut Ctx<'_, '_>, o: &LcsOptions, ranges: &[Match], total: usize) {
     let kept: Vec<_> = ranges
-        .into_iter()
-        .filter(|((s, e), _)| (e - s + 1) as i64 >= min_match)
+        .iter()
+        .filter(|((s, e), _)| (e - s + 1) as i64 >= o.min_match)
         .collect();
     ctx.out.map_len(2);
     ctx.out.bulk(b"matches");
     ctx.out.array_len(kept.len());
-    for ((a_start, a_end), (b_start, b_end)) in kept {
-        ctx.out.array_len(if with_match_len { 3 } else { 2 });
+    for &&((a_start, a_end), (b_start, b_end)) in &kept {
+        ctx.out.array_len(if o.with_match_len { 3 } else { 2 });
         ctx.out.array_len(2);
         ctx.out.integer(a_start as i64);
         ctx.out.integer(a_end as i64);
         ctx.out.array_len(2);
         ctx.out.integer(b_start as i64);
         ctx.out.integer(b_end as i64);
-        if with_match_len {
+        if o.with_match_len {
             ctx.out.integer((a_end - a_start + 1) as i64);
         }
     }

@@ -64,14 +64,19 @@ pub fn redis_server_path() -> Option<String> {
         .map(|p| (*p).to_string())
 }
 
-/// True when a command-line tool (`redis-cli`, `redis-benchmark`) is on the PATH.
-pub fn have_tool(name: &str) -> bool {
-    Command::new(name)
+/// Panics unless a command-line tool (`redis-cli`, `redis-benchmark`) is on the PATH: the tests
+/// that drive it fail rather than skip without it.
+pub fn require_tool(name: &str) {
+    let found = Command::new(name)
         .arg("--version")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .is_ok_and(|s| s.success())
+        .is_ok_and(|s| s.success());
+    assert!(
+        found,
+        "{name} is not installed: scripts/check.sh installs it"
+    );
 }
 
 impl Server {
@@ -80,25 +85,22 @@ impl Server {
         Server::start(Kind::Densekv, env!("CARGO_BIN_EXE_densekv"), extra)
     }
 
-    /// Starts redis-server with persistence off, or `None` (after printing why) when it is not
-    /// installed.
-    pub fn redis(extra: &[&str]) -> Option<Server> {
-        let Some(path) = redis_server_path() else {
-            eprintln!(
-                "SKIPPED: redis-server is not installed (scripts/check.sh installs it); \
-                 the differential part of this test did not run"
-            );
-            return None;
-        };
+    /// Starts redis-server with persistence off. A test that needs its oracle fails, rather
+    /// than skips, when it is not installed.
+    pub fn redis(extra: &[&str]) -> Server {
+        let path = redis_server_path().expect(
+            "redis-server is not installed: scripts/check.sh installs it (the differential \
+             tests need their oracle)",
+        );
         let mut args = vec!["--save", "", "--appendonly", "no"];
         args.extend_from_slice(extra);
-        Some(Server::start(Kind::Redis, &path, &args))
+        Server::start(Kind::Redis, &path, &args)
     }
 
-    /// Both servers with the same options; `None` when redis-server is missing.
-    pub fn pair(extra: &[&str]) -> Option<(Server, Server)> {
-        let redis = Server::redis(extra)?;
-        Some((Server::densekv(extra), redis))
+    /// Both servers with the same options.
+    pub fn pair(extra: &[&str]) -> (Server, Server) {
+        let redis = Server::redis(extra);
+        (Server::densekv(extra), redis)
     }
 
     fn start(kind: Kind, program: &str, extra: &[&str]) -> Server {
@@ -174,6 +176,11 @@ impl Server {
     /// Whether the process is still running.
     pub fn alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// How the process ended, if it has.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// The server's resident set size in KiB (Linux `VmRSS`).

@@ -66,190 +66,251 @@ fn read_input(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Entries>, Stor
     }
 }
 
-fn setop_generic(
+/// The options after the keys: WEIGHTS (one per input, stored beside it), AGGREGATE,
+/// WITHSCORES and ZINTERCARD's LIMIT.
+#[derive(Clone, Copy, Debug)]
+struct SetOpOptions {
+    how: Aggregate,
+    withscores: bool,
+    /// ZINTERCARD's LIMIT (0: none).
+    limit: i64,
+}
+
+/// The command's form: which operation, whether it stores (`dst`) or only counts.
+#[derive(Clone, Copy, Debug)]
+struct Form<'a> {
+    op: SetOp,
+    dst: Option<&'a [u8]>,
+    card_only: bool,
+}
+
+/// Reads the options from `args[from..]`, setting each input's weight; replies the error and
+/// returns `None` on a bad one.
+fn setop_options(
     ctx: &mut Ctx<'_, '_>,
     args: &[&[u8]],
-    dst: Option<&[u8]>,
+    from: usize,
+    form: Form<'_>,
+    inputs: &mut [(Entries, f64)],
+) -> Option<SetOpOptions> {
+    let algebra = form.op != SetOp::Diff && !form.card_only;
+    let (mut o, mut j) = (
+        SetOpOptions {
+            how: Aggregate::Sum,
+            withscores: false,
+            limit: 0,
+        },
+        from,
+    );
+    while j < args.len() {
+        let remaining = args.len() - j;
+        if algebra && remaining > inputs.len() && is(args[j], "weights") {
+            for (input, w) in inputs.iter_mut().zip(&args[j + 1..]) {
+                let Some(w) = parse_score(w) else {
+                    ctx.error("ERR weight value is not a float");
+                    return None;
+                };
+                input.1 = w;
+            }
+            j += 1 + inputs.len();
+        } else if algebra && remaining >= 2 && is(args[j], "aggregate") {
+            o.how = match args[j + 1] {
+                a if is(a, "sum") => Aggregate::Sum,
+                a if is(a, "min") => Aggregate::Min,
+                a if is(a, "max") => Aggregate::Max,
+                _ => {
+                    ctx.syntax_error();
+                    return None;
+                }
+            };
+            j += 2;
+        } else if form.dst.is_none() && !form.card_only && is(args[j], "withscores") {
+            o.withscores = true;
+            j += 1;
+        } else if form.card_only && remaining >= 2 && is(args[j], "limit") {
+            let too_low = Some("ERR LIMIT can't be negative");
+            o.limit = parse_long_in(ctx, args[j + 1], 0, i64::MAX, too_low)?;
+            j += 2;
+        } else {
+            ctx.syntax_error();
+            return None;
+        }
+    }
+    Some(o)
+}
+
+/// The inputs named by `numkeys` at `args[numkeys_at]` and the keys after it, each with weight 1;
+/// replies the error and returns `None` on a bad count or a key of another type.
+fn setop_inputs(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[&[u8]],
     numkeys_at: usize,
-    op: SetOp,
-    card_only: bool,
-) {
-    let Some(setnum) = parse_long(ctx, args[numkeys_at], None) else {
-        return;
-    };
+) -> Option<Vec<(Entries, f64)>> {
+    let setnum = parse_long(ctx, args[numkeys_at], None)?;
     if setnum < 1 {
         let name = String::from_utf8_lossy(args[0]).to_ascii_lowercase();
-        return ctx.error(&format!(
+        ctx.error(&format!(
             "ERR at least 1 input key is needed for '{name}' command"
         ));
+        return None;
     }
     if setnum > (args.len() - numkeys_at - 1) as i64 {
-        return ctx.syntax_error();
+        ctx.syntax_error();
+        return None;
     }
-    let setnum = setnum as usize;
-    let keys = &args[numkeys_at + 1..numkeys_at + 1 + setnum];
-    let mut inputs: Vec<(Entries, f64)> = Vec::with_capacity(setnum);
+    let keys = &args[numkeys_at + 1..=numkeys_at + setnum as usize];
+    let mut inputs = Vec::with_capacity(keys.len());
     for key in keys {
         match read_input(ctx, key) {
-            Err(e) => return ctx.store_error(e),
+            Err(e) => {
+                ctx.store_error(e);
+                return None;
+            }
             Ok(v) => inputs.push((v.unwrap_or_default(), 1.0)),
         }
     }
-    let mut how = Aggregate::Sum;
-    let mut withscores = false;
-    let mut limit: i64 = 0;
-    let mut j = numkeys_at + 1 + setnum;
-    while j < args.len() {
-        let remaining = args.len() - j;
-        if op != SetOp::Diff && !card_only && remaining > setnum && is(args[j], "weights") {
-            j += 1;
-            for input in &mut inputs {
-                match parse_score(args[j]) {
-                    Some(w) => input.1 = w,
-                    None => return ctx.error("ERR weight value is not a float"),
-                }
-                j += 1;
-            }
-        } else if op != SetOp::Diff && !card_only && remaining >= 2 && is(args[j], "aggregate") {
-            let a = args[j + 1];
-            how = if is(a, "sum") {
-                Aggregate::Sum
-            } else if is(a, "min") {
-                Aggregate::Min
-            } else if is(a, "max") {
-                Aggregate::Max
-            } else {
-                return ctx.syntax_error();
-            };
-            j += 2;
-        } else if dst.is_none() && !card_only && is(args[j], "withscores") {
-            withscores = true;
-            j += 1;
-        } else if card_only && remaining >= 2 && is(args[j], "limit") {
-            match parse_long_in(
-                ctx,
-                args[j + 1],
-                0,
-                i64::MAX,
-                Some("ERR LIMIT can't be negative"),
-            ) {
-                Some(l) => limit = l,
-                None => return,
-            }
-            j += 2;
-        } else {
-            return ctx.syntax_error();
-        }
-    }
-    if op != SetOp::Diff {
+    Some(inputs)
+}
+
+fn setop_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], numkeys_at: usize, form: Form<'_>) {
+    let Some(mut inputs) = setop_inputs(ctx, args, numkeys_at) else {
+        return;
+    };
+    let from = numkeys_at + 1 + inputs.len();
+    let Some(o) = setop_options(ctx, args, from, form, &mut inputs) else {
+        return;
+    };
+    if form.op != SetOp::Diff {
         inputs.sort_by_key(|(v, _)| v.len());
     }
-    let result: Vec<(Vec<u8>, f64)> = match op {
-        SetOp::Inter => {
-            let lookups: Vec<HashMap<&[u8], f64>> = inputs[1..]
-                .iter()
-                .map(|(v, _)| v.iter().map(|(m, s)| (m.as_slice(), *s)).collect())
-                .collect();
-            let mut out = Vec::new();
-            let mut card = 0i64;
-            for (m, s) in &inputs[0].0 {
-                let mut score = inputs[0].1 * s;
-                if score.is_nan() {
-                    score = 0.0;
-                }
-                let mut all = true;
-                for (i, lookup) in lookups.iter().enumerate() {
-                    if let Some(v) = lookup.get(m.as_slice()) {
-                        aggregate(&mut score, v * inputs[i + 1].1, how);
-                    } else {
-                        all = false;
-                        break;
-                    }
-                }
-                if all {
-                    if card_only {
-                        card += 1;
-                        if limit > 0 && card >= limit {
-                            break;
-                        }
-                    } else {
-                        out.push((m.clone(), score));
-                    }
-                }
-            }
-            if card_only {
-                ctx.out.integer(card);
-                return;
-            }
-            out
+    let mut result = match form.op {
+        SetOp::Inter if form.card_only => {
+            return ctx.out.integer(inter_card(&inputs, o.limit));
         }
-        SetOp::Union => {
-            let mut acc: HashMap<&[u8], f64> = HashMap::new();
-            for (v, w) in &inputs {
-                for (m, s) in v {
-                    let mut score = w * s;
-                    if score.is_nan() {
-                        score = 0.0;
-                    }
-                    acc.entry(m.as_slice())
-                        .and_modify(|t| aggregate(t, score, how))
-                        .or_insert(score);
-                }
-            }
-            acc.into_iter().map(|(m, s)| (m.to_vec(), s)).collect()
-        }
-        SetOp::Diff => {
-            let others: Vec<HashSet<&[u8]>> = inputs[1..]
-                .iter()
-                .map(|(v, _)| v.iter().map(|(m, _)| m.as_slice()).collect())
-                .collect();
-            inputs[0]
-                .0
-                .iter()
-                .filter(|(m, _)| !others.iter().any(|o| o.contains(m.as_slice())))
-                .cloned()
-                .collect()
-        }
+        SetOp::Inter => intersection(&inputs, o.how),
+        SetOp::Union => union(&inputs, o.how),
+        SetOp::Diff => difference(&inputs),
     };
-    let mut result = result;
-    result.sort_by(store::types::zset::order);
-    match dst {
+    result.sort_by(store::zset_order);
+    match form.dst {
         Some(d) => store_result(ctx, d, &result),
         None => reply_entries(
             &mut ctx.out,
             result.len(),
-            withscores,
+            o.withscores,
             result.iter().map(|(m, s)| (*s, m.as_slice())),
         ),
     }
 }
 
+/// The other inputs as member → score lookups.
+fn lookups(inputs: &[(Entries, f64)]) -> Vec<HashMap<&[u8], f64>> {
+    inputs
+        .iter()
+        .map(|(v, _)| v.iter().map(|(m, s)| (m.as_slice(), *s)).collect())
+        .collect()
+}
+
+/// A member of the first (smallest) input with its aggregated score, if every input holds it.
+fn in_all(
+    inputs: &[(Entries, f64)],
+    others: &[HashMap<&[u8], f64>],
+    (m, s): &(Vec<u8>, f64),
+    how: Aggregate,
+) -> Option<f64> {
+    let mut score = inputs[0].1 * s;
+    if score.is_nan() {
+        score = 0.0;
+    }
+    for (i, lookup) in others.iter().enumerate() {
+        aggregate(&mut score, lookup.get(m.as_slice())? * inputs[i + 1].1, how);
+    }
+    Some(score)
+}
+
+fn intersection(inputs: &[(Entries, f64)], how: Aggregate) -> Entries {
+    let others = lookups(&inputs[1..]);
+    inputs[0]
+        .0
+        .iter()
+        .filter_map(|e| in_all(inputs, &others, e, how).map(|s| (e.0.clone(), s)))
+        .collect()
+}
+
+/// ZINTERCARD: the size of the intersection, counting no further than `limit` (0: no limit).
+fn inter_card(inputs: &[(Entries, f64)], limit: i64) -> i64 {
+    let others = lookups(&inputs[1..]);
+    let mut card = 0;
+    for e in &inputs[0].0 {
+        if in_all(inputs, &others, e, Aggregate::Sum).is_some() {
+            card += 1;
+            if limit > 0 && card >= limit {
+                break;
+            }
+        }
+    }
+    card
+}
+
+fn union(inputs: &[(Entries, f64)], how: Aggregate) -> Entries {
+    let mut acc: HashMap<&[u8], f64> = HashMap::new();
+    for (v, w) in inputs {
+        for (m, s) in v {
+            let mut score = w * s;
+            if score.is_nan() {
+                score = 0.0;
+            }
+            acc.entry(m.as_slice())
+                .and_modify(|t| aggregate(t, score, how))
+                .or_insert(score);
+        }
+    }
+    acc.into_iter().map(|(m, s)| (m.to_vec(), s)).collect()
+}
+
+fn difference(inputs: &[(Entries, f64)]) -> Entries {
+    let others: Vec<HashSet<&[u8]>> = inputs[1..]
+        .iter()
+        .map(|(v, _)| v.iter().map(|(m, _)| m.as_slice()).collect())
+        .collect();
+    inputs[0]
+        .0
+        .iter()
+        .filter(|(m, _)| !others.iter().any(|o| o.contains(m.as_slice())))
+        .cloned()
+        .collect()
+}
+
+fn form(op: SetOp, dst: Option<&[u8]>, card_only: bool) -> Form<'_> {
+    Form { op, dst, card_only }
+}
+
 pub fn zunion(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, None, 1, SetOp::Union, false);
+    setop_generic(ctx, args, 1, form(SetOp::Union, None, false));
 }
 
 pub fn zinter(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, None, 1, SetOp::Inter, false);
+    setop_generic(ctx, args, 1, form(SetOp::Inter, None, false));
 }
 
 pub fn zdiff(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, None, 1, SetOp::Diff, false);
+    setop_generic(ctx, args, 1, form(SetOp::Diff, None, false));
 }
 
 pub fn zintercard(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, None, 1, SetOp::Inter, true);
+    setop_generic(ctx, args, 1, form(SetOp::Inter, None, true));
 }
 
 pub fn zunionstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, Some(args[1]), 2, SetOp::Union, false);
+    setop_generic(ctx, args, 2, form(SetOp::Union, Some(args[1]), false));
 }
 
 pub fn zinterstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, Some(args[1]), 2, SetOp::Inter, false);
+    setop_generic(ctx, args, 2, form(SetOp::Inter, Some(args[1]), false));
 }
 
 pub fn zdiffstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    setop_generic(ctx, args, Some(args[1]), 2, SetOp::Diff, false);
+    setop_generic(ctx, args, 2, form(SetOp::Diff, Some(args[1]), false));
 }
 
 /// Stores a computed result (rank order) at `dst` and replies its size; an empty result deletes

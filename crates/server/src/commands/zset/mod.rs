@@ -27,7 +27,7 @@ use range::{
     zremrangebyrank, zremrangebyscore, zrevrange, zrevrangebylex, zrevrangebyscore,
 };
 use resp::{Protocol, ReplyWriter};
-use store::ZSet;
+use store::{Edit, StoreError, ZSet};
 
 pub use pop::{pop_for_blocked, reply_popped};
 
@@ -78,62 +78,86 @@ pub fn reply_score(out: &mut ReplyWriter<'_>, score: f64) {
 // ---------------------------------------------------------------------------------------------
 // ZADD, ZINCRBY, ZREM
 
-const ZADD_NX: u8 = 1;
-const ZADD_XX: u8 = 2;
-const ZADD_GT: u8 = 4;
-const ZADD_LT: u8 = 8;
-const ZADD_CH: u8 = 16;
-const ZADD_INCR: u8 = 32;
+/// ZADD's options (and ZINCRBY, which is ZADD with INCR).
+#[derive(Clone, Copy, Debug, Default)]
+struct ZaddFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    ch: bool,
+    incr: bool,
+}
+
+/// What ZADD did to the set.
+#[derive(Clone, Copy, Debug, Default)]
+struct ZaddOutcome {
+    added: i64,
+    updated: i64,
+    processed: i64,
+    /// The score of the last member processed (ZADD INCR's reply).
+    last: f64,
+    /// An increment made a NaN: ZADD stopped there.
+    nan: bool,
+}
 
 pub fn zadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    zadd_generic(ctx, args, 0);
+    zadd_generic(ctx, args, ZaddFlags::default());
 }
 
 pub fn zincrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    zadd_generic(ctx, args, ZADD_INCR);
+    let flags = ZaddFlags {
+        incr: true,
+        ..ZaddFlags::default()
+    };
+    zadd_generic(ctx, args, flags);
 }
 
-fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
-    let key = args[1];
+/// Reads ZADD's options from `args[2..]` into `flags`; returns the index of the first pair.
+fn zadd_options(args: &[&[u8]], flags: &mut ZaddFlags) -> usize {
     let mut at = 2;
-    while at < args.len() {
-        let opt = args[at];
-        flags |= if is(opt, "nx") {
-            ZADD_NX
+    while let Some(opt) = args.get(at) {
+        let flag = if is(opt, "nx") {
+            &mut flags.nx
         } else if is(opt, "xx") {
-            ZADD_XX
+            &mut flags.xx
         } else if is(opt, "ch") {
-            ZADD_CH
+            &mut flags.ch
         } else if is(opt, "incr") {
-            ZADD_INCR
+            &mut flags.incr
         } else if is(opt, "gt") {
-            ZADD_GT
+            &mut flags.gt
         } else if is(opt, "lt") {
-            ZADD_LT
+            &mut flags.lt
         } else {
             break;
         };
+        *flag = true;
         at += 1;
     }
-    let pairs = &args[at..];
-    if pairs.is_empty() || !pairs.len().is_multiple_of(2) {
-        return ctx.syntax_error();
+    at
+}
+
+/// The error ZADD's option combination and pair count get, in Redis's order of checks.
+fn zadd_conflict(f: ZaddFlags, pairs: usize) -> Option<&'static str> {
+    if pairs == 0 || !pairs.is_multiple_of(2) {
+        Some("ERR syntax error")
+    } else if f.nx && f.xx {
+        Some("ERR XX and NX options at the same time are not compatible")
+    } else if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
+        Some("ERR GT, LT, and/or NX options at the same time are not compatible")
+    } else if f.incr && pairs > 2 {
+        Some("ERR INCR option supports a single increment-element pair")
+    } else {
+        None
     }
-    let (nx, xx, gt, lt) = (
-        flags & ZADD_NX != 0,
-        flags & ZADD_XX != 0,
-        flags & ZADD_GT != 0,
-        flags & ZADD_LT != 0,
-    );
-    let incr = flags & ZADD_INCR != 0;
-    if nx && xx {
-        return ctx.error("ERR XX and NX options at the same time are not compatible");
-    }
-    if (nx && (gt || lt)) || (gt && lt) {
-        return ctx.error("ERR GT, LT, and/or NX options at the same time are not compatible");
-    }
-    if incr && pairs.len() > 2 {
-        return ctx.error("ERR INCR option supports a single increment-element pair");
+}
+
+fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: ZaddFlags) {
+    let key = args[1];
+    let pairs = &args[zadd_options(args, &mut flags)..];
+    if let Some(e) = zadd_conflict(flags, pairs.len()) {
+        return ctx.error(e);
     }
     let mut scores: smallvec::SmallVec<[f64; 8]> = smallvec::SmallVec::new();
     for pair in pairs.chunks(2) {
@@ -142,68 +166,62 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: u8) {
             None => return ctx.error(NOT_FLOAT),
         }
     }
-    // (added, updated, processed, last score, NaN met)
-    let result = ctx.write::<ZSet, _>(key, !xx, |z, _| {
-        let (mut added, mut updated, mut processed) = (0i64, 0i64, 0i64);
-        let mut last = 0.0;
-        for (pair, &score) in pairs.chunks(2).zip(&scores) {
-            let member = pair[1];
-            if let Some(cur) = z.score(member) {
-                if nx {
-                    continue;
-                }
-                let new = if incr { cur + score } else { score };
-                if new.is_nan() {
-                    return Ok((added, updated, processed, last, true));
-                }
-                if (lt && new >= cur) || (gt && new <= cur) {
-                    continue;
-                }
-                if new != cur {
-                    z.update(member, cur, new)?;
-                    updated += 1;
-                }
-                processed += 1;
-                last = new;
-            } else {
-                if xx {
-                    continue;
-                }
-                z.insert(member, score)?;
-                added += 1;
-                processed += 1;
-                last = score;
-            }
-        }
-        Ok((added, updated, processed, last, false))
-    });
-    let Some(result) = result else {
+    let members = pairs.chunks(2).map(|p| p[1]).zip(scores.iter().copied());
+    let Some(done) = ctx.write::<ZSet, _>(key, !flags.xx, |z, _| zadd_apply(z, flags, members))
+    else {
         return;
     };
-    let (added, updated, processed, last, nan) = result.unwrap_or((0, 0, 0, 0.0, false));
+    let done = done.unwrap_or_default();
     let db = ctx.db();
-    if added + updated > 0 {
+    if done.added + done.updated > 0 {
         ctx.touch(db, key);
     }
-    if added > 0 {
+    if done.added > 0 {
         ctx.signal_ready(db, key);
     }
-    if nan {
-        return ctx.error(NAN_ERROR);
-    }
-    if incr {
-        if processed > 0 {
-            reply_score(&mut ctx.out, last);
-        } else {
-            ctx.out.null();
-        }
+    if done.nan {
+        ctx.error(NAN_ERROR);
+    } else if flags.incr && done.processed > 0 {
+        reply_score(&mut ctx.out, done.last);
+    } else if flags.incr {
+        ctx.out.null();
     } else {
-        ctx.out.integer(if flags & ZADD_CH != 0 {
-            added + updated
-        } else {
-            added
-        });
+        ctx.out
+            .integer(done.added + if flags.ch { done.updated } else { 0 });
     }
+}
+
+/// Adds or updates each (member, score) as ZADD's flags say.
+fn zadd_apply<'m>(
+    z: &mut Edit<'_, ZSet>,
+    f: ZaddFlags,
+    members: impl Iterator<Item = (&'m [u8], f64)>,
+) -> Result<ZaddOutcome, StoreError> {
+    let mut done = ZaddOutcome::default();
+    for (member, score) in members {
+        let Some(cur) = z.score(member) else {
+            if !f.xx {
+                z.insert(member, score)?;
+                (done.added, done.processed, done.last) =
+                    (done.added + 1, done.processed + 1, score);
+            }
+            continue;
+        };
+        let new = if f.incr { cur + score } else { score };
+        if new.is_nan() && !f.nx {
+            done.nan = true;
+            return Ok(done);
+        }
+        if f.nx || (f.lt && new >= cur) || (f.gt && new <= cur) {
+            continue;
+        }
+        if new != cur {
+            z.update(member, cur, new)?;
+            done.updated += 1;
+        }
+        (done.processed, done.last) = (done.processed + 1, new);
+    }
+    Ok(done)
 }
 
 pub fn zrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -170,81 +170,64 @@ enum Range<'a> {
 
 /// Resolves `range` with LIMIT (`offset`, `limit` < 0: no limit) against `z`.
 fn span(z: ZSetView<'_>, range: &Range<'_>, rev: bool, offset: i64, limit: i64) -> Span {
-    let len = z.len();
     let empty = Span {
         start: 0,
         count: 0,
         rev,
     };
+    // Ranks [first, last) in range.
     let (first, last) = match range {
-        Range::Rank(start, end) => {
-            let n = len as i64;
-            let mut start = if *start < 0 { n + start } else { *start };
-            let mut end = if *end < 0 { n + end } else { *end };
-            start = start.max(0);
-            if start > end || start >= n {
-                return empty;
-            }
-            end = end.min(n - 1);
-            let (a, b) = (start as usize, end as usize);
-            return if rev {
-                Span {
-                    start: len - 1 - a,
-                    count: b - a + 1,
-                    rev,
-                }
-            } else {
-                Span {
-                    start: a,
-                    count: b - a + 1,
-                    rev,
-                }
-            };
-        }
-        Range::Score(r) => {
-            if r.is_empty() {
-                return empty;
-            }
-            // Ranks [first, last) in range.
-            (
-                z.count_before(|s, _| r.gte_min(s)),
-                z.count_before(|s, _| !r.lte_max(s)),
-            )
-        }
-        Range::Lex(r) => {
-            if r.is_empty() {
-                return empty;
-            }
-            (
-                z.count_before(|_, m| r.gte_min(m)),
-                z.count_before(|_, m| !r.lte_max(m)),
-            )
-        }
+        Range::Rank(start, end) => return rank_span(z.len(), *start, *end, rev),
+        Range::Score(r) if r.is_empty() => return empty,
+        Range::Score(r) => (
+            z.count_before(|s, _| r.gte_min(s)),
+            z.count_before(|s, _| !r.lte_max(s)),
+        ),
+        Range::Lex(r) if r.is_empty() => return empty,
+        Range::Lex(r) => (
+            z.count_before(|_, m| r.gte_min(m)),
+            z.count_before(|_, m| !r.lte_max(m)),
+        ),
     };
+    let len = z.len();
     if last <= first || offset < 0 || (offset > 0 && offset as usize >= len) {
         return empty;
     }
-    let total = last - first;
-    let offset = offset as usize;
+    let (total, offset) = (last - first, offset as usize);
     if offset >= total {
         return empty;
     }
-    let mut count = total - offset;
-    if limit >= 0 {
-        count = count.min(limit as usize);
-    }
-    if rev {
-        Span {
-            start: last - 1 - offset,
-            count,
-            rev,
-        }
+    let count = if limit >= 0 {
+        (total - offset).min(limit as usize)
     } else {
-        Span {
-            start: first + offset,
-            count,
+        total - offset
+    };
+    let start = if rev {
+        last - 1 - offset
+    } else {
+        first + offset
+    };
+    Span { start, count, rev }
+}
+
+/// The span of ranks `start..=end` (negative counts from the end) of a set of `len`, as
+/// ZRANGE by rank clamps them.
+fn rank_span(len: usize, start: i64, end: i64, rev: bool) -> Span {
+    let n = len as i64;
+    let start = if start < 0 { n + start } else { start }.max(0);
+    let end = if end < 0 { n + end } else { end };
+    if start > end || start >= n {
+        return Span {
+            start: 0,
+            count: 0,
             rev,
-        }
+        };
+    }
+    let (a, b) = (start as usize, end.min(n - 1) as usize);
+    Span {
+        start: if rev { len - 1 - a } else { a },
+        count: b - a + 1,
+        rev,
     }
 }
 
@@ -272,34 +255,35 @@ pub(super) fn reply_entries<'a>(
     }
 }
 
-/// ZRANGE and its relatives: `at` is the index of the source key; `store` is the destination
-/// (ZRANGESTORE).
-fn range_generic(
+/// The options of a ZRANGE-family command.
+#[derive(Clone, Copy, Debug)]
+struct RangeOptions {
+    kind: RangeKind,
+    rev: bool,
+    withscores: bool,
+    offset: i64,
+    /// -1: no LIMIT.
+    limit: i64,
+}
+
+/// Reads the options after the range (`args[at + 3..]`); `rev` and `kind` are preset by the
+/// older command names. Replies the error and returns `None` on a bad option.
+fn range_options(
     ctx: &mut Ctx<'_, '_>,
     args: &[&[u8]],
     at: usize,
-    store: Option<&[u8]>,
-    mut kind: RangeKind,
-    mut rev: Option<bool>,
-) {
-    let key = args[at];
-    let (mut min_i, mut max_i) = (at + 1, at + 2);
-    let mut withscores = false;
-    let (mut offset, mut limit) = (0i64, -1i64);
+    store: bool,
+    (mut kind, mut rev): (RangeKind, Option<bool>),
+) -> Option<RangeOptions> {
+    let (mut withscores, mut offset, mut limit) = (false, 0i64, -1i64);
     let mut j = at + 3;
     while j < args.len() {
-        let left = args.len() - j - 1;
         let a = args[j];
-        if store.is_none() && is(a, "withscores") {
+        if !store && is(a, "withscores") {
             withscores = true;
-        } else if is(a, "limit") && left >= 2 {
-            let Some(o) = parse_long(ctx, args[j + 1], None) else {
-                return;
-            };
-            let Some(l) = parse_long(ctx, args[j + 2], None) else {
-                return;
-            };
-            (offset, limit) = (o, l);
+        } else if is(a, "limit") && args.len() > j + 2 {
+            offset = parse_long(ctx, args[j + 1], None)?;
+            limit = parse_long(ctx, args[j + 2], None)?;
             j += 2;
         } else if rev.is_none() && is(a, "rev") {
             rev = Some(true);
@@ -308,50 +292,92 @@ fn range_generic(
         } else if kind == RangeKind::Auto && is(a, "byscore") {
             kind = RangeKind::Score;
         } else {
-            return ctx.syntax_error();
+            ctx.syntax_error();
+            return None;
         }
         j += 1;
     }
-    let rev = rev.unwrap_or(false);
     if kind == RangeKind::Auto {
         kind = RangeKind::Rank;
     }
-    if limit != -1 && kind == RangeKind::Rank {
-        return ctx.error(
+    let rev = rev.unwrap_or(false);
+    Some(RangeOptions {
+        kind,
+        rev,
+        withscores,
+        offset,
+        limit,
+    })
+}
+
+/// Checks the option combination and parses the range bounds (swapped for REV by score or lex),
+/// in Redis's order of errors.
+fn parse_range<'a>(
+    ctx: &mut Ctx<'_, '_>,
+    o: &RangeOptions,
+    (min, max): (&'a [u8], &'a [u8]),
+) -> Option<Range<'a>> {
+    let error = |ctx: &mut Ctx<'_, '_>, e: &str| {
+        ctx.error(e);
+        None
+    };
+    if o.limit != -1 && o.kind == RangeKind::Rank {
+        return error(
+            ctx,
             "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
         );
     }
-    if withscores && kind == RangeKind::Lex {
-        return ctx.error("ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    if o.withscores && o.kind == RangeKind::Lex {
+        return error(
+            ctx,
+            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
+        );
     }
-    if rev && kind != RangeKind::Rank {
-        std::mem::swap(&mut min_i, &mut max_i);
-    }
-    let range = match kind {
-        RangeKind::Score => match ScoreRange::parse(args[min_i], args[max_i]) {
-            Some(r) => Range::Score(r),
-            None => return ctx.error(RANGE_NOT_FLOAT),
+    let (min, max) = if o.rev && o.kind != RangeKind::Rank {
+        (max, min)
+    } else {
+        (min, max)
+    };
+    match o.kind {
+        RangeKind::Score => match ScoreRange::parse(min, max) {
+            Some(r) => Some(Range::Score(r)),
+            None => error(ctx, RANGE_NOT_FLOAT),
         },
-        RangeKind::Lex => match LexRange::parse(args[min_i], args[max_i]) {
-            Some(r) => Range::Lex(r),
-            None => return ctx.error(RANGE_NOT_LEX),
+        RangeKind::Lex => match LexRange::parse(min, max) {
+            Some(r) => Some(Range::Lex(r)),
+            None => error(ctx, RANGE_NOT_LEX),
         },
-        _ => {
-            let Some(a) = parse_long(ctx, args[min_i], None) else {
-                return;
-            };
-            let Some(b) = parse_long(ctx, args[max_i], None) else {
-                return;
-            };
-            Range::Rank(a, b)
+        RangeKind::Rank | RangeKind::Auto => {
+            let a = parse_long(ctx, min, None)?;
+            let b = parse_long(ctx, max, None)?;
+            Some(Range::Rank(a, b))
         }
+    }
+}
+
+/// ZRANGE and its relatives: `at` is the index of the source key; `store` is the destination
+/// (ZRANGESTORE); `kind` and `rev` are what the older command names preset.
+fn range_generic(
+    ctx: &mut Ctx<'_, '_>,
+    args: &[&[u8]],
+    at: usize,
+    store: Option<&[u8]>,
+    kind: RangeKind,
+    rev: Option<bool>,
+) {
+    let key = args[at];
+    let Some(o) = range_options(ctx, args, at, store.is_some(), (kind, rev)) else {
+        return;
+    };
+    let Some(range) = parse_range(ctx, &o, (args[at + 1], args[at + 2])) else {
+        return;
     };
     if let Some(dst) = store {
-        return store_range(ctx, key, dst, &range, rev, (offset, limit));
+        return store_range(ctx, key, dst, &range, o.rev, (o.offset, o.limit));
     }
     if let Some(found) = ctx.read::<store::ZSet, _>(key, |z, out| {
-        let sp = span(z, &range, rev, offset, limit);
-        reply_entries(out, sp.count, withscores, z.iter(sp.start, sp.rev));
+        let sp = span(z, &range, o.rev, o.offset, o.limit);
+        reply_entries(out, sp.count, o.withscores, z.iter(sp.start, sp.rev));
     }) && found.is_none()
     {
         ctx.out.array_len(0);
