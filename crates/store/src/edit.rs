@@ -161,6 +161,7 @@ impl Shard {
     /// Runs `f` on the `T` at `key` for writing and stores what it becomes (see the module doc):
     /// `Ok(None)` when the key is missing and `create` is false. A created key has no TTL; an
     /// existing one keeps its TTL.
+    #[inline]
     pub fn update<T: Collection, R>(
         &mut self,
         db: usize,
@@ -297,6 +298,7 @@ impl Shard {
 }
 
 /// Finds the `T` at a slot for `update`, running `f` in place on a boxed one.
+#[inline]
 fn locate<T: Collection, R>(
     slot: Slot<'_>,
     f: &mut Option<impl FnOnce(&mut Edit<'_, T>) -> Result<R, StoreError>>,

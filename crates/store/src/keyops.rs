@@ -349,6 +349,17 @@ pub fn copy_between(
     if !replace && to.contains(dst_db, dst, now_ms) {
         return Ok(Relocated::TargetExists);
     }
+    // A string's payload means the same in every shard: it moves as it is, so a raw string
+    // that spells an integer (APPEND, SETRANGE) stays raw, as Redis keeps the object.
+    let string = from
+        .with_entry(src_db, src, now_ms, |e| {
+            is_string(e.tag).then(|| (e.tag, e.payload.to_vec(), e.expire_at_ms))
+        })
+        .flatten();
+    if let Some((t, payload, expire_at)) = string {
+        to.put_raw(dst_db, dst, t, Encoding::of_inline(t), &payload, expire_at)?;
+        return Ok(Relocated::Done);
+    }
     from.view(src_db, src, now_ms, |view, expire_at| {
         rebuild(to, dst_db, dst, &view, expire_at)
     })

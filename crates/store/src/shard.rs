@@ -316,6 +316,7 @@ impl Shard {
 
     /// Calls `f` with the value of `key` (see `Slot`), deleting the key first if its TTL has
     /// passed.
+    #[inline]
     pub(crate) fn with_slot<R>(
         &mut self,
         db: usize,

@@ -233,3 +233,19 @@ fn a_builder_out_of_heap_leaves_the_key_and_frees_what_it_built() {
     );
     shard.validate().unwrap();
 }
+
+#[test]
+fn a_string_moved_between_shards_keeps_its_encoding_and_ttl() {
+    let mut from = Shard::new(&ShardConfig::default()).unwrap();
+    let mut to = Shard::new(&ShardConfig::default()).unwrap();
+    // APPEND leaves "123" raw; Redis's RENAME keeps the object, so OBJECT ENCODING says "raw".
+    from.put_string_raw(0, b"k", b"123", Ttl::At(1 << 50), 0)
+        .unwrap();
+    let moved = crate::rename_between(&mut from, &mut to, 0, b"k", 0, b"k2", false, 0);
+    assert_eq!(moved, Ok(Relocated::Done));
+    assert_eq!(to.encoding(0, b"k2", 0), Some(crate::Encoding::StrRaw));
+    assert_eq!(to.expire_at(0, b"k2", 0), Some(Some(1 << 50)));
+    assert!(!from.contains(0, b"k", 0));
+    from.validate().unwrap();
+    to.validate().unwrap();
+}

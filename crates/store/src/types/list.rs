@@ -46,6 +46,7 @@ use crate::error::StoreError;
 use crate::object::Object;
 use crate::shard::Slot;
 use heap::Heap;
+use maps::varint;
 use shape::ShapeTree;
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
@@ -64,26 +65,17 @@ const _: () = assert!(size_of::<Chunk>() == 32);
 // ---------------------------------------------------------------------------------------------
 // Entry codec.
 
-#[inline]
-fn varint_len(n: usize) -> usize {
-    if n < 0x80 {
-        1
-    } else {
-        (usize::BITS - n.leading_zeros()).div_ceil(7) as usize
-    }
-}
-
 /// Bytes an entry holding `len` bytes takes.
 #[inline]
 pub fn entry_size(len: usize) -> usize {
-    len + 2 * varint_len(len)
+    len + 2 * varint::len(len as u64)
 }
 
 /// Writes the entry of `value` into `dst`, which is exactly `entry_size(value.len())` long.
 #[inline]
 fn encode(dst: &mut [u8], value: &[u8]) {
     let n = value.len();
-    let h = varint_len(n);
+    let h = varint::len(n as u64);
     debug_assert_eq!(dst.len(), n + 2 * h);
     if h == 1 {
         dst[0] = n as u8;
