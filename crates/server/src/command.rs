@@ -317,6 +317,57 @@ impl<'c> Ctx<'_, 'c> {
         }
     }
 
+    /// The start every collection SCAN shares (HSCAN, SSCAN, ZSCAN), in Redis's order of checks:
+    /// the cursor, the key's type, then the options. A missing key gets the empty scan reply.
+    /// `None` when a reply was written.
+    pub fn scan_start<T: Collection>(
+        &mut self,
+        args: &[&[u8]],
+    ) -> Option<(u64, crate::commands::args::ScanOptions)> {
+        let Some(cursor) = crate::commands::args::parse_cursor(args[2]) else {
+            self.error("ERR invalid cursor");
+            return None;
+        };
+        if self.read::<T, _>(args[1], |_, _| ())?.is_none() {
+            self.out.array_len(2);
+            self.out.bulk(b"0");
+            self.out.array_len(0);
+            return None;
+        }
+        match crate::commands::args::scan_options(&args[3..], false) {
+            Ok(options) => Some((cursor, options)),
+            Err(e) => {
+                self.error(e);
+                None
+            }
+        }
+    }
+
+    /// The end every *STORE command shares: `build` makes the result at `dst` in its shard
+    /// (replacing what was there), or `dst` is deleted when the result is empty (`count == 0`);
+    /// then `dst` is touched, its waiters signalled, and `count` replied.
+    pub fn store_result(
+        &mut self,
+        dst: &[u8],
+        count: usize,
+        build: impl FnOnce(&mut Shard, usize) -> Result<(), StoreError>,
+    ) {
+        let (db, now) = (self.db(), self.now_ms);
+        let shard = self.shard(dst);
+        if count == 0 {
+            if shard.remove(db, dst, now) {
+                self.touch(db, dst);
+            }
+            return self.out.integer(0);
+        }
+        if let Err(e) = build(shard, db) {
+            return self.store_error(e);
+        }
+        self.touch(db, dst);
+        self.signal_ready(db, dst);
+        self.out.integer(count as i64);
+    }
+
     /// Writes a string value as a bulk reply.
     pub fn bulk_str(&mut self, value: store::Str<'_>) {
         match value {

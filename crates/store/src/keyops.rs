@@ -31,6 +31,18 @@ pub enum Relocated {
     TargetExists,
 }
 
+/// Why a move or copy does not happen, in Redis's order of checks: no source, or a destination
+/// that exists (`dst_live`, asked only then) and may not be replaced.
+fn refused(src_live: bool, replace: bool, dst_live: impl FnOnce() -> bool) -> Option<Relocated> {
+    if !src_live {
+        Some(Relocated::NoSource)
+    } else if !replace && dst_live() {
+        Some(Relocated::TargetExists)
+    } else {
+        None
+    }
+}
+
 /// An entry's payload copied out, holding what a stored payload holds (a record's shape): what
 /// a move or copy within a shard writes under the new key.
 struct Copied {
@@ -168,11 +180,9 @@ impl Shard {
         now_ms: u64,
     ) -> Result<Relocated, StoreError> {
         debug_assert!(src != dst || src_db != dst_db);
-        if !self.contains(src_db, src, now_ms) {
-            return Ok(Relocated::NoSource);
-        }
-        if !replace && self.contains(dst_db, dst, now_ms) {
-            return Ok(Relocated::TargetExists);
+        let src_live = self.contains(src_db, src, now_ms);
+        if let Some(no) = refused(src_live, replace, || self.contains(dst_db, dst, now_ms)) {
+            return Ok(no);
         }
         let copied = self.copy_entry(src_db, src, now_ms).expect("checked live");
         self.write_copied(dst_db, dst, &copied, copied.expire_at_ms)?;
@@ -198,11 +208,11 @@ impl Shard {
         now_ms: u64,
     ) -> Result<Relocated, StoreError> {
         debug_assert!(src != dst || src_db != dst_db);
-        let Some(kind) = self.kind(src_db, src, now_ms) else {
-            return Ok(Relocated::NoSource);
-        };
-        if !replace && self.contains(dst_db, dst, now_ms) {
-            return Ok(Relocated::TargetExists);
+        let kind = self.kind(src_db, src, now_ms);
+        if let Some(no) = refused(kind.is_some(), replace, || {
+            self.contains(dst_db, dst, now_ms)
+        }) {
+            return Ok(no);
         }
         let copied = self.copy_entry(src_db, src, now_ms).expect("checked live");
         if copied.tag != tag::BOXED {
@@ -210,7 +220,7 @@ impl Shard {
             return Ok(Relocated::Done);
         }
         let expire_at = copied.expire_at_ms;
-        match kind {
+        match kind.expect("checked live") {
             Kind::List => {
                 let list = self.read::<List, _>(src_db, src, now_ms, Clone::clone)?;
                 let list = list.expect("checked live");
@@ -343,11 +353,9 @@ pub fn copy_between(
     replace: bool,
     now_ms: u64,
 ) -> Result<Relocated, StoreError> {
-    if !from.contains(src_db, src, now_ms) {
-        return Ok(Relocated::NoSource);
-    }
-    if !replace && to.contains(dst_db, dst, now_ms) {
-        return Ok(Relocated::TargetExists);
+    let src_live = from.contains(src_db, src, now_ms);
+    if let Some(no) = refused(src_live, replace, || to.contains(dst_db, dst, now_ms)) {
+        return Ok(no);
     }
     // A string's payload means the same in every shard: it moves as it is, so a raw string
     // that spells an integer (APPEND, SETRANGE) stays raw, as Redis keeps the object.

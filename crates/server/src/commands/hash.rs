@@ -6,7 +6,7 @@
 //! checks follows Redis: argument errors that Redis finds before the lookup (HINCRBY's increment,
 //! HRANDFIELD's count, HSCAN's cursor) come before WRONGTYPE; HSCAN's options after it.
 
-use super::args::{COUNT_OUT_OF_RANGE, is, parse_cursor, parse_i64, scan_options};
+use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, READONLY, Spec, WRITE, arity_error, table};
 use resp::ReplyWriter;
@@ -333,21 +333,10 @@ fn random_fields(h: &HashView<'_>, out: &mut ReplyWriter<'_>, count: i64, withva
 }
 
 pub fn hscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(args[2]) else {
-        return ctx.error("ERR invalid cursor");
+    let Some((cursor, options)) = ctx.scan_start::<Hash>(args) else {
+        return;
     };
-    let mut error = None;
-    read(ctx, args[1], |h, out| {
-        let Some(h) = h else {
-            out.array_len(2);
-            out.bulk(b"0");
-            out.array_len(0);
-            return;
-        };
-        let options = match scan_options(&args[3..], false) {
-            Ok(o) => o,
-            Err(e) => return error = Some(e),
-        };
+    let scanned = ctx.read::<Hash, _>(args[1], |h, _| {
         let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
         let next = h.scan(cursor, options.count, |f, v| {
             let f = f.to_vec();
@@ -355,15 +344,14 @@ pub fn hscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 found.push((f, v.to_vec()));
             }
         });
-        out.array_len(2);
-        out.bulk(next.to_string().as_bytes());
-        out.array_len(found.len() * 2);
-        for (f, v) in &found {
-            out.bulk(f);
-            out.bulk(v);
-        }
+        (next, found)
     });
-    if let Some(e) = error {
-        ctx.error(e);
+    let (next, found) = scanned.flatten().unwrap_or_default();
+    ctx.out.array_len(2);
+    ctx.out.bulk(next.to_string().as_bytes());
+    ctx.out.array_len(found.len() * 2);
+    for (f, v) in &found {
+        ctx.out.bulk(f);
+        ctx.out.bulk(v);
     }
 }

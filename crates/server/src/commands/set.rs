@@ -10,7 +10,7 @@
 //! the destination. A `*STORE` destination is overwritten whatever its type, and deleted when the
 //! result is empty, as Redis does.
 
-use super::args::{COUNT_OUT_OF_RANGE, is, parse_cursor, parse_i64, scan_options};
+use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, READONLY, Spec, WRITE, table};
 use resp::ReplyWriter;
@@ -329,28 +329,17 @@ fn reply_members(ctx: &mut Ctx<'_, '_>, op: Op, keys: &[&[u8]]) {
 }
 
 fn store_members(ctx: &mut Ctx<'_, '_>, op: Op, args: &[&[u8]]) {
-    let (db, now, dst) = (ctx.db(), ctx.now_ms, args[1]);
+    let dst = args[1];
     let Ok(members) = compute(ctx, op, &args[2..]) else {
         return;
     };
-    let shard = ctx.shard(dst);
-    if members.is_empty() {
-        if shard.remove(db, dst, now) {
-            ctx.touch(db, dst);
-        }
-        return ctx.out.integer(0);
-    }
-    let stored = shard.builder::<Set>().and_then(|mut b| {
+    ctx.store_result(dst, members.len(), |shard, db| {
+        let mut b = shard.builder::<Set>()?;
         for m in &members {
             b.insert(m)?;
         }
         b.finish(db, dst, None)
     });
-    if let Err(e) = stored {
-        return ctx.store_error(e);
-    }
-    ctx.touch(db, dst);
-    ctx.out.integer(members.len() as i64);
 }
 
 pub fn sinter(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -409,21 +398,8 @@ pub fn sintercard(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 pub fn sscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(args[2]) else {
-        return ctx.error("ERR invalid cursor");
-    };
-    match ctx.read::<Set, _>(args[1], |_, _| ()) {
-        None => return,
-        Some(None) => {
-            ctx.out.array_len(2);
-            ctx.out.bulk(b"0");
-            return ctx.out.array_len(0);
-        }
-        Some(Some(())) => {}
-    }
-    let options = match scan_options(&args[3..], false) {
-        Ok(o) => o,
-        Err(e) => return ctx.error(e),
+    let Some((cursor, options)) = ctx.scan_start::<Set>(args) else {
+        return;
     };
     let scanned = ctx.read::<Set, _>(args[1], |v, _| scan_set(v, cursor, options.count));
     let (next, mut found) = scanned.flatten().unwrap_or_default();

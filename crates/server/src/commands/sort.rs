@@ -361,7 +361,6 @@ fn reply_sorted(ctx: &mut Ctx<'_, '_>, gets: &[&[u8]], range: &[Item]) {
 /// SORT … STORE: the sorted range (or what its GET patterns find) becomes a list at `dst`; an
 /// empty result deletes `dst`.
 fn store_sorted(ctx: &mut Ctx<'_, '_>, dst: &[u8], gets: &[&[u8]], range: Vec<Item>) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
     let mut out: Vec<Vec<u8>> = Vec::new();
     for item in range {
         if gets.is_empty() {
@@ -372,22 +371,11 @@ fn store_sorted(ctx: &mut Ctx<'_, '_>, dst: &[u8], gets: &[&[u8]], range: Vec<It
             out.push(lookup_by_pattern(ctx, pattern, &item.element).unwrap_or_default());
         }
     }
-    if out.is_empty() {
-        if ctx.shard(dst).remove(db, dst, now) {
-            ctx.touch(db, dst);
-        }
-        return ctx.out.integer(0);
-    }
-    let stored = ctx.shard(dst).builder::<List>().and_then(|mut b| {
+    ctx.store_result(dst, out.len(), |shard, db| {
+        let mut b = shard.builder::<List>()?;
         for v in &out {
             b.push_back(v);
         }
         b.finish(db, dst, None)
     });
-    if let Err(e) = stored {
-        return ctx.store_error(e);
-    }
-    ctx.touch(db, dst);
-    ctx.signal_ready(db, dst);
-    ctx.out.integer(out.len() as i64);
 }

@@ -316,27 +316,12 @@ pub fn zdiffstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 /// Stores a computed result (rank order) at `dst` and replies its size; an empty result deletes
 /// `dst`. Packed when it fits, as Redis converts its result (`zsetConvertToListpackIfNeeded`).
 fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: &[(Vec<u8>, f64)]) {
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let shard = ctx.shard(dst);
-    if entries.is_empty() {
-        if shard.remove(db, dst, now) {
-            ctx.touch(db, dst);
-        }
-        return ctx.out.integer(0);
-    }
     let longest = entries.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
-    let stored = shard
-        .zset_builder(entries.len(), longest)
-        .and_then(|mut b| {
-            for (m, s) in entries {
-                b.insert(m, *s)?;
-            }
-            b.finish(db, dst, None)
-        });
-    if let Err(e) = stored {
-        return ctx.store_error(e);
-    }
-    ctx.touch(db, dst);
-    ctx.signal_ready(db, dst);
-    ctx.out.integer(entries.len() as i64);
+    ctx.store_result(dst, entries.len(), |shard, db| {
+        let mut b = shard.zset_builder(entries.len(), longest)?;
+        for (m, s) in entries {
+            b.insert(m, *s)?;
+        }
+        b.finish(db, dst, None)
+    });
 }

@@ -16,7 +16,7 @@ pub mod algebra;
 pub mod pop;
 pub mod range;
 
-use super::args::{is, parse_cursor, parse_i64, scan_options};
+use super::args::{is, parse_i64};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, table};
 use crate::number::parse_score;
@@ -397,21 +397,8 @@ fn d2string(s: f64) -> Vec<u8> {
 }
 
 pub fn zscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(cursor) = parse_cursor(args[2]) else {
-        return ctx.error("ERR invalid cursor");
-    };
-    match ctx.read::<ZSet, _>(args[1], |_, _| ()) {
-        None => return,
-        Some(None) => {
-            ctx.out.array_len(2);
-            ctx.out.bulk(b"0");
-            return ctx.out.array_len(0);
-        }
-        Some(Some(())) => {}
-    }
-    let options = match scan_options(&args[3..], false) {
-        Ok(o) => o,
-        Err(e) => return ctx.error(e),
+    let Some((cursor, options)) = ctx.scan_start::<ZSet>(args) else {
+        return;
     };
     let scanned = ctx.read::<ZSet, _>(args[1], |z, _| {
         let mut found: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();

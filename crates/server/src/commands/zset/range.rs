@@ -409,31 +409,18 @@ fn store_range(
         return;
     };
     let entries = entries.unwrap_or_default();
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let shard = ctx.shard(dst);
-    if entries.is_empty() {
-        if shard.remove(db, dst, now) {
-            ctx.touch(db, dst);
-        }
-        return ctx.out.integer(0);
-    }
     let hint = if matches!(range, Range::Rank(..)) {
         entries.len()
     } else {
         0
     };
-    let stored = shard.zset_builder(hint, 0).and_then(|mut b| {
+    ctx.store_result(dst, entries.len(), |shard, db| {
+        let mut b = shard.zset_builder(hint, 0)?;
         for (s, m) in &entries {
             b.insert(m, *s)?;
         }
         b.finish(db, dst, None)
     });
-    if let Err(e) = stored {
-        return ctx.store_error(e);
-    }
-    ctx.touch(db, dst);
-    ctx.signal_ready(db, dst);
-    ctx.out.integer(entries.len() as i64);
 }
 
 pub fn zrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
