@@ -4,6 +4,7 @@
  * Rust has no long double, so this file is the one place that computes in it. */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,4 +59,20 @@ int densekv_incrbyfloat(const char *current, size_t current_len, int has_current
         len = 1;
     }
     return len;
+}
+
+/* A blocking command's timeout in milliseconds, as Redis 7.0's getTimeoutFromObjectOrReply
+ * computes it for seconds: string2ld, then (long long) ceill(value * 1000.0). Returns 0 when the
+ * text is not a valid float, else 1 with *ms set. A product outside long long's range converts to
+ * LLONG_MIN, which is what the x86-64 conversion Redis relies on yields (so 1e17 or inf are
+ * "negative" there, and here). */
+int densekv_timeout_ms(const char *text, size_t len, long long *ms) {
+    long double value, product;
+    if (!string2ld(text, len, &value)) return 0;
+    product = ceill(value * 1000.0);
+    if (product >= -9223372036854775808.0L && product < 9223372036854775808.0L)
+        *ms = (long long)product;
+    else
+        *ms = LLONG_MIN;
+    return 1;
 }

@@ -61,6 +61,7 @@ pub struct Blocking {
 impl Blocking {
     fn unlink(&mut self, id: u64) -> Option<Blocked> {
         let blocked = self.clients.remove(&id)?;
+        blocked.shared.blocked.store(false, Ordering::Relaxed);
         for key in &blocked.keys {
             let slot = (blocked.db, key.clone());
             if let Some(queue) = self.queues.get_mut(&slot) {
@@ -104,6 +105,7 @@ pub fn block(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], op: BlockOp, deadline_ms: Op
             op,
         },
     );
+    ctx.client.shared.blocked.store(true, Ordering::Relaxed);
     server.blocked_clients.fetch_add(1, Ordering::Relaxed);
     ctx.client.blocked = Some(deadline_ms.unwrap_or(u64::MAX));
 }
@@ -153,6 +155,17 @@ fn serve_key(server: &Server, db: usize, key: &[u8], now_ms: u64) {
             continue;
         }
         let blocked = &b.clients[&id];
+        if gone(blocked) {
+            // Its thread has not closed it yet; the element stays for the next client.
+            let blocked = b.unlink(id).expect("checked above");
+            drop(b);
+            server.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+            blocked.shared.killed.store(true, Ordering::Relaxed);
+            if let Some(waker) = server.wakers.read().get(blocked.shared.thread) {
+                let _ = waker.wake();
+            }
+            continue;
+        }
         let mut state = ClientState::new(Arc::clone(&blocked.shared), true);
         state.db = blocked.db;
         state.protocol = blocked.protocol;
@@ -178,6 +191,13 @@ fn serve_key(server: &Server, db: usize, key: &[u8], now_ms: u64) {
         server.blocked_clients.fetch_sub(1, Ordering::Relaxed);
         deliver(server, &blocked.shared, reply);
     }
+}
+
+/// Whether a blocked client can no longer take a reply: killed, or its peer closed (its thread
+/// may not have read the FIN yet). `Server::blocking` is held, so the client is still registered
+/// and its thread has not closed its socket: `close` unlinks it first.
+fn gone(blocked: &Blocked) -> bool {
+    blocked.shared.killed.load(Ordering::Relaxed) || crate::net::peer_gone(blocked.shared.fd)
 }
 
 /// Hands a served client's reply to its thread and wakes that thread.
@@ -210,32 +230,21 @@ pub fn timeout_reply(out: &mut Vec<u8>, protocol: Protocol) {
     ReplyWriter::new(out, protocol).null_array();
 }
 
-/// Parses a blocking timeout (seconds, fractional allowed) as Redis does — `strtold` through the
-/// long double shim, then `ceil(seconds * 1000)` ms; `Some(None)` is 0 = forever, else the
-/// deadline in Unix ms. `inf` converts to a negative 64-bit integer in C, hence "negative".
+/// Parses a blocking timeout (seconds, fractional allowed) as Redis 7.0 does
+/// (`getTimeoutFromObjectOrReply`): `Some(None)` is 0 = forever, else the deadline in Unix ms.
+/// Redis adds the time now in a signed 64-bit integer and keeps the deadline as an unsigned one,
+/// so a sum past `i64::MAX` is a deadline that never comes: here, one past `i64::MAX` too.
 pub fn parse_timeout(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<Option<u64>> {
-    let seconds = match crate::longdouble::incr_by_float(None, arg) {
-        Ok(text) => std::str::from_utf8(&text)
-            .ok()
-            .and_then(|t| t.parse::<f64>().ok())
-            .unwrap_or(f64::NAN),
-        Err(crate::longdouble::FloatError::NanOrInfinity) => f64::NEG_INFINITY,
-        Err(crate::longdouble::FloatError::NotFloat) => f64::NAN,
-    };
-    if seconds.is_nan() {
+    let Some(ms) = crate::longdouble::timeout_ms(arg) else {
         ctx.error("ERR timeout is not a float or out of range");
         return None;
-    }
-    let ms = (seconds * 1000.0).ceil();
-    if ms < 0.0 {
+    };
+    if ms < 0 {
         ctx.error("ERR timeout is negative");
         return None;
     }
-    if ms == 0.0 {
+    if ms == 0 {
         return Some(None);
     }
-    Some(Some(
-        ctx.now_ms
-            .saturating_add(ms.min(u64::MAX as f64 / 2.0) as u64),
-    ))
+    Some(Some((ms as u64).saturating_add(ctx.now_ms)))
 }

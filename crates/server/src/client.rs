@@ -69,8 +69,10 @@ impl ClientState {
 /// The input side of a connection.
 #[derive(Debug)]
 pub struct Input {
-    /// The read buffer. Its length is how much of it has ever been initialized; the received
-    /// bytes are `query[..filled]`, so a read never zeroes memory the buffer already had.
+    /// The read buffer, lent by the thread's pool for a turn and kept only while a request is
+    /// partly received (`net/buffers.rs`); empty while the connection is idle. Its length is how
+    /// much of it is initialized; the received bytes are `query[..filled]`, so a read never zeroes
+    /// memory the buffer already had.
     pub query: Vec<u8>,
     /// End of the received bytes.
     pub filled: usize,

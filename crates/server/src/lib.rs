@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  main.rs ─ config.rs (redis.conf + --options) ─ log.rs
-//!     └─ net.rs: io-threads × mio loop ── read ─▶ resp::Parser ─▶ dispatch.rs ─▶ command.rs table
+//!     └─ net/: io-threads × mio loop ── read ─▶ resp::Parser ─▶ dispatch.rs ─▶ command.rs table
 //!                                          ▲                                      │ lock key shards
 //!                                          └──── write ◀── resp::ReplyWriter ◀── commands/*.rs
 //!  server.rs: shared state (shards, stats, clients, watches)      client.rs: per-connection state

@@ -44,6 +44,26 @@ pub struct ClientShared {
     pub last_interaction_ms: AtomicU64,
     /// Table index + 1 of the last command run (0: none yet).
     pub last_cmd: AtomicUsize,
+    /// The connection's buffers as its thread last published them.
+    pub buffers: BufferStats,
+    /// Blocked in BLPOP & co. (CLIENT LIST's `b` flag); set and cleared under `Server::blocking`.
+    pub blocked: AtomicBool,
+}
+
+/// A connection's buffers, published by its thread after each turn for CLIENT LIST and INFO
+/// (relaxed atomics: a reader sees a recent, not a synchronized, picture).
+#[derive(Debug, Default)]
+pub struct BufferStats {
+    /// Received bytes not yet consumed (CLIENT LIST `qbuf`).
+    pub query_bytes: AtomicUsize,
+    /// Room left in the query buffer (`qbuf-free`).
+    pub query_free_bytes: AtomicUsize,
+    /// Reply bytes not yet written.
+    pub reply_bytes: AtomicUsize,
+    /// Capacity of the reply buffer (`rbs`).
+    pub reply_capacity_bytes: AtomicUsize,
+    /// Everything the connection holds: its records and both buffers (`tot-mem`).
+    pub total_bytes: AtomicUsize,
 }
 
 /// Mutable facts about a client for CLIENT LIST / INFO.
@@ -56,8 +76,6 @@ pub struct ClientInfo {
     pub resp: u8,
     pub multi: i64,
     pub watching: usize,
-    pub qbuf: usize,
-    pub obuf: usize,
     pub no_evict: bool,
     pub no_touch: bool,
 }

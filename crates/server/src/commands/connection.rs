@@ -196,32 +196,17 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
     let now = unix_ms();
     let age = client.created.elapsed().as_secs();
     let idle = now.saturating_sub(client.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-    let mut flags = String::new();
-    if info.multi >= 0 {
-        flags.push('x');
-    }
-    if client.watch_dirty.load(Ordering::Relaxed) {
-        flags.push('d');
-    }
-    if info.no_evict {
-        flags.push('e');
-    }
-    if info.no_touch {
-        flags.push('T');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let last = client.last_cmd.load(Ordering::Relaxed);
     let cmd = if client.id == current_id {
         "client|list".to_string()
-    } else if last == 0 {
-        "NULL".into()
     } else {
-        crate::command::COMMANDS[last - 1].name.to_string()
+        match client.last_cmd.load(Ordering::Relaxed) {
+            0 => "NULL".into(),
+            last => crate::command::COMMANDS[last - 1].name.to_string(),
+        }
     };
+    let b = Buffers::of(client);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         client.id,
         client.addr,
         client.laddr,
@@ -229,16 +214,77 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
         info.name,
         age,
         idle,
-        flags,
+        client_flags(client, &info),
         info.db,
         info.multi,
-        info.qbuf,
-        info.obuf,
+        b.qbuf,
+        b.qbuf_free,
+        b.rbs,
+        b.rbs,
+        b.obl,
+        b.oll,
+        b.omem,
+        b.tot_mem,
+        if b.obl > 0 { "rw" } else { "r" },
         cmd,
         info.resp,
         info.lib_name,
         info.lib_ver
     )
+}
+
+/// CLIENT LIST's `flags=`, in Redis's order.
+fn client_flags(client: &ClientShared, info: &crate::server::ClientInfo) -> String {
+    let mut flags = String::new();
+    for (on, flag) in [
+        (info.multi >= 0, 'x'),
+        (client.blocked.load(Ordering::Relaxed), 'b'),
+        (client.watch_dirty.load(Ordering::Relaxed), 'd'),
+        (info.no_evict, 'e'),
+        (info.no_touch, 'T'),
+    ] {
+        if on {
+            flags.push(flag);
+        }
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    flags
+}
+
+/// A connection's buffers in CLIENT LIST's terms. densekv has one reply buffer per connection
+/// where Redis has a 16 KiB buffer (`obl` bytes used of `rbs`) and a list of 16 KiB blocks
+/// after it (`oll` blocks holding `omem` bytes); the pending reply bytes are reported split the
+/// same way, so `omem` is 0 for a client whose replies fit 16 KiB, as in Redis, and it is the
+/// figure `client-output-buffer-limit` is checked against.
+struct Buffers {
+    qbuf: usize,
+    qbuf_free: usize,
+    rbs: usize,
+    obl: usize,
+    oll: usize,
+    omem: usize,
+    tot_mem: usize,
+}
+
+impl Buffers {
+    fn of(client: &ClientShared) -> Buffers {
+        const CHUNK: usize = 16 << 10;
+        let b = &client.buffers;
+        let pending = b.reply_bytes.load(Ordering::Relaxed);
+        let obl = pending.min(CHUNK);
+        let omem = pending - obl;
+        Buffers {
+            qbuf: b.query_bytes.load(Ordering::Relaxed),
+            qbuf_free: b.query_free_bytes.load(Ordering::Relaxed),
+            rbs: b.reply_capacity_bytes.load(Ordering::Relaxed).min(CHUNK),
+            obl,
+            oll: omem.div_ceil(CHUNK),
+            omem,
+            tot_mem: b.total_bytes.load(Ordering::Relaxed),
+        }
+    }
 }
 
 const CLIENT_HELP: &[&str] = &[

@@ -1,0 +1,588 @@
+//! The network loop: `io-threads` threads, each polling a clone of the listening socket (they share
+//! its accept queue; whichever thread accepts owns the connection) in its own mio event loop, from
+//! accept to close. The port is bound without `SO_REUSEPORT`, as Redis binds it, so a second
+//! server on the same port fails to start instead of silently sharing it.
+//!
+//! ```text
+//!  event ─▶ serve (conn.rs): read once ─▶ parse every complete request ─▶ dispatch (lock shards,
+//!     ▲        run, reply into the connection's lent output buffer)
+//!     └── a full read, or a peer that closed: serve again next turn without an event
+//!  end of turn ─▶ write every touched connection's replies ─▶ buffers back to the pools
+//! ```
+//! One turn of the loop reads and runs every ready connection, then writes all their replies
+//! (Redis's beforeSleep), so a client process is woken once per turn rather than once per
+//! connection. How a connection reads, when it comes back, how big arguments and output limits
+//! are handled: `conn.rs`. Why an idle connection holds no buffers: `buffers.rs`.
+//! Back-pressure instead of unbounded buffers: a client that sends commands but never reads their
+//! replies stops being read once its pending output reaches `OUTPUT_PAUSE_BYTES` (its own TCP
+//! window then stops it), so it cannot grow the server's memory; a configured
+//! `client-output-buffer-limit normal <hard> <soft> <secs>` disconnects it as Redis does.
+//!
+//! Busy polling: after a turn that had work, a thread polls without sleeping for up to
+//! `busy-poll-us` (default 100 µs) before it blocks in `epoll_wait`. Under load the next request
+//! nearly always arrives within that window, and a thread that is not asleep needs no wake-up.
+//! On loopback the wake-up (scheduler work and an IPI) is charged to the *client's* `send`, so
+//! the faster the server answered, the more often it slept and the slower redis-benchmark ran
+//! at `-P 1`: without polling densekv served LRANGE_100 at 75k rps against redis-server's 90k
+//! while using a fifth less CPU per request; with a 20 µs window, 91k. The window is 100 µs
+//! because redis-benchmark sends its requests in bursts, one per reply it has parsed: behind
+//! LRANGE_500 (a 4.5 KB reply the client takes ~30 µs to parse) the gaps between bursts outlast
+//! 20 µs, and the 20 µs server trailed redis-server (median 0.68× over 5 rounds) where the
+//! 100 µs one did not (1.01×); redis-benchmark's CPU per SET fell by a tenth
+//! (`scripts/busy_poll_ab.sh`). A spin that ends with nothing skips the next 1, 2, 4 … 64
+//! spins, so a trickle of requests costs at most one spin per 64 waits; an idle server sleeps
+//! as before. The price is CPU under steady moderate load: requests that come faster than the
+//! window keep one core busy.
+//!
+//! Every `1000 / hz` ms each thread runs its cron: active expiry on the shards it owns
+//! (`shard % threads == thread`), bounded to 25% of the period like Redis's slow expire cycle, and
+//! the idle-client `timeout`.
+
+mod accept;
+mod buffers;
+mod conn;
+mod prefetch;
+
+use crate::server::{Server, unix_ms};
+use buffers::Pools;
+use conn::Conn;
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const WAKER: Token = Token(usize::MAX);
+const FIRST_LISTENER: usize = usize::MAX - 64;
+/// Most waits a failed busy poll makes the next ones skip (doubling from 1).
+const SPIN_BACKOFF_MAX: u32 = 64;
+
+/// Set by SIGTERM/SIGINT; every loop polls it.
+pub static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::Relaxed);
+}
+
+/// Routes SIGTERM and SIGINT to a graceful shutdown and ignores SIGPIPE.
+pub fn install_signal_handlers() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe; ignoring SIGPIPE
+    // turns writes to closed sockets into EPIPE errors, which the loop handles.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// Whether the peer of socket `fd` has closed its side, or the socket failed, without reading
+/// from it. A client blocked in BLPOP & co. is checked before an element is handed to it: its
+/// thread may not have seen its FIN yet, and an element given to a closed connection is lost.
+pub fn peer_gone(fd: RawFd) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid pollfd for the duration of the call and the timeout is 0, so
+    // poll neither blocks nor keeps the pointer; an fd that is not open reports POLLNVAL.
+    let ready = unsafe { libc::poll(&raw mut pfd, 1, 0) };
+    ready > 0
+        && pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
+}
+
+/// Binds one listening socket per (address, thread) on the configured port.
+pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::TcpListener>>> {
+    let config = server.config.read().clone();
+    let mut per_thread: Vec<Vec<std::net::TcpListener>> =
+        (0..threads).map(|_| Vec::new()).collect();
+    let mut port = config.port;
+    for address in &config.bind {
+        let (optional, host) = match address.strip_prefix('-') {
+            Some(host) => (true, host),
+            None => (false, address.as_str()),
+        };
+        let host = if host == "*" { "0.0.0.0" } else { host };
+        let ip: std::net::IpAddr = match host.parse() {
+            Ok(ip) => ip,
+            Err(_) if optional => continue,
+            Err(_) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("invalid bind address '{host}'"),
+                ));
+            }
+        };
+        let listener = match listen(SocketAddr::new(ip, port), config.tcp_backlog) {
+            Ok(l) => l,
+            Err(_) if optional => continue,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("Could not create server TCP listening socket {host}:{port}: {e}"),
+                ));
+            }
+        };
+        port = listener.local_addr()?.port();
+        // Every thread polls a clone of the one socket: they share its accept queue, and no other
+        // process can bind the port beside us (SO_REUSEPORT would let one, silently).
+        for list in per_thread.iter_mut().skip(1) {
+            list.push(listener.try_clone()?);
+        }
+        per_thread[0].push(listener);
+    }
+    if per_thread[0].is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "Failed listening on every bind address",
+        ));
+    }
+    server.port.store(port as usize, Ordering::Relaxed);
+    Ok(per_thread)
+}
+
+fn listen(addr: SocketAddr, backlog: u32) -> io::Result<std::net::TcpListener> {
+    let domain = if addr.is_ipv6() {
+        socket2::Domain::IPV6
+    } else {
+        socket2::Domain::IPV4
+    };
+    let socket = socket2::Socket::new(domain, socket2::Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(backlog.min(i32::MAX as u32) as i32)?;
+    Ok(socket.into())
+}
+
+/// Runs I/O thread `index` until shutdown.
+pub fn run_thread(
+    server: &Arc<Server>,
+    index: usize,
+    threads: usize,
+    listeners: Vec<std::net::TcpListener>,
+    poll: Poll,
+) -> io::Result<()> {
+    crate::hot_stats::claim_slot(index);
+    let listeners = register_listeners(&poll, listeners)?;
+    let mut thread = Thread {
+        server,
+        index,
+        threads,
+        poll,
+        listeners,
+        conns: HashMap::new(),
+        next_token: 0,
+        pools: Pools::default(),
+        ready: Vec::new(),
+    };
+    let mut events = Events::with_capacity(1024);
+    let mut next_cron = Instant::now();
+    let mut spin = Spin::default();
+    while !shutting_down(server) {
+        let (period, busy_poll) = loop_periods(server);
+        if !thread.wait(&mut events, &mut spin, busy_poll, next_cron)? {
+            continue;
+        }
+        thread.turn(&events);
+        if Instant::now() >= next_cron {
+            thread.cron();
+            next_cron = Instant::now() + period;
+        }
+    }
+    thread.close_all();
+    Ok(())
+}
+
+/// Registers the thread's listening sockets with its poll, each under its own token.
+fn register_listeners(
+    poll: &Poll,
+    listeners: Vec<std::net::TcpListener>,
+) -> io::Result<Vec<TcpListener>> {
+    let mut listeners: Vec<TcpListener> =
+        listeners.into_iter().map(TcpListener::from_std).collect();
+    for (i, l) in listeners.iter_mut().enumerate() {
+        poll.registry()
+            .register(l, Token(FIRST_LISTENER + i), Interest::READABLE)?;
+    }
+    Ok(listeners)
+}
+
+/// Whether the server is to stop: by SHUTDOWN, or by a signal, which this turns into one.
+fn shutting_down(server: &Server) -> bool {
+    if SIGNALLED.load(Ordering::Relaxed) {
+        server.shutdown.store(true, Ordering::Relaxed);
+    }
+    server.shutdown.load(Ordering::Relaxed)
+}
+
+/// The cron period (`hz`) and the busy-poll window, as configured now.
+fn loop_periods(server: &Server) -> (Duration, Duration) {
+    let c = server.config.read();
+    (
+        Duration::from_millis(1000 / u64::from(c.hz.max(1))),
+        Duration::from_micros(c.busy_poll_us),
+    )
+}
+
+/// One I/O thread: its poll, its listening sockets, the connections it accepted and the
+/// buffers it lends them.
+struct Thread<'a> {
+    server: &'a Arc<Server>,
+    index: usize,
+    threads: usize,
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    conns: HashMap<usize, Conn>,
+    next_token: usize,
+    pools: Pools,
+    /// Connections to serve next turn without waiting for an event (see `conn.rs`).
+    ready: Vec<usize>,
+}
+
+impl Thread<'_> {
+    /// Waits for events — polling without sleeping first after a turn that had work — until
+    /// the next cron, a blocked client's timeout, or at once when connections are ready.
+    /// `Ok(false)`: interrupted by a signal, nothing to do.
+    fn wait(
+        &mut self,
+        events: &mut Events,
+        spin: &mut Spin,
+        busy_poll: Duration,
+        next_cron: Instant,
+    ) -> io::Result<bool> {
+        let worked = !events.is_empty();
+        let timeout = if self.ready.is_empty() {
+            self.idle_wait(next_cron)
+        } else {
+            Duration::ZERO
+        };
+        let spun = worked
+            && !timeout.is_zero()
+            && spin.poll(&mut self.poll, events, busy_poll.min(timeout))?;
+        if !spun {
+            match self.poll.poll(events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// How long a thread with nothing ready may wait: until the next cron (at most 100 ms) or
+    /// the earliest timeout of a client blocked on this thread.
+    fn idle_wait(&self, next_cron: Instant) -> Duration {
+        let mut wait = next_cron
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(100));
+        if let Some(deadline) = self.next_block_deadline() {
+            wait = wait.min(Duration::from_millis(deadline.saturating_sub(unix_ms())));
+        }
+        wait
+    }
+
+    /// The earliest deadline of this thread's blocked clients, if any is blocked anywhere.
+    fn next_block_deadline(&self) -> Option<u64> {
+        if self.server.blocked_clients.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+        self.conns.values().filter_map(|c| c.state.blocked).min()
+    }
+
+    /// One turn: accept, serve every connection with news (or left ready by the last turn),
+    /// then write all their replies.
+    fn turn(&mut self, events: &Events) {
+        let mut touched: Vec<usize> = std::mem::take(&mut self.ready);
+        for event in events {
+            match event.token() {
+                // Kills are found by this sweep; shutdown by the check at the top.
+                WAKER => self.close_killed(),
+                Token(t) if t >= FIRST_LISTENER => {
+                    let listener = &self.listeners[t - FIRST_LISTENER];
+                    accept::accept_all(
+                        self.server,
+                        &self.poll,
+                        listener,
+                        self.index,
+                        &mut self.conns,
+                        &mut self.next_token,
+                    );
+                }
+                Token(t) => {
+                    if (event.is_read_closed() || event.is_error())
+                        && let Some(conn) = self.conns.get_mut(&t)
+                    {
+                        conn.peer_closed = true;
+                    }
+                    touched.push(t);
+                }
+            }
+        }
+        self.unblock(&mut touched);
+        touched.sort_unstable();
+        touched.dedup();
+        for &token in &touched {
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue;
+            };
+            match conn::serve(self.server, conn, &mut self.pools) {
+                Ok(true) => self.ready.push(token),
+                Ok(false) => {}
+                Err(()) => self.close(token),
+            }
+        }
+        // Replies go out once every ready connection has run, as Redis writes them in
+        // beforeSleep: a client woken by its first reply finds the others already waiting. A
+        // write per connection as soon as it ran woke the client once per connection; the
+        // wake-ups (an IPI each on this VM) cost as much server CPU as the inserts themselves.
+        for token in touched {
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue;
+            };
+            if conn::flush_replies(self.server, conn, &mut self.pools).is_err() {
+                self.close(token);
+            }
+        }
+    }
+
+    /// Resumes blocked clients of this thread: those another command served (their replies wait
+    /// in the thread's inbox) and those whose timeout passed (null reply).
+    fn unblock(&mut self, touched: &mut Vec<usize>) {
+        let server = self.server;
+        let mail = {
+            let mut inbox = server.inboxes[self.index].lock();
+            if inbox.is_empty() {
+                Vec::new()
+            } else {
+                std::mem::take(&mut *inbox)
+            }
+        };
+        for (id, reply) in mail {
+            if let Some((&token, conn)) =
+                self.conns.iter_mut().find(|(_, c)| c.state.shared.id == id)
+            {
+                conn.out.extend_from_slice(&reply);
+                conn.state.blocked = None;
+                touched.push(token);
+            }
+        }
+        if server.blocked_clients.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let now = unix_ms();
+        for (&token, conn) in &mut self.conns {
+            if conn.state.blocked.is_some_and(|deadline| deadline <= now)
+                && crate::blocking::time_out(server, conn.state.shared.id)
+            {
+                crate::blocking::timeout_reply(&mut conn.out, conn.state.protocol);
+                conn.state.blocked = None;
+                touched.push(token);
+            }
+        }
+    }
+
+    /// Closes connection `token` and releases at once everything it held: its blocking
+    /// registration, its watches, its entry in the client registry, its buffers.
+    fn close(&mut self, token: usize) {
+        let Some(mut conn) = self.conns.remove(&token) else {
+            return;
+        };
+        let server = self.server;
+        if conn.state.blocked.is_some() {
+            crate::blocking::forget(server, conn.state.shared.id);
+        }
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        let watched = std::mem::take(&mut conn.state.watched);
+        server.unwatch(&conn.state.shared, &watched);
+        server.clients.lock().remove(&conn.state.shared.id);
+        server.connected.fetch_sub(1, Ordering::Relaxed);
+        self.pools.give_query(std::mem::take(&mut conn.input.query));
+        self.pools.give_reply(std::mem::take(&mut conn.out));
+    }
+
+    /// Closes the connections that CLIENT KILL marked killed.
+    fn close_killed(&mut self) {
+        let killed: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.state.shared.killed.load(Ordering::Relaxed))
+            .map(|(&t, _)| t)
+            .collect();
+        for token in killed {
+            self.close(token);
+        }
+    }
+
+    /// At shutdown: sends each connection what output it can without waiting, then closes it.
+    fn close_all(&mut self) {
+        let tokens: Vec<usize> = self.conns.keys().copied().collect();
+        for token in tokens {
+            if let Some(conn) = self.conns.get_mut(&token) {
+                conn::flush_at_exit(self.server, conn, &mut self.pools);
+            }
+            self.close(token);
+        }
+    }
+
+    /// Every `1000 / hz` ms: active expiry on this thread's shards, the idle-client `timeout`,
+    /// and giving back the connection table's memory after a wave of disconnections.
+    fn cron(&mut self) {
+        let server = self.server;
+        let now = unix_ms();
+        if self.index == 0 {
+            server.sample_ops(now);
+        }
+        active_expire(server, self.index, self.threads, now);
+        let timeout_secs = server.config.read().timeout_secs;
+        if timeout_secs > 0 {
+            // Redis's clientsCronHandleTimeout: blocked clients wait for their own timeout.
+            let idle: Vec<usize> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| {
+                    let last = c.state.shared.last_interaction_ms.load(Ordering::Relaxed);
+                    c.state.blocked.is_none() && now.saturating_sub(last) / 1000 > timeout_secs
+                })
+                .map(|(&t, _)| t)
+                .collect();
+            for token in idle {
+                crate::log::verbose("Closing idle client");
+                self.close(token);
+            }
+        }
+        if self.conns.capacity() > 64 && self.conns.len() < self.conns.capacity() / 4 {
+            self.conns.shrink_to_fit();
+        }
+    }
+}
+
+/// Active expiry on the shards thread `index` owns (`shard % threads == index`), Redis's slow
+/// cycle: each database is sampled while more than 10% of what was sampled had expired, within
+/// 25% of the cron period.
+fn active_expire(server: &Server, index: usize, threads: usize, now: u64) {
+    let hz = server.config.read().hz.max(1);
+    let budget = Duration::from_micros(250_000 / u64::from(hz));
+    let started = Instant::now();
+    for shard_index in (index..server.shard_count()).step_by(threads) {
+        let mut shard = server.lock_shard(shard_index);
+        for db in 0..shard.databases() {
+            loop {
+                let round = shard.active_expire(db, now, 200);
+                server
+                    .stats
+                    .expired_keys_active
+                    .fetch_add(round.expired as u64, Ordering::Relaxed);
+                if round.sampled == 0
+                    || round.expired * 10 <= round.sampled
+                    || started.elapsed() >= budget
+                {
+                    break;
+                }
+            }
+        }
+        drop(shard);
+        if started.elapsed() >= budget {
+            break;
+        }
+    }
+}
+
+/// The busy-poll state of one thread (see the module doc).
+#[derive(Debug, Default)]
+struct Spin {
+    /// Waits left that block without spinning.
+    skip: u32,
+    /// What the next failed spin sets `skip` to, doubled by each failure, reset by a success.
+    backoff: u32,
+}
+
+impl Spin {
+    /// Polls without sleeping for up to `budget`: true once events came, false when the budget
+    /// ran out or this wait is one the backoff skips (the caller then blocks).
+    fn poll(&mut self, poll: &mut Poll, events: &mut Events, budget: Duration) -> io::Result<bool> {
+        if budget.is_zero() {
+            return Ok(false);
+        }
+        if self.skip > 0 {
+            self.skip -= 1;
+            return Ok(false);
+        }
+        let end = Instant::now() + budget;
+        loop {
+            match poll.poll(events, Some(Duration::ZERO)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if !events.is_empty() {
+                self.backoff = 1;
+                return Ok(true);
+            }
+            if Instant::now() >= end {
+                self.skip = self.backoff.max(1);
+                self.backoff = (self.skip * 2).min(SPIN_BACKOFF_MAX);
+                return Ok(false);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Creates a poll and its waker for one thread.
+pub fn new_poll() -> io::Result<(Poll, Arc<Waker>)> {
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    Ok((poll, waker))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spin with nothing to find makes the following waits skip 1, 2, 4 … 64 spins; one that
+    /// finds events resets the backoff; a zero budget never spins.
+    #[test]
+    fn spin_backs_off_when_idle_and_resets_on_events() {
+        let (mut poll, waker) = new_poll().expect("poll");
+        let mut events = Events::with_capacity(16);
+        let mut spin = Spin::default();
+        let budget = Duration::from_micros(50);
+        let mut pattern = vec![];
+        for _ in 0..11 {
+            let before = spin.skip;
+            assert!(!spin.poll(&mut poll, &mut events, budget).expect("poll"));
+            pattern.push(before == 0);
+        }
+        // Spins happen on the 1st, 3rd, 6th and 11th waits: skips of 1, 2 and 4 between them.
+        let spun: Vec<usize> = (0..pattern.len()).filter(|&i| pattern[i]).collect();
+        assert_eq!(spun, vec![0, 2, 5, 10]);
+        for _ in 0..200 {
+            let _ = spin.poll(&mut poll, &mut events, budget);
+        }
+        assert!(spin.backoff <= SPIN_BACKOFF_MAX && spin.skip <= SPIN_BACKOFF_MAX);
+        // Events waiting: the first wait that spins finds them and resets the backoff.
+        waker.wake().expect("wake");
+        let mut found = false;
+        for _ in 0..=SPIN_BACKOFF_MAX {
+            if spin.poll(&mut poll, &mut events, budget).expect("poll") {
+                found = true;
+                break;
+            }
+        }
+        assert!(found, "a spin finds the waker's event");
+        assert_eq!((spin.skip, spin.backoff), (0, 1));
+        assert!(
+            !Spin::default()
+                .poll(&mut poll, &mut events, Duration::ZERO)
+                .expect("poll")
+        );
+    }
+}
