@@ -475,10 +475,13 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let databases = ctx.server.config.read().databases;
-    let Some(a) = parse_i64(args[1]) else {
+    // Redis reads both indexes with getIntFromObjectOrReply: a value outside a C int is as
+    // invalid as a word, and the first index is checked before the second.
+    let index = |arg: &[u8]| parse_i64(arg).filter(|&i| i32::try_from(i).is_ok());
+    let Some(a) = index(args[1]) else {
         return ctx.error("ERR invalid first DB index");
     };
-    let Some(b) = parse_i64(args[2]) else {
+    let Some(b) = index(args[2]) else {
         return ctx.error("ERR invalid second DB index");
     };
     if a < 0 || b < 0 || a as usize >= databases || b as usize >= databases {

@@ -605,10 +605,8 @@ fn lcs_options(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<LcsOptions> {
     Some(o)
 }
 
+/// LCS, in Redis's order of checks: both keys' types, then the options.
 pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Some(o) = lcs_options(ctx, args) else {
-        return;
-    };
     let (db, now) = (ctx.db(), ctx.now_ms);
     let mut values = Vec::with_capacity(2);
     for &key in &args[1..3] {
@@ -620,6 +618,9 @@ pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             Err(e) => return ctx.store_error(e),
         }
     }
+    let Some(o) = lcs_options(ctx, args) else {
+        return;
+    };
     if o.len && o.idx {
         return ctx.error("ERR If you want both the length and indexes, please just use IDX.");
     }

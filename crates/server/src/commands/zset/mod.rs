@@ -46,7 +46,7 @@ fn parse_long(ctx: &mut Ctx<'_, '_>, arg: &[u8], msg: Option<&str>) -> Option<i6
     v
 }
 
-/// `getRangeLongFromObjectOrReply`.
+/// `getRangeLongFromObjectOrReply`, with its error text (Redis 7.0 writes "value must between").
 fn parse_long_in(
     ctx: &mut Ctx<'_, '_>,
     arg: &[u8],
@@ -59,7 +59,7 @@ fn parse_long_in(
         match msg {
             Some(m) => ctx.error(m),
             None => ctx.error(&format!(
-                "ERR value is out of range, must be between {min} and {max}"
+                "ERR value is out of range, value must between {min} and {max}"
             )),
         }
         return None;
