@@ -865,7 +865,7 @@ fn cron(
     if index == 0 {
         server.sample_ops(now);
     }
-    for shard_index in (index..server.shard_count()).step_by(threads) {
+    for shard_index in server.active_expire_shards(index, threads) {
         let mut shard = server.lock_shard(shard_index);
         for db in 0..shard.databases() {
             // Redis's slow cycle: keep going while more than 10% of what was sampled had expired.
