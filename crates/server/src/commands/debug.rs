@@ -147,7 +147,7 @@ const HELP: &[&str] = &[
     "VALIDATE",
     "    Check every keyspace structure's invariants (densekv).",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 pub fn debug(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -844,7 +844,7 @@ fn htstats(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     };
     let mut text = String::from("[Dictionary HT]\n");
     let (mut keys, mut expires, mut lines) = (0, 0, Vec::new());
-    let mut total = TableFigures::default();
+    let (mut total, shard_count) = (TableFigures::default(), ctx.server.shard_count());
     for (i, shard) in ctx.locks.iter_mut().enumerate() {
         keys += shard.len(db);
         expires += shard.expires(db);
@@ -859,8 +859,9 @@ fn htstats(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     } else {
         let _ = writeln!(
             text,
-            "PageHash, one per shard ({} shards): {}",
+            "PageHash in {} of {} shards: {}",
             lines.len(),
+            shard_count,
             total.line()
         );
         if full {
