@@ -561,6 +561,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
     [
         c::connection::COMMANDS,
         c::server::COMMANDS,
+        c::debug::COMMANDS,
         c::keys::COMMANDS,
         c::string::COMMANDS,
         c::transaction::COMMANDS,

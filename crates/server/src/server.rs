@@ -20,6 +20,8 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::hash::BuildHasher;
+use std::iter::StepBy;
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -158,6 +160,11 @@ pub struct Server {
     pub blocking: Mutex<crate::blocking::Blocking>,
     /// Per I/O thread: replies of its blocked clients that another thread served.
     pub inboxes: Box<[Mutex<crate::blocking::Inbox>]>,
+    /// Whether the cron deletes expired keys nobody reads (DEBUG SET-ACTIVE-EXPIRE; Redis's
+    /// `active_expire_enabled`). Lazy expiry on access is not affected.
+    pub active_expire_enabled: AtomicBool,
+    /// DEBUG PAUSE-CRON: the cron's keyspace work (active expiry) stops until it is cleared.
+    pub cron_paused: AtomicBool,
 }
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
@@ -221,11 +228,23 @@ impl Server {
             ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,
             wakers: RwLock::new(Vec::new()),
+            active_expire_enabled: AtomicBool::new(true),
+            cron_paused: AtomicBool::new(false),
         })
     }
 
     pub fn shard_count(&self) -> usize {
         self.shards.len()
+    }
+
+    /// The shards whose expired keys cron thread `index` of `threads` deletes this round
+    /// (`shard % threads == index`): none while DEBUG SET-ACTIVE-EXPIRE 0 or DEBUG PAUSE-CRON 1
+    /// holds.
+    pub fn active_expire_shards(&self, index: usize, threads: usize) -> StepBy<Range<usize>> {
+        let on = self.active_expire_enabled.load(Ordering::Relaxed)
+            && !self.cron_paused.load(Ordering::Relaxed);
+        let end = if on { self.shard_count() } else { index };
+        (index..end).step_by(threads.max(1))
     }
 
     /// The shard holding `key`.

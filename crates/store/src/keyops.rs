@@ -43,6 +43,20 @@ fn refused(src_live: bool, replace: bool, dst_live: impl FnOnce() -> bool) -> Op
     }
 }
 
+/// OBJECT ENCODING's name (Redis 7.0's) of an inline payload with meta tag `t`; a boxed value
+/// names its own (`Object::encoding_name`).
+pub(crate) fn inline_encoding_name(t: u8) -> &'static str {
+    match Encoding::of_inline(t) {
+        Encoding::StrEmbstr => "embstr",
+        Encoding::StrRaw => "raw",
+        Encoding::StrInt => "int",
+        Encoding::SetIntset => "intset",
+        // Redis 7.0 has no listpack sets (they came in 7.2).
+        Encoding::SetSmall => "hashtable",
+        _ => "listpack",
+    }
+}
+
 /// An entry's payload copied out, holding what a stored payload holds (a record's shape): what
 /// a move or copy within a shard writes under the new key.
 struct Copied {
@@ -72,15 +86,7 @@ impl Shard {
     pub fn object_encoding(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&'static str> {
         self.with_slot(db, key, now_ms, |slot| match slot {
             Slot::Missing => None,
-            Slot::Inline { tag: t, .. } => Some(match Encoding::of_inline(t) {
-                Encoding::StrEmbstr => "embstr",
-                Encoding::StrRaw => "raw",
-                Encoding::StrInt => "int",
-                Encoding::SetIntset => "intset",
-                // Redis 7.0 has no listpack sets (they came in 7.2).
-                Encoding::SetSmall => "hashtable",
-                _ => "listpack",
-            }),
+            Slot::Inline { tag: t, .. } => Some(inline_encoding_name(t)),
             Slot::Boxed { object, .. } => Some(object.encoding_name()),
         })
     }

@@ -15,6 +15,7 @@
 //! | `encoding.rs` | the meta tags, the `Encoding` of every value, `Kind` (TYPE) |
 //! | `shard.rs` | raw entries: lookup with lazy expiry, the one write and the one take |
 //! | `walk.rs` | SCAN steps, random keys, active expiry |
+//! | `entries.rs` | every stored entry as it is (expired or not): a walk and a peek, typed |
 //! | `strings.rs` | string reads and writes, the INCR read-modify-write |
 //! | `edit.rs` | `read::<T>`, `update::<T>`, builders: creation, conversion, deletion, once |
 //! | `keyops.rs` | TYPE, TTL, OBJECT, MEMORY USAGE; RENAME, MOVE, COPY that complete or undo |
@@ -33,6 +34,7 @@
 
 mod edit;
 mod encoding;
+mod entries;
 mod error;
 pub mod glob;
 mod keyops;
@@ -46,6 +48,7 @@ mod walk;
 
 pub use edit::{Builder, Collection, Edit};
 pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
+pub use entries::Entry;
 pub use error::StoreError;
 pub use keyops::{Relocated, copy_between, rename_between};
 pub use shape::{Str, canonical_i64};

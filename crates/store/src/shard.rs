@@ -296,6 +296,12 @@ impl Shard {
         self.dbs[db].keys.as_ref().map_or(0, PageHash::memory_bytes)
     }
 
+    /// The shape of `db`'s keyspace map (pages, directory depth, buckets, fill), `None` before
+    /// its first write (DEBUG HTSTATS).
+    pub fn keyspace_shape(&self, db: usize) -> Option<maps::Shape> {
+        self.dbs[db].keys.as_ref().map(PageHash::shape)
+    }
+
     /// Calls `f` with the live entry of `key`, deleting it instead if its TTL has passed.
     #[inline]
     pub(crate) fn with_entry<R>(

@@ -53,7 +53,7 @@ impl View<'_> {
 }
 
 /// The view of the value in `slot` (`None` for a missing key).
-fn of_slot(slot: Slot<'_>) -> Option<View<'_>> {
+pub(crate) fn of_slot(slot: Slot<'_>) -> Option<View<'_>> {
     let kind = match &slot {
         Slot::Missing => return None,
         Slot::Inline { tag: t, .. } => Encoding::of_inline(*t).kind(),

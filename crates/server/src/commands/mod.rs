@@ -6,6 +6,7 @@
 pub mod args;
 pub mod blocking;
 pub mod connection;
+pub mod debug;
 pub mod hash;
 pub mod keys;
 pub mod list;

@@ -1,5 +1,5 @@
 //! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, CONFIG, COMMAND, TIME, SHUTDOWN,
-//! MEMORY, SLOWLOG, LATENCY, LOLWUT, DEBUG.
+//! MEMORY, SLOWLOG, LATENCY, LOLWUT (DEBUG has its own file, `debug.rs`).
 //!
 //! INFO has Redis 7's sections and field names (the ones tools such as redis_exporter read), plus
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
@@ -31,7 +31,6 @@ pub static COMMANDS: &[Spec] = table! { group: "server";
     "slowlog",  -2,    ADMIN | LOADING | STALE,                       NOKEYS, 0,      "2.2.12", slowlog,  "A container for slow log commands.";
     "latency",  -2,    ADMIN | NOSCRIPT | LOADING | STALE,            NOKEYS, 0,      "2.8.13", latency,  "A container for latency diagnostics commands.";
     "lolwut",   -1,    READONLY | FAST,                               NOKEYS, 0,      "5.0.0",  lolwut,   "Displays computer art and the Redis version";
-    "debug",    -2,    ADMIN | NOSCRIPT | LOADING | STALE,            ALL,    0,      "1.0.0",  debug,    "A container for debugging commands.";
 };
 
 /// Records a command in the slow log when it took at least `slowlog-log-slower-than` µs (a
@@ -1087,49 +1086,4 @@ pub fn lolwut(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         crate::REDIS_VERSION
     );
     ctx.out.verbatim(text.as_bytes(), *b"txt");
-}
-
-pub fn debug(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let mode = ctx.server.config.read().enable_debug_command.clone();
-    let local =
-        ctx.client.shared.addr.starts_with("127.") || ctx.client.shared.addr.starts_with("[::1]");
-    if mode == "no" || (mode == "local" && !local) {
-        return ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-    }
-    let sub = args[1];
-    if is(sub, "sleep") && args.len() == 3 {
-        let secs: f64 = std::str::from_utf8(args[2])
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0.0);
-        std::thread::sleep(std::time::Duration::from_secs_f64(secs.clamp(0.0, 3600.0)));
-        ctx.ok();
-    } else if is(sub, "validate") {
-        let failure = ctx
-            .locks
-            .iter_mut()
-            .find_map(|shard| shard.validate().err());
-        match failure {
-            Some(e) => ctx.error(&format!("ERR {e}")),
-            None => ctx.ok(),
-        }
-    } else if is(sub, "panic") && args.len() == 2 {
-        // A bug report and an abort, with every shard locked, as a real bug would leave them.
-        panic!("DEBUG PANIC called at Unix time {}", unix_ms() / 1000);
-    } else if is(sub, "help") {
-        help(
-            ctx,
-            &[
-                "DEBUG <subcommand>. Subcommands are:",
-                "PANIC",
-                "    Crash the server simulating a panic.",
-                "SLEEP <seconds>",
-                "    Stop the server for <seconds>.",
-                "VALIDATE",
-                "    Check every keyspace structure's invariants.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "debug", sub);
-    }
 }

@@ -464,14 +464,14 @@ impl Thread<'_> {
     }
 }
 
-/// Active expiry on the shards thread `index` owns (`shard % threads == index`), Redis's slow
-/// cycle: each database is sampled while more than 10% of what was sampled had expired, within
-/// 25% of the cron period.
+/// Active expiry on the shards thread `index` owns (`shard % threads == index`; none while
+/// DEBUG SET-ACTIVE-EXPIRE 0 or PAUSE-CRON 1 holds), Redis's slow cycle: each database is sampled
+/// while more than 10% of what was sampled had expired, within 25% of the cron period.
 fn active_expire(server: &Server, index: usize, threads: usize, now: u64) {
     let hz = server.config.read().hz.max(1);
     let budget = Duration::from_micros(250_000 / u64::from(hz));
     let started = Instant::now();
-    for shard_index in (index..server.shard_count()).step_by(threads) {
+    for shard_index in server.active_expire_shards(index, threads) {
         let mut shard = server.lock_shard(shard_index);
         for db in 0..shard.databases() {
             loop {

@@ -296,7 +296,12 @@ enum Inner<'a> {
     },
 }
 
-impl HashView<'_> {
+impl<'a> HashView<'a> {
+    /// The view of a stored object, read through shared borrows (`entries.rs`).
+    pub(crate) fn of_obj(obj: &'a HashObj, heap: &'a Heap) -> HashView<'a> {
+        HashView(Inner::Obj { obj, heap })
+    }
+
     pub fn len(&self) -> usize {
         match &self.0 {
             Inner::Record { tree, bytes } => record::len(tree, bytes),

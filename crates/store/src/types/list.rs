@@ -885,9 +885,15 @@ impl ListObj {
         }
     }
 
-    /// Chunks in the deque (tests and docs).
+    /// Chunks in the deque (tests, docs, DEBUG OBJECT's `ql_nodes`).
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// Bytes of entries over every chunk, gaps excluded (DEBUG OBJECT's `ql_uncompressed_size`,
+    /// as Redis sums its nodes' listpack sizes).
+    pub fn entry_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| (c.tail - c.head) as usize).sum()
     }
 }
 

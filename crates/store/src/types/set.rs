@@ -281,7 +281,8 @@ enum Inner<'a> {
 }
 
 impl<'a> SetView<'a> {
-    fn of_obj(set: &'a SetObj, heap: &'a Heap) -> SetView<'a> {
+    /// The view of a stored object, read through shared borrows (also `entries.rs`).
+    pub(crate) fn of_obj(set: &'a SetObj, heap: &'a Heap) -> SetView<'a> {
         SetView(match set {
             SetObj::Pages(p) => Inner::Pages(p, heap),
             SetObj::Ints(s) => Inner::Ints(s),

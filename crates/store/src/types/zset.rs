@@ -194,6 +194,11 @@ enum Inner<'a> {
 }
 
 impl<'a> ZSetView<'a> {
+    /// The view of a stored index, read through shared borrows (`entries.rs`).
+    pub(crate) fn of_index(obj: &'a ZSetObj, heap: &'a Heap) -> ZSetView<'a> {
+        ZSetView(Inner::Index(obj, heap))
+    }
+
     pub fn len(&self) -> usize {
         match self.0 {
             Inner::Packed(b) => packed::count(b),
