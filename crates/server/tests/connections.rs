@@ -135,9 +135,26 @@ fn announced_bulk_lengths_commit_no_memory() {
     );
 }
 
-/// A client blocked in BLPOP disconnects and another client pushes at once: the element must
-/// stay in the list (it used to go to the dead client: 20 of 20 tries lost it). Run with one and
-/// with two I/O threads, so the dead client's thread may not have seen its FIN yet.
+/// Whether the server's end of the connection from local port `client_port` has left
+/// ESTABLISHED, i.e. the client's FIN has reached the server's socket (whether or not the server
+/// has read it yet).
+fn fin_arrived(server_port: u16, client_port: u16) -> bool {
+    let out = std::process::Command::new("ss")
+        .args(["-tn", "state", "established"])
+        .arg(format!(
+            "( sport = :{server_port} and dport = :{client_port} )"
+        ))
+        .output()
+        .expect("ss (iproute2) runs");
+    !String::from_utf8_lossy(&out.stdout).contains(&format!(":{client_port}"))
+}
+
+/// A client blocked in BLPOP disconnects and another client pushes as soon as the FIN has
+/// reached the server: the element must stay in the list (it used to go to the dead client: 20
+/// of 20 tries lost it). Run with one and with two I/O threads — the dead client's thread may
+/// not have read its FIN when the push runs. Every other try sends the BLPOP and the FIN
+/// together, which the loop used to miss for ever: the server must close that client, then the
+/// push must stay.
 #[test]
 fn a_blocked_client_that_died_loses_no_element() {
     for threads in ["1", "2"] {
@@ -147,9 +164,23 @@ fn a_blocked_client_that_died_loses_no_element() {
         for i in 0..50 {
             admin.cmd(&["DEL", "q"]);
             let mut blocked = server.connect();
+            let client_port = blocked.stream.local_addr().expect("addr").port();
             blocked.send(b"*3\r\n$5\r\nBLPOP\r\n$1\r\nq\r\n$1\r\n0\r\n");
-            wait_blocked(&mut admin, 1);
+            let with_data = i % 2 == 1;
+            if !with_data {
+                wait_blocked(&mut admin, 1);
+            }
             drop(blocked);
+            let started = Instant::now();
+            while !fin_arrived(server.port, client_port)
+                || (with_data && connected_clients(&mut admin) > 2)
+            {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "io-threads {threads}, try {i}: the closed client is still connected"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
             assert_eq!(pusher.cmd(&["LPUSH", "q", "x"]), b":1\r\n");
             assert_eq!(
                 pusher.cmd(&["LLEN", "q"]),

@@ -64,6 +64,8 @@ pub(super) struct Conn {
     pub peer_closed: bool,
     /// When the pending output first went over the soft limit (cleared when back under it).
     pub soft_limit_since: Option<Instant>,
+    /// The thread's last turn that listed this connection (so a turn lists it once).
+    pub turn: u64,
 }
 
 impl Conn {
@@ -77,6 +79,7 @@ impl Conn {
             read_paused: false,
             peer_closed: false,
             soft_limit_since: None,
+            turn: 0,
         }
     }
 

@@ -182,6 +182,7 @@ pub fn run_thread(
         next_token: 0,
         pools: Pools::default(),
         ready: Vec::new(),
+        turn: 0,
     };
     let mut events = Events::with_capacity(1024);
     let mut next_cron = Instant::now();
@@ -245,6 +246,8 @@ struct Thread<'a> {
     pools: Pools,
     /// Connections to serve next turn without waiting for an event (see `conn.rs`).
     ready: Vec<usize>,
+    /// Turns run so far; a connection touched this turn carries it in `Conn::turn`.
+    turn: u64,
 }
 
 impl Thread<'_> {
@@ -298,9 +301,15 @@ impl Thread<'_> {
     }
 
     /// One turn: accept, serve every connection with news (or left ready by the last turn),
-    /// then write all their replies.
+    /// then write all their replies. Connections are served in the order their news arrived, as
+    /// Redis processes its events: a client whose BLPOP (and FIN) came before another client's
+    /// LPUSH is blocked, and found dead, before the LPUSH runs.
     fn turn(&mut self, events: &Events) {
-        let mut touched: Vec<usize> = std::mem::take(&mut self.ready);
+        self.turn += 1;
+        let mut touched = Vec::with_capacity(self.ready.len() + 8);
+        for token in std::mem::take(&mut self.ready) {
+            self.touch(token, &mut touched);
+        }
         for event in events {
             match event.token() {
                 // Kills are found by this sweep; shutdown by the check at the top.
@@ -322,13 +331,11 @@ impl Thread<'_> {
                     {
                         conn.peer_closed = true;
                     }
-                    touched.push(t);
+                    self.touch(t, &mut touched);
                 }
             }
         }
         self.unblock(&mut touched);
-        touched.sort_unstable();
-        touched.dedup();
         for &token in &touched {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
@@ -350,6 +357,16 @@ impl Thread<'_> {
             if conn::flush_replies(self.server, conn, &mut self.pools).is_err() {
                 self.close(token);
             }
+        }
+    }
+
+    /// Adds connection `token` to this turn's list, once.
+    fn touch(&mut self, token: usize, touched: &mut Vec<usize>) {
+        if let Some(conn) = self.conns.get_mut(&token)
+            && conn.turn != self.turn
+        {
+            conn.turn = self.turn;
+            touched.push(token);
         }
     }
 
@@ -378,14 +395,18 @@ impl Thread<'_> {
             return;
         }
         let now = unix_ms();
+        let mut timed_out = Vec::new();
         for (&token, conn) in &mut self.conns {
             if conn.state.blocked.is_some_and(|deadline| deadline <= now)
                 && crate::blocking::time_out(server, conn.state.shared.id)
             {
                 crate::blocking::timeout_reply(&mut conn.out, conn.state.protocol);
                 conn.state.blocked = None;
-                touched.push(token);
+                timed_out.push(token);
             }
+        }
+        for token in timed_out {
+            self.touch(token, touched);
         }
     }
 
