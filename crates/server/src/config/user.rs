@@ -47,7 +47,18 @@ pub fn apply(config: &mut Config, args: &[Vec<u8>]) -> Result<(), String> {
                     "densekv supports only the default user with every key, channel and command (~* &* +@all), and passwords given as >password",
                 ));
             }
-            _ => return Err(declaration(rule, "Syntax error")),
+            // Redis names the word at the rule's index in the whole line ("user" for the first
+            // rule, the user's name for the second): its error index counts rules, its message
+            // indexes the line.
+            _ => {
+                let at = rules.iter().position(|r| std::ptr::eq(r, rule)).unwrap_or(0);
+                let word = match at {
+                    0 => &b"user"[..],
+                    1 => name.as_slice(),
+                    n => rules[n - 2].as_slice(),
+                };
+                return Err(declaration(word, "Syntax error"));
+            }
         }
     }
     if let Some(password) = password {
@@ -175,6 +186,8 @@ mod tests {
         let e = apply(&mut c, &words("default on ~cache:* +@all")).unwrap_err();
         assert!(e.contains("'~cache:*'"), "{e}");
         let e = apply(&mut c, &words("default bogus")).unwrap_err();
-        assert_eq!(e, "Error in user declaration 'bogus': Syntax error");
+        assert_eq!(e, "Error in user declaration 'user': Syntax error");
+        let e = apply(&mut c, &words("default on ~* bogus")).unwrap_err();
+        assert_eq!(e, "Error in user declaration 'on': Syntax error");
     }
 }
