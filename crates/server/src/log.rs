@@ -21,7 +21,13 @@ pub fn enable_syslog(ident: &str, facility: i32) {
             .into_boxed_c_str(),
     );
     // SAFETY: `ident` is a NUL-terminated string that is never freed.
-    unsafe { libc::openlog(ident.as_ptr(), libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT, facility) };
+    unsafe {
+        libc::openlog(
+            ident.as_ptr(),
+            libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
+            facility,
+        )
+    };
     SYSLOG.store(true, Ordering::Relaxed);
 }
 
@@ -34,8 +40,12 @@ fn to_syslog(level: u8, message: &str) {
     if !SYSLOG.load(Ordering::Relaxed) {
         return;
     }
-    let priority = [libc::LOG_DEBUG, libc::LOG_INFO, libc::LOG_NOTICE, libc::LOG_WARNING]
-        [usize::from(level.min(3))];
+    let priority = [
+        libc::LOG_DEBUG,
+        libc::LOG_INFO,
+        libc::LOG_NOTICE,
+        libc::LOG_WARNING,
+    ][usize::from(level.min(3))];
     let Ok(text) = std::ffi::CString::new(message.replace('\0', "")) else {
         return;
     };

@@ -16,7 +16,10 @@ const DEFAULT_PID_FILE: &str = "/var/run/redis.pid";
 
 fn main() {
     use std::os::unix::ffi::OsStringExt;
-    let args: Vec<Vec<u8>> = std::env::args_os().skip(1).map(OsStringExt::into_vec).collect();
+    let args: Vec<Vec<u8>> = std::env::args_os()
+        .skip(1)
+        .map(OsStringExt::into_vec)
+        .collect();
     match args.first().map(Vec::as_slice) {
         Some(b"-v" | b"--version") => {
             println!(
@@ -78,7 +81,9 @@ fn start(config: &mut Config, no_arguments: bool) -> bool {
     server::log::set_crash_log(config.crash_log_enabled);
     server::log::warning("oO0OoO0OoO0Oo densekv is starting oO0OoO0OoO0Oo");
     if no_arguments {
-        server::log::warning("Warning: no config file specified, using the default config. In order to specify a config file use densekv /path/to/redis.conf");
+        server::log::warning(
+            "Warning: no config file specified, using the default config. In order to specify a config file use densekv /path/to/redis.conf",
+        );
     } else {
         server::log::warning("Configuration loaded");
     }

@@ -49,9 +49,16 @@ fn compare_all(densekv: &Server, redis: &Server, differ: &[&str]) {
         .filter(|(name, value)| ours.get(*name) != Some(value))
         .map(|(name, value)| format!("{name}: redis {value:?}, densekv {:?}", ours.get(name)))
         .collect();
-    assert!(mismatches.is_empty(), "CONFIG GET differs:\n{}", mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "CONFIG GET differs:\n{}",
+        mismatches.join("\n")
+    );
     let extra: Vec<&String> = ours.keys().filter(|n| !theirs.contains_key(*n)).collect();
-    assert!(extra.is_empty(), "densekv has directives redis-server lacks: {extra:?}");
+    assert!(
+        extra.is_empty(),
+        "densekv has directives redis-server lacks: {extra:?}"
+    );
 }
 
 /// Both servers from `file`, each with its own directory as working directory and `dir`, and
@@ -61,7 +68,12 @@ fn pair_from_file(file: &Path, extra: &[&str]) -> (Server, Server, PathBuf, Path
     let start = |kind: Kind, name: &str| {
         let dir = temp_dir(name);
         let pidfile = dir.join("server.pid");
-        let mut args = vec!["--dir", dir.to_str().unwrap(), "--pidfile", pidfile.to_str().unwrap()];
+        let mut args = vec![
+            "--dir",
+            dir.to_str().unwrap(),
+            "--pidfile",
+            pidfile.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let args: Vec<String> = args.iter().map(|s| (*s).to_string()).collect();
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -84,8 +96,7 @@ fn debian_stock_redis_conf_starts_with_the_same_configuration() {
     );
     // Only port, dir, daemonize, logfile and pidfile are overridden: the stock pidfile is the
     // system's (/run/redis/redis-server.pid), which a test must not clobber.
-    let (densekv, redis, _, _) =
-        pair_from_file(stock, &["--daemonize", "no", "--logfile", ""]);
+    let (densekv, redis, _, _) = pair_from_file(stock, &["--daemonize", "no", "--logfile", ""]);
     compare_all(&densekv, &redis, OWN);
 }
 
@@ -136,7 +147,10 @@ fn include_globs_renames_quoting_and_multi_argument_values() {
     // include's save line replaced the defaults; after an include Redis's later save lines
     // replace the list again (its reading_config_file flag is cleared by the include).
     assert_eq!(saves["save"], config_map(&redis, "save")["save"]);
-    assert_eq!(config_map(&densekv, "masterauth")["masterauth"], "pAss w\"rd");
+    assert_eq!(
+        config_map(&densekv, "masterauth")["masterauth"],
+        "pAss w\"rd"
+    );
     assert_eq!(config_map(&densekv, "masteruser")["masteruser"], "it's");
 }
 
@@ -151,26 +165,48 @@ fn command_line_options_stdin_and_save_without_value() {
         let dir = temp_dir("stdin");
         let mut child = Command::new(&program)
             .current_dir(&dir)
-            .args(["--port", "0", "--save", "--requirepass", "a b", "--loglevel", "bogus", "-"])
+            .args([
+                "--port",
+                "0",
+                "--save",
+                "--requirepass",
+                "a b",
+                "--loglevel",
+                "bogus",
+                "-",
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
         use std::io::Write as _;
-        child.stdin.take().unwrap().write_all(b"maxclients 77\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"maxclients 77\n")
+            .unwrap();
         let out = child.wait_with_output().expect("wait");
         // The bad loglevel is on the options' third line, after the file-less "\n" and stdin.
         assert_eq!(out.status.code(), Some(1), "{kind:?}");
         let text = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(text.contains(">>> 'loglevel \"bogus\"'"), "{kind:?}: {text}");
+        assert!(
+            text.contains(">>> 'loglevel \"bogus\"'"),
+            "{kind:?}: {text}"
+        );
     }
     // A value may start with "--" when it follows its name; "--save" before another option is
     // `save ""`.
     let (densekv, redis) = Server::pair(&["--save", "--requirepass", "--se cret", "--hz", "33"]);
     for server in [&densekv, &redis] {
         let mut client = server.connect();
-        assert_eq!(client.cmd(&["AUTH", "--se cret"]), b"+OK\r\n", "{:?}", server.kind);
+        assert_eq!(
+            client.cmd(&["AUTH", "--se cret"]),
+            b"+OK\r\n",
+            "{:?}",
+            server.kind
+        );
         assert_eq!(
             client.cmd(&["CONFIG", "GET", "save"]),
             b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n",
@@ -198,7 +234,10 @@ fn startup_failure(kind: Kind, args: &[&str], dir: &Path) -> (Option<i32>, Strin
         .stderr(Stdio::piped())
         .output()
         .expect("run the server");
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -275,21 +314,45 @@ fn startup_errors_are_byte_identical_to_redis() {
 fn features_densekv_lacks_are_refused_by_name() {
     let dir = temp_dir("refused");
     for (line, needle) in [
-        ("replicaof 127.0.0.1 6380", "densekv does not support replication: 'replicaof'"),
-        ("slaveof 127.0.0.1 6380", "densekv does not support replication: 'replicaof'"),
-        ("cluster-enabled yes", "densekv does not support cluster mode: 'cluster-enabled'"),
+        (
+            "replicaof 127.0.0.1 6380",
+            "densekv does not support replication: 'replicaof'",
+        ),
+        (
+            "slaveof 127.0.0.1 6380",
+            "densekv does not support replication: 'replicaof'",
+        ),
+        (
+            "cluster-enabled yes",
+            "densekv does not support cluster mode: 'cluster-enabled'",
+        ),
         ("tls-port 6380", "densekv does not support TLS: 'tls-port'"),
-        ("unixsocket /tmp/x.sock", "densekv does not support Unix sockets: 'unixsocket'"),
-        ("aclfile /etc/users.acl", "densekv does not support ACL files: 'aclfile'"),
-        ("min-replicas-to-write 1", "densekv does not support replication"),
+        (
+            "unixsocket /tmp/x.sock",
+            "densekv does not support Unix sockets: 'unixsocket'",
+        ),
+        (
+            "aclfile /etc/users.acl",
+            "densekv does not support ACL files: 'aclfile'",
+        ),
+        (
+            "min-replicas-to-write 1",
+            "densekv does not support replication",
+        ),
         ("loadmodule /x.so", "densekv does not support modules"),
-        ("user alice on >x ~* +@all", "Error in user declaration 'alice': densekv supports only the default user"),
+        (
+            "user alice on >x ~* +@all",
+            "Error in user declaration 'alice': densekv supports only the default user",
+        ),
     ] {
         let file = dir.join("refused.conf");
         std::fs::write(&file, format!("{line}\n")).unwrap();
         let (code, stderr) = startup_failure(Kind::Densekv, &[file.to_str().unwrap()], &dir);
         assert_eq!(code, Some(1), "{line}");
-        assert!(stderr.contains("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***"), "{stderr}");
+        assert!(
+            stderr.contains("*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***"),
+            "{stderr}"
+        );
         assert!(stderr.contains(&format!(">>> '{line}'")), "{stderr}");
         assert!(stderr.contains(needle), "{line}: {stderr}");
     }

@@ -65,7 +65,10 @@ pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             if !seen(&matches, pattern)
                 && let Some(named) = config::lookup(pattern)
             {
-                matches.push((String::from_utf8_lossy(pattern).into_owned(), named.directive));
+                matches.push((
+                    String::from_utf8_lossy(pattern).into_owned(),
+                    named.directive,
+                ));
             }
             continue;
         }
@@ -82,7 +85,10 @@ pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     matches.sort_by_key(|(name, _)| name.to_ascii_lowercase());
     let values: Vec<Vec<u8>> = {
         let config = ctx.server.config.read();
-        matches.iter().map(|(_, d)| config::get(&config, d)).collect()
+        matches
+            .iter()
+            .map(|(_, d)| config::get(&config, d))
+            .collect()
     };
     ctx.out.map_len(matches.len());
     for ((name, _), value) in matches.iter().zip(values) {
@@ -161,7 +167,9 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     for &(apply, name) in &applies {
         if let Err(reason) = effects::apply(ctx.server, apply, &mut next) {
-            crate::log::warning(&format!("Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."));
+            crate::log::warning(&format!(
+                "Failed applying new configuration. Possibly related to new {name} setting. Restoring previous settings."
+            ));
             restore(ctx, cwd.as_deref(), &old, &applies);
             return ctx.error(&set_failed(name, &reason));
         }
@@ -180,7 +188,12 @@ fn restore_cwd(cwd: Option<&std::path::Path>) {
 }
 
 /// Undoes a CONFIG SET whose apply failed: the old directory, the old values' applies.
-fn restore(ctx: &Ctx<'_, '_>, cwd: Option<&std::path::Path>, old: &Config, applies: &[(Apply, &str)]) {
+fn restore(
+    ctx: &Ctx<'_, '_>,
+    cwd: Option<&std::path::Path>,
+    old: &Config,
+    applies: &[(Apply, &str)],
+) {
     restore_cwd(cwd);
     let mut old = old.clone();
     for &(apply, _) in applies {

@@ -5,13 +5,13 @@
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
 
 use super::args::{is, parse_i64};
+use super::config::config;
 use crate::client::ClientState;
 use crate::command::COMMANDS as ALL_COMMANDS;
 use crate::command::{
     ADMIN, ALL, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NOSCRIPT, READONLY, STALE, Spec, WRITE, flag,
     key_positions, lookup, table,
 };
-use super::config::config;
 use crate::config::Config;
 use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;

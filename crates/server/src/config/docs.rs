@@ -21,7 +21,11 @@ fn kind_name(d: &Directive) -> String {
         Kind::Str(_) => "string".into(),
         Kind::Enum(e) => {
             let names: Vec<&str> = e.names.iter().map(|(n, _)| *n).collect();
-            let several = if d.has(flag::MULTI_ARG) { ", several" } else { "" };
+            let several = if d.has(flag::MULTI_ARG) {
+                ", several"
+            } else {
+                ""
+            };
             format!("one of {}{several}", names.join(" "))
         }
         Kind::Num(n) => {
@@ -126,7 +130,12 @@ pub fn markdown_table() -> String {
 pub fn with_table(doc: &str) -> Option<String> {
     let start = doc.find(BEGIN)? + BEGIN.len();
     let end = doc[start..].find(END)? + start;
-    Some(format!("{}\n{}{}", &doc[..start], markdown_table(), &doc[end..]))
+    Some(format!(
+        "{}\n{}{}",
+        &doc[..start],
+        markdown_table(),
+        &doc[end..]
+    ))
 }
 
 #[cfg(test)]

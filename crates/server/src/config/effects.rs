@@ -65,7 +65,9 @@ const RESERVED_FDS: u64 = 32;
 /// the system allows (lowering `maxclients` to fit, with Redis's log lines). `Err` when even 32
 /// descriptors are not available: the server cannot start.
 pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
-    let wanted = config.maxclients as u64 + RESERVED_FDS;
+    // Redis adds in a C unsigned int, so a maxclients near 2^32 wraps to a tiny need (and
+    // CONFIG SET maxclients 4294967295 succeeds there); densekv keeps that arithmetic.
+    let wanted = u64::from((config.maxclients as u32).wrapping_add(RESERVED_FDS as u32));
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -73,7 +75,10 @@ pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
     // SAFETY: `limit` is a valid rlimit for getrlimit to fill.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) } == -1 {
         let e = std::io::Error::last_os_error();
-        crate::log::warning(&format!("Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.", super::special::strerror(&e)));
+        crate::log::warning(&format!(
+            "Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.",
+            super::special::strerror(&e)
+        ));
         config.maxclients = 1024 - RESERVED_FDS as usize;
         return Ok(());
     }
@@ -85,7 +90,9 @@ pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
     if best < wanted {
         let asked = config.maxclients;
         if best <= RESERVED_FDS {
-            return Err(format!("Your current 'ulimit -n' of {old} is not enough for the server to start. Please increase your open file limit to at least {wanted}. Exiting."));
+            return Err(format!(
+                "Your current 'ulimit -n' of {old} is not enough for the server to start. Please increase your open file limit to at least {wanted}. Exiting."
+            ));
         }
         config.maxclients = (best - RESERVED_FDS) as usize;
         crate::log::warning(&format!(
@@ -94,7 +101,10 @@ pub fn adjust_open_files_limit(config: &mut Config) -> Result<(), String> {
         crate::log::warning(&format!(
             "Server can't set maximum open files to {wanted} because of OS error: {error}."
         ));
-        crate::log::warning(&format!("Current maximum open files is {best}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.", config.maxclients));
+        crate::log::warning(&format!(
+            "Current maximum open files is {best}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+            config.maxclients
+        ));
     } else {
         crate::log::notice(&format!(
             "Increased maximum number of open files to {wanted} (it was originally set to {old})."
@@ -134,13 +144,18 @@ static OOM_BASE: Mutex<Option<i32>> = Mutex::new(None);
 /// (relative to the score found at first use, or absolute), or puts the original back when
 /// `oom-score-adj` is `no`.
 pub fn set_oom_score_adj(config: &Config) -> Result<(), String> {
-    let mut base = OOM_BASE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut base = OOM_BASE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let value = if config.oom_score_adj != 0 {
         let original = match *base {
             Some(original) => original,
             None => {
                 let text = std::fs::read_to_string("/proc/self/oom_score_adj").map_err(|e| {
-                    let text = format!("Unable to read oom_score_adj: {}", super::special::strerror(&e));
+                    let text = format!(
+                        "Unable to read oom_score_adj: {}",
+                        super::special::strerror(&e)
+                    );
                     crate::log::warning(&text);
                     text
                 })?;
@@ -160,7 +175,10 @@ pub fn set_oom_score_adj(config: &Config) -> Result<(), String> {
         return Ok(());
     };
     std::fs::write("/proc/self/oom_score_adj", format!("{value}\n")).map_err(|e| {
-        let text = format!("Unable to write oom_score_adj: {}", super::special::strerror(&e));
+        let text = format!(
+            "Unable to write oom_score_adj: {}",
+            super::special::strerror(&e)
+        );
         crate::log::warning(&text);
         text
     })
@@ -178,7 +196,9 @@ pub fn disable_thp(config: &Config) {
     if config.disable_thp && unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } == 0 {
         return;
     }
-    crate::log::warning("WARNING you have Transparent Huge Pages (THP) support enabled in your kernel. This will create latency and memory usage issues with densekv. To fix this issue run the command 'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your /etc/rc.local in order to retain the setting after a reboot. densekv must be restarted after THP is disabled (set to 'madvise' or 'never').");
+    crate::log::warning(
+        "WARNING you have Transparent Huge Pages (THP) support enabled in your kernel. This will create latency and memory usage issues with densekv. To fix this issue run the command 'echo madvise > /sys/kernel/mm/transparent_hugepage/enabled' as root, and add it to your /etc/rc.local in order to retain the setting after a reboot. densekv must be restarted after THP is disabled (set to 'madvise' or 'never').",
+    );
 }
 
 /// Opens syslog when `syslog-enabled` is on: every log line then also goes there.
@@ -211,7 +231,9 @@ pub fn supervise(config: &mut Config) -> bool {
         2 => {
             let sent = sd_notify("STATUS=densekv is starting...\n");
             if sent {
-                crate::log::notice("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+                crate::log::notice(
+                    "Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.",
+                );
             }
             sent
         }
@@ -249,7 +271,9 @@ fn sd_notify(message: &str) -> bool {
     use std::os::linux::net::SocketAddrExt;
     use std::os::unix::net::{SocketAddr, UnixDatagram};
     let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
-        crate::log::warning("systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable not found!");
+        crate::log::warning(
+            "systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable not found!",
+        );
         return false;
     };
     let target = target.to_string_lossy().into_owned();
@@ -272,7 +296,8 @@ fn sd_notify(message: &str) -> bool {
 pub fn banner(config: &Config) {
     // SAFETY: isatty only inspects the descriptor.
     let tty = unsafe { libc::isatty(libc::STDOUT_FILENO) } == 1;
-    let show = (!config.syslog_enabled && config.logfile.is_empty() && tty) || config.always_show_logo;
+    let show =
+        (!config.syslog_enabled && config.logfile.is_empty() && tty) || config.always_show_logo;
     if !show {
         crate::log::notice(&format!("Running mode=standalone, port={}.", config.port));
         return;
@@ -298,10 +323,14 @@ pub fn banner(config: &Config) {
 pub fn warn_unbuilt(config: &Config) {
     if !config.save.is_empty() {
         let points = String::from_utf8_lossy(&super::special::save_get(config)).into_owned();
-        crate::log::warning(&format!("RDB snapshots are not built yet: the save points ({points}) have no effect and the data lives in memory only."));
+        crate::log::warning(&format!(
+            "RDB snapshots are not built yet: the save points ({points}) have no effect and the data lives in memory only."
+        ));
     }
     if config.appendonly {
-        crate::log::warning("The append-only file is not built yet: appendonly yes has no effect and the data lives in memory only.");
+        crate::log::warning(
+            "The append-only file is not built yet: appendonly yes has no effect and the data lives in memory only.",
+        );
     }
     if config.maxmemory > 0 {
         crate::log::warning(&format!(
@@ -348,13 +377,17 @@ pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Resul
             let asked = config.maxclients;
             adjust_open_files_limit(config)?;
             if config.maxclients != asked {
-                return Err(format!("The operating system is not able to handle the specified number of clients, try with {}", config.maxclients));
+                return Err(format!(
+                    "The operating system is not able to handle the specified number of clients, try with {}",
+                    config.maxclients
+                ));
             }
         }
         Apply::OomScore => set_oom_score_adj(config)
             .map_err(|_| "Failed to set current oom_score_adj. Check server logs.".to_string())?,
         Apply::CrashLog => crate::log::set_crash_log(config.crash_log_enabled),
         Apply::MaxMemory => warn_unbuilt_maxmemory(config),
+        Apply::ReplBacklog => config.repl_backlog_size = config.repl_backlog_size.max(16 << 10),
         Apply::Port | Apply::Bind => rebind(server, apply, config)?,
     }
     Ok(())
@@ -376,7 +409,9 @@ fn rebind(server: &Server, apply: super::Apply, config: &Config) -> Result<(), S
         "Failed to bind to specified addresses."
     };
     let Some(rebind) = REBIND.get() else {
-        crate::log::warning("CONFIG SET port/bind: this build cannot listen again at run time (no rebinder registered by the network loop).");
+        crate::log::warning(
+            "CONFIG SET port/bind: this build cannot listen again at run time (no rebinder registered by the network loop).",
+        );
         return Err(failed.into());
     };
     rebind(server, config).map_err(|e| {

@@ -384,7 +384,10 @@ enum LineError {
 fn trim(line: &[u8]) -> &[u8] {
     let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
-    let end = line.iter().rposition(|b| !blank(b)).map_or(start, |e| e + 1);
+    let end = line
+        .iter()
+        .rposition(|b| !blank(b))
+        .map_or(start, |e| e + 1);
     &line[start..end]
 }
 
@@ -427,36 +430,246 @@ fn rename(config: &mut Config, from: &[u8], to: &[u8]) -> Result<(), String> {
 /// `rename-command` accepts any of them, so a file written for redis-server loads here even
 /// when it renames a command densekv does not have yet.
 const REDIS_COMMANDS: &[&str] = &[
-    "bitcount", "bitfield", "bitfield_ro", "bitop", "bitpos", "getbit", "setbit", "asking",
-    "cluster", "readonly", "readwrite", "auth", "client", "echo", "hello", "ping", "quit",
-    "reset", "select", "copy", "del", "dump", "exists", "expire", "expireat", "expiretime",
-    "keys", "migrate", "move", "object", "persist", "pexpire", "pexpireat", "pexpiretime",
-    "pttl", "randomkey", "rename", "renamenx", "restore", "scan", "sort", "sort_ro", "touch",
-    "ttl", "type", "unlink", "wait", "geoadd", "geodist", "geohash", "geopos", "georadius",
-    "georadiusbymember", "georadiusbymember_ro", "georadius_ro", "geosearch", "geosearchstore",
-    "hdel", "hexists", "hget", "hgetall", "hincrby", "hincrbyfloat", "hkeys", "hlen", "hmget",
-    "hmset", "hrandfield", "hscan", "hset", "hsetnx", "hstrlen", "hvals", "pfadd", "pfcount",
-    "pfdebug", "pfmerge", "pfselftest", "blmove", "blmpop", "blpop", "brpop", "brpoplpush",
-    "lindex", "linsert", "llen", "lmove", "lmpop", "lpop", "lpos", "lpush", "lpushx", "lrange",
-    "lrem", "lset", "ltrim", "rpop", "rpoplpush", "rpush", "rpushx", "psubscribe", "publish",
-    "pubsub", "punsubscribe", "spublish", "ssubscribe", "subscribe", "sunsubscribe",
-    "unsubscribe", "eval", "evalsha", "evalsha_ro", "eval_ro", "fcall", "fcall_ro", "function",
-    "script", "acl", "bgrewriteaof", "bgsave", "command", "config", "dbsize", "debug",
-    "failover", "flushall", "flushdb", "info", "lastsave", "latency", "lolwut", "memory",
-    "module", "monitor", "psync", "replconf", "replicaof", "restore-asking", "role", "save",
-    "shutdown", "slaveof", "slowlog", "swapdb", "sync", "time", "sadd", "scard", "sdiff",
-    "sdiffstore", "sinter", "sintercard", "sinterstore", "sismember", "smembers", "smismember",
-    "smove", "spop", "srandmember", "srem", "sscan", "sunion", "sunionstore", "bzmpop",
-    "bzpopmax", "bzpopmin", "zadd", "zcard", "zcount", "zdiff", "zdiffstore", "zincrby",
-    "zinter", "zintercard", "zinterstore", "zlexcount", "zmpop", "zmscore", "zpopmax",
-    "zpopmin", "zrandmember", "zrange", "zrangebylex", "zrangebyscore", "zrangestore", "zrank",
-    "zrem", "zremrangebylex", "zremrangebyrank", "zremrangebyscore", "zrevrange",
-    "zrevrangebylex", "zrevrangebyscore", "zrevrank", "zscan", "zscore", "zunion",
-    "zunionstore", "xack", "xadd", "xautoclaim", "xclaim", "xdel", "xgroup", "xinfo", "xlen",
-    "xpending", "xrange", "xread", "xreadgroup", "xrevrange", "xsetid", "xtrim", "append",
-    "decr", "decrby", "get", "getdel", "getex", "getrange", "getset", "incr", "incrby",
-    "incrbyfloat", "lcs", "mget", "mset", "msetnx", "psetex", "set", "setex", "setnx",
-    "setrange", "strlen", "substr", "discard", "exec", "multi", "unwatch", "watch",
+    "bitcount",
+    "bitfield",
+    "bitfield_ro",
+    "bitop",
+    "bitpos",
+    "getbit",
+    "setbit",
+    "asking",
+    "cluster",
+    "readonly",
+    "readwrite",
+    "auth",
+    "client",
+    "echo",
+    "hello",
+    "ping",
+    "quit",
+    "reset",
+    "select",
+    "copy",
+    "del",
+    "dump",
+    "exists",
+    "expire",
+    "expireat",
+    "expiretime",
+    "keys",
+    "migrate",
+    "move",
+    "object",
+    "persist",
+    "pexpire",
+    "pexpireat",
+    "pexpiretime",
+    "pttl",
+    "randomkey",
+    "rename",
+    "renamenx",
+    "restore",
+    "scan",
+    "sort",
+    "sort_ro",
+    "touch",
+    "ttl",
+    "type",
+    "unlink",
+    "wait",
+    "geoadd",
+    "geodist",
+    "geohash",
+    "geopos",
+    "georadius",
+    "georadiusbymember",
+    "georadiusbymember_ro",
+    "georadius_ro",
+    "geosearch",
+    "geosearchstore",
+    "hdel",
+    "hexists",
+    "hget",
+    "hgetall",
+    "hincrby",
+    "hincrbyfloat",
+    "hkeys",
+    "hlen",
+    "hmget",
+    "hmset",
+    "hrandfield",
+    "hscan",
+    "hset",
+    "hsetnx",
+    "hstrlen",
+    "hvals",
+    "pfadd",
+    "pfcount",
+    "pfdebug",
+    "pfmerge",
+    "pfselftest",
+    "blmove",
+    "blmpop",
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "lindex",
+    "linsert",
+    "llen",
+    "lmove",
+    "lmpop",
+    "lpop",
+    "lpos",
+    "lpush",
+    "lpushx",
+    "lrange",
+    "lrem",
+    "lset",
+    "ltrim",
+    "rpop",
+    "rpoplpush",
+    "rpush",
+    "rpushx",
+    "psubscribe",
+    "publish",
+    "pubsub",
+    "punsubscribe",
+    "spublish",
+    "ssubscribe",
+    "subscribe",
+    "sunsubscribe",
+    "unsubscribe",
+    "eval",
+    "evalsha",
+    "evalsha_ro",
+    "eval_ro",
+    "fcall",
+    "fcall_ro",
+    "function",
+    "script",
+    "acl",
+    "bgrewriteaof",
+    "bgsave",
+    "command",
+    "config",
+    "dbsize",
+    "debug",
+    "failover",
+    "flushall",
+    "flushdb",
+    "info",
+    "lastsave",
+    "latency",
+    "lolwut",
+    "memory",
+    "module",
+    "monitor",
+    "psync",
+    "replconf",
+    "replicaof",
+    "restore-asking",
+    "role",
+    "save",
+    "shutdown",
+    "slaveof",
+    "slowlog",
+    "swapdb",
+    "sync",
+    "time",
+    "sadd",
+    "scard",
+    "sdiff",
+    "sdiffstore",
+    "sinter",
+    "sintercard",
+    "sinterstore",
+    "sismember",
+    "smembers",
+    "smismember",
+    "smove",
+    "spop",
+    "srandmember",
+    "srem",
+    "sscan",
+    "sunion",
+    "sunionstore",
+    "bzmpop",
+    "bzpopmax",
+    "bzpopmin",
+    "zadd",
+    "zcard",
+    "zcount",
+    "zdiff",
+    "zdiffstore",
+    "zincrby",
+    "zinter",
+    "zintercard",
+    "zinterstore",
+    "zlexcount",
+    "zmpop",
+    "zmscore",
+    "zpopmax",
+    "zpopmin",
+    "zrandmember",
+    "zrange",
+    "zrangebylex",
+    "zrangebyscore",
+    "zrangestore",
+    "zrank",
+    "zrem",
+    "zremrangebylex",
+    "zremrangebyrank",
+    "zremrangebyscore",
+    "zrevrange",
+    "zrevrangebylex",
+    "zrevrangebyscore",
+    "zrevrank",
+    "zscan",
+    "zscore",
+    "zunion",
+    "zunionstore",
+    "xack",
+    "xadd",
+    "xautoclaim",
+    "xclaim",
+    "xdel",
+    "xgroup",
+    "xinfo",
+    "xlen",
+    "xpending",
+    "xrange",
+    "xread",
+    "xreadgroup",
+    "xrevrange",
+    "xsetid",
+    "xtrim",
+    "append",
+    "decr",
+    "decrby",
+    "get",
+    "getdel",
+    "getex",
+    "getrange",
+    "getset",
+    "incr",
+    "incrby",
+    "incrbyfloat",
+    "lcs",
+    "mget",
+    "mset",
+    "msetnx",
+    "psetex",
+    "set",
+    "setex",
+    "setnx",
+    "setrange",
+    "strlen",
+    "substr",
+    "discard",
+    "exec",
+    "multi",
+    "unwatch",
+    "watch",
 ];
 
 #[cfg(test)]
@@ -469,8 +682,16 @@ mod tests {
 
     #[test]
     fn arguments_override_defaults() {
-        let c = from_args(&args(&["--port", "7000", "--bind", "127.0.0.1", "::1", "--maxclients", "5"]))
-            .unwrap();
+        let c = from_args(&args(&[
+            "--port",
+            "7000",
+            "--bind",
+            "127.0.0.1",
+            "::1",
+            "--maxclients",
+            "5",
+        ]))
+        .unwrap();
         assert_eq!(c.port, 7000);
         assert_eq!(c.bind, vec!["127.0.0.1", "::1"]);
         assert_eq!(c.maxclients, 5);
@@ -478,7 +699,17 @@ mod tests {
 
     #[test]
     fn options_become_lines_as_in_redis_main() {
-        let (text, stdin) = options_text(&[&b"--port"[..], b"7000", b"--save", b"--loglevel", b"verbose", b"-"], true);
+        let (text, stdin) = options_text(
+            &[
+                &b"--port"[..],
+                b"7000",
+                b"--save",
+                b"--loglevel",
+                b"verbose",
+                b"-",
+            ],
+            true,
+        );
         assert_eq!(
             String::from_utf8(text).unwrap(),
             "port \"7000\" \nsave \"\"\nloglevel \"verbose\" "
@@ -544,7 +775,13 @@ mod tests {
             "list-max-ziplist-entries 512\nlua-replicate-commands yes\nrename-command KEYS \"\"\nrename-command get fetch\nsentinel\n",
         )
         .unwrap();
-        assert_eq!(c.renames, vec![("KEYS".into(), String::new()), ("get".into(), "fetch".into())]);
+        assert_eq!(
+            c.renames,
+            vec![
+                ("KEYS".into(), String::new()),
+                ("get".into(), "fetch".into())
+            ]
+        );
         let e = load_text(&mut c, "rename-command get x\n").unwrap_err();
         assert_eq!(e.reason(), "No such command in rename-command");
         let e = load_text(&mut c, "rename-command set fetch\n").unwrap_err();
@@ -565,7 +802,10 @@ mod tests {
             "densekv does not support replication: 'replicaof' must be left unset"
         );
         let e = load_text(&mut c, "cluster-enabled yes\n").unwrap_err();
-        assert_eq!(e.reason(), "densekv does not support cluster mode: 'cluster-enabled' must be 'no'");
+        assert_eq!(
+            e.reason(),
+            "densekv does not support cluster mode: 'cluster-enabled' must be 'no'"
+        );
     }
 
     #[test]
@@ -573,7 +813,11 @@ mod tests {
         let cwd = std::env::current_dir().unwrap().display().to_string();
         assert_eq!(absolute_path("/etc/x.conf"), "/etc/x.conf");
         assert_eq!(absolute_path("x.conf"), format!("{cwd}/x.conf"));
-        let parent = std::path::Path::new(&cwd).parent().unwrap().display().to_string();
+        let parent = std::path::Path::new(&cwd)
+            .parent()
+            .unwrap()
+            .display()
+            .to_string();
         assert_eq!(absolute_path("../x.conf"), format!("{parent}/x.conf"));
     }
 }

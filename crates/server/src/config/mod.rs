@@ -112,6 +112,8 @@ pub enum Apply {
     OomScore,
     CrashLog,
     MaxMemory,
+    /// `repl-backlog-size` below 16 KiB becomes 16 KiB, as Redis's `resizeReplicationBacklog`.
+    ReplBacklog,
     /// Needs the network loop: listen on the new port.
     Port,
     /// Needs the network loop: listen on the new addresses.
@@ -310,9 +312,12 @@ fn refusal(name: &str, feature: &str, neutral: &[u8]) -> String {
 }
 
 /// Splits a CONFIG SET value: a multi-argument directive's value on single spaces (Redis's
-/// `sdssplitlen`, so two spaces make an empty argument), any other as one argument.
+/// `sdssplitlen`, so two spaces make an empty argument and an empty value no argument), any
+/// other as one argument.
 pub fn split_set_value(d: &Directive, value: &[u8]) -> Vec<Vec<u8>> {
-    if d.has(flag::MULTI_ARG) {
+    if d.has(flag::MULTI_ARG) && value.is_empty() {
+        Vec::new()
+    } else if d.has(flag::MULTI_ARG) {
         value.split(|&b| b == b' ').map(<[u8]>::to_vec).collect()
     } else {
         vec![value.to_vec()]

@@ -65,9 +65,15 @@ impl Rewrite {
                 return Some(named.directive.name.to_string());
             }
             let lower = String::from_utf8_lossy(first).to_ascii_lowercase();
-            ["include", "rename-command", "user", "loadmodule", "sentinel"]
-                .contains(&lower.as_str())
-                .then_some(lower)
+            [
+                "include",
+                "rename-command",
+                "user",
+                "loadmodule",
+                "sentinel",
+            ]
+            .contains(&lower.as_str())
+            .then_some(lower)
         });
         let Some(option) = option else {
             let mut commented = b"# ??? ".to_vec();
@@ -141,7 +147,10 @@ impl Rewrite {
 fn trim(line: &[u8]) -> &[u8] {
     let blank = |b: &u8| matches!(b, b'\r' | b'\n' | b'\t' | b' ');
     let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
-    let end = line.iter().rposition(|b| !blank(b)).map_or(start, |e| e + 1);
+    let end = line
+        .iter()
+        .rposition(|b| !blank(b))
+        .map_or(start, |e| e + 1);
     &line[start..end]
 }
 
@@ -252,7 +261,9 @@ fn create_temp(path: &str) -> std::io::Result<(String, std::fs::File)> {
     for _ in 0..100 {
         let mut suffix = String::with_capacity(6);
         for _ in 0..6 {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             suffix.push(CHARS[(seed >> 33) as usize % CHARS.len()] as char);
         }
         let tmp = format!("{path}.{suffix}");
@@ -285,7 +296,8 @@ mod tests {
         config.port = 7000;
         config.timeout_secs = 5;
         config.save = vec![(100, 1)];
-        let old = "# keep me\nport 6379\n  save 1 1\nsave 2 2\nbogus x\nhash-max-ziplist-entries 512\n";
+        let old =
+            "# keep me\nport 6379\n  save 1 1\nsave 2 2\nbogus x\nhash-max-ziplist-entries 512\n";
         let text = rewrite(&config, old);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "# keep me");
@@ -298,15 +310,24 @@ mod tests {
         assert_eq!(lines[5], "hash-max-listpack-entries 512");
         let appended = &lines[lines.iter().position(|l| *l == SIGNATURE).unwrap() + 1..];
         assert!(appended.contains(&"timeout 5"), "{appended:?}");
-        assert!(appended.contains(&"user default on nopass ~* &* +@all"), "{appended:?}");
+        assert!(
+            appended.contains(&"user default on nopass ~* &* +@all"),
+            "{appended:?}"
+        );
         // Defaults are not appended.
-        assert!(!appended.iter().any(|l| l.starts_with("maxmemory ")), "{appended:?}");
+        assert!(
+            !appended.iter().any(|l| l.starts_with("maxmemory ")),
+            "{appended:?}"
+        );
     }
 
     #[test]
     fn unknown_directives_and_includes_stay() {
         let config = Config::default();
-        let text = rewrite(&config, "include /x.conf\nrename-command KEYS \"\"\n\n\n\nloadmodule /m.so\n");
+        let text = rewrite(
+            &config,
+            "include /x.conf\nrename-command KEYS \"\"\n\n\n\nloadmodule /m.so\n",
+        );
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "include /x.conf");
         assert_eq!(lines[1], "rename-command KEYS \"\"");

@@ -2,10 +2,10 @@
 //! and the `is_valid` checks of the generic ones. Each function mirrors its config.c
 //! counterpart, named in its comment, with the same error texts.
 
+use super::SetContext;
 use super::rewrite::Rewrite;
 use super::table::defaults;
-use super::value::{parse_memory, repr, format_memory};
-use super::SetContext;
+use super::value::{format_memory, parse_memory, repr};
 use crate::config::Config;
 
 const WRONG_ARGS: &str = "wrong number of arguments";
@@ -128,7 +128,11 @@ pub fn save_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 // ---- client-output-buffer-limit (updateClientOutputBufferLimit) ----
 
 /// The classes in Redis's order, with CONFIG GET's and CONFIG REWRITE's names.
-const CLASSES: [(&str, &str); 3] = [("normal", "normal"), ("slave", "replica"), ("pubsub", "pubsub")];
+const CLASSES: [(&str, &str); 3] = [
+    ("normal", "normal"),
+    ("slave", "replica"),
+    ("pubsub", "pubsub"),
+];
 
 fn class_of(name: &[u8]) -> Option<usize> {
     match name.to_ascii_lowercase().as_slice() {
@@ -140,7 +144,11 @@ fn class_of(name: &[u8]) -> Option<usize> {
 }
 
 fn limits(c: &Config) -> [(u64, u64, u64); 3] {
-    [c.output_limit_normal, c.output_limit_replica, c.output_limit_pubsub]
+    [
+        c.output_limit_normal,
+        c.output_limit_replica,
+        c.output_limit_pubsub,
+    ]
 }
 
 /// `client-output-buffer-limit <class> <hard> <soft> <seconds> …`: all classes are checked
@@ -164,7 +172,10 @@ pub fn obuf_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bo
                 seen[class] = true;
             }
             _ => {
-                return Err("Error in hard, soft or soft_seconds setting in buffer limit configuration.".into());
+                return Err(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                );
             }
         }
     }
@@ -255,7 +266,16 @@ const CLASS_FLAGS: [(u8, i32); 11] = [
     (b'n', 1 << 14),
 ];
 /// `A`: every class but `m` (key misses) and `n` (new keys).
-const NOTIFY_ALL: i32 = (1 << 2) | (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 13);
+const NOTIFY_ALL: i32 = (1 << 2)
+    | (1 << 3)
+    | (1 << 4)
+    | (1 << 5)
+    | (1 << 6)
+    | (1 << 7)
+    | (1 << 8)
+    | (1 << 9)
+    | (1 << 10)
+    | (1 << 13);
 
 pub fn notify_flags(text: &[u8]) -> Option<i32> {
     let mut flags = 0;
@@ -282,7 +302,11 @@ pub fn notify_string(flags: i32) -> String {
             }
         }
     }
-    for (ch, bit) in [('K', NOTIFY_KEYSPACE), ('E', NOTIFY_KEYEVENT), ('m', NOTIFY_KEY_MISS)] {
+    for (ch, bit) in [
+        ('K', NOTIFY_KEYSPACE),
+        ('E', NOTIFY_KEYEVENT),
+        ('m', NOTIFY_KEY_MISS),
+    ] {
         if flags & bit != 0 {
             out.push(ch);
         }
@@ -294,8 +318,8 @@ pub fn notify_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<
     let [classes] = args else {
         return Err(WRONG_ARGS.into());
     };
-    c.notify_keyspace_events = notify_flags(classes)
-        .ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
+    c.notify_keyspace_events =
+        notify_flags(classes).ok_or("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")?;
     Ok(true)
 }
 
@@ -315,7 +339,11 @@ pub fn bind_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bo
     if args.len() > 16 {
         return Err("Too many bind addresses specified.".into());
     }
-    let args = if matches!(args, [only] if only.is_empty()) { &[][..] } else { args };
+    let args = if matches!(args, [only] if only.is_empty()) {
+        &[][..]
+    } else {
+        args
+    };
     c.bind = args
         .iter()
         .map(|a| String::from_utf8_lossy(a).into_owned())
@@ -332,7 +360,11 @@ pub fn bind_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
         rw.mark(name);
         return;
     }
-    let addresses = if c.bind.is_empty() { "\"\"".to_string() } else { c.bind.join(" ") };
+    let addresses = if c.bind.is_empty() {
+        "\"\"".to_string()
+    } else {
+        c.bind.join(" ")
+    };
     rw.line(name, format!("{name} {addresses}"), true);
 }
 
@@ -356,9 +388,9 @@ pub fn replicaof_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Resu
 }
 
 pub fn replicaof_get(c: &Config) -> Vec<u8> {
-    c.replicaof
-        .as_ref()
-        .map_or_else(Vec::new, |(host, port)| format!("{host} {port}").into_bytes())
+    c.replicaof.as_ref().map_or_else(Vec::new, |(host, port)| {
+        format!("{host} {port}").into_bytes()
+    })
 }
 
 pub fn replicaof_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
@@ -390,7 +422,11 @@ fn string2d(text: &[u8]) -> Option<f64> {
 
 pub fn percentiles_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
     c.latency_tracking_info_percentiles.clear();
-    let args = if matches!(args, [only] if only.is_empty()) { &[][..] } else { args };
+    let args = if matches!(args, [only] if only.is_empty()) {
+        &[][..]
+    } else {
+        args
+    };
     let mut values = Vec::with_capacity(args.len());
     for arg in args {
         let Some(p) = string2d(arg) else {
@@ -419,7 +455,11 @@ fn trimmed_f(v: f64) -> String {
 }
 
 pub fn percentiles_get(c: &Config) -> Vec<u8> {
-    let parts: Vec<String> = c.latency_tracking_info_percentiles.iter().map(|&p| trimmed_f(p)).collect();
+    let parts: Vec<String> = c
+        .latency_tracking_info_percentiles
+        .iter()
+        .map(|&p| trimmed_f(p))
+        .collect();
     parts.join(" ").into_bytes()
 }
 
@@ -440,7 +480,9 @@ pub fn percentiles_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 /// `isValidActiveDefrag`: Debian's redis-server (system jemalloc) has no defragmenter either.
 pub fn valid_active_defrag(on: bool) -> Result<(), &'static str> {
     if on {
-        return Err("Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution");
+        return Err(
+            "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution",
+        );
     }
     Ok(())
 }
@@ -488,7 +530,10 @@ pub fn valid_hostname(v: &[u8]) -> Result<(), &'static str> {
     if v.len() >= 256 {
         return Err("Hostnames must be less than 256 characters");
     }
-    if !v.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') {
+    if !v
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    {
         return Err("Hostnames may only contain alphanumeric characters, hyphens or dots");
     }
     Ok(())
@@ -544,11 +589,20 @@ mod tests {
 
     #[test]
     fn keyspace_event_classes_round_trip() {
-        assert_eq!(notify_flags(b"KEA").map(notify_string).as_deref(), Some("AKE"));
-        assert_eq!(notify_flags(b"Elg").map(notify_string).as_deref(), Some("glE"));
+        assert_eq!(
+            notify_flags(b"KEA").map(notify_string).as_deref(),
+            Some("AKE")
+        );
+        assert_eq!(
+            notify_flags(b"Elg").map(notify_string).as_deref(),
+            Some("glE")
+        );
         assert_eq!(notify_flags(b"").map(notify_string).as_deref(), Some(""));
         // `n` is outside `A`, and `A` hides it: Redis prints what it stores this way.
-        assert_eq!(notify_flags(b"Anm").map(notify_string).as_deref(), Some("Am"));
+        assert_eq!(
+            notify_flags(b"Anm").map(notify_string).as_deref(),
+            Some("Am")
+        );
         assert_eq!(notify_flags(b"q"), None);
     }
 

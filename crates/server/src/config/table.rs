@@ -20,7 +20,10 @@ use super::special::{self as sp};
 use super::value::{enum_name_of, enum_value_of};
 use super::{
     Apply, BoolSpec, Directive, EnumSpec, Kind, NumSpec, NumType, SpecialSpec, Status, StrSpec,
-    flag::{DEBUG, DENY_LOADING, HIDDEN, IMMUTABLE, MODIFIABLE, MULTI_ARG, PROTECTED, SENSITIVE, VOLATILE},
+    flag::{
+        DEBUG, DENY_LOADING, HIDDEN, IMMUTABLE, MODIFIABLE, MULTI_ARG, PROTECTED, SENSITIVE,
+        VOLATILE,
+    },
     num::{INTEGER, MEMORY, OCTAL, PERCENT},
 };
 use std::sync::LazyLock;
@@ -37,21 +40,31 @@ const ULLONG_MAX: i64 = -1;
 const RDB: Status = Status::Planned("RDB persistence (snapshots, SAVE/BGSAVE, loading at startup)");
 const AOF: Status = Status::Planned("the append-only file");
 const EVICTION: Status = Status::Planned("eviction (maxmemory and its policies)");
-const MESSAGING: Status = Status::Planned("messaging (pub/sub, keyspace notifications, client tracking)");
+const MESSAGING: Status =
+    Status::Planned("messaging (pub/sub, keyspace notifications, client tracking)");
 const SCRIPTING: Status = Status::Planned("scripting (EVAL, FUNCTION)");
 const HLL: Status = Status::Planned("HyperLogLog");
 const REPLICATION: Status = Status::NoEffect("densekv has no replication");
 const CLUSTER: Status = Status::NoEffect("densekv has no cluster mode");
 const TLS: Status = Status::NoEffect("densekv has no TLS listener");
-const DEFRAG: Status = Status::NoEffect("densekv has no defragmenter: its block heap returns freed blocks to the OS itself");
-const LAZYFREE: Status = Status::NoEffect("densekv frees values in the foreground: a freed block goes straight back to its shard's heap");
+const DEFRAG: Status = Status::NoEffect(
+    "densekv has no defragmenter: its block heap returns freed blocks to the OS itself",
+);
+const LAZYFREE: Status = Status::NoEffect(
+    "densekv frees values in the foreground: a freed block goes straight back to its shard's heap",
+);
 const CPULIST: Status = Status::NoEffect("densekv does not pin threads to CPUs");
 const STREAMS: Status = Status::NoEffect("densekv has no streams yet");
 const PROC_TITLE: Status = Status::NoEffect("densekv does not rewrite its process title");
-const TRACKING: Status = Status::NoEffect("densekv has no latency tracking (INFO latencystats) yet");
-const NOTHING_TO_DO: Status = Status::NoEffect("a debugging knob of Redis's loading, saving and watchdog that densekv has no counterpart of");
+const TRACKING: Status =
+    Status::NoEffect("densekv has no latency tracking (INFO latencystats) yet");
+const NOTHING_TO_DO: Status = Status::NoEffect(
+    "a debugging knob of Redis's loading, saving and watchdog that densekv has no counterpart of",
+);
 const RUNS: Status = Status::Works("");
-const MAPS: Status = Status::Maps("an encoding threshold: stored and validated; the store's own encoding thresholds do not read it yet");
+const MAPS: Status = Status::Maps(
+    "an encoding threshold: stored and validated; the store's own encoding thresholds do not read it yet",
+);
 
 /// `maxmemory-policy` (Redis's `MAXMEMORY_*` values).
 pub static MAXMEMORY_POLICY: &[(&str, i32)] = &[
@@ -76,15 +89,23 @@ pub static SYSLOG_FACILITY: &[(&str, i32)] = &[
     ("local6", 176),
     ("local7", 184),
 ];
-pub static LOGLEVEL: &[(&str, i32)] = &[("debug", 0), ("verbose", 1), ("notice", 2), ("warning", 3)];
+pub static LOGLEVEL: &[(&str, i32)] =
+    &[("debug", 0), ("verbose", 1), ("notice", 2), ("warning", 3)];
 pub static SUPERVISED: &[(&str, i32)] = &[("upstart", 3), ("systemd", 2), ("auto", 1), ("no", 0)];
 static AOF_FSYNC: &[(&str, i32)] = &[("everysec", 2), ("always", 1), ("no", 0)];
 /// `shutdown-on-sigterm` / `-sigint` bit flags.
-pub static SHUTDOWN_ON_SIG: &[(&str, i32)] = &[("default", 0), ("save", 1), ("nosave", 2), ("now", 4), ("force", 8)];
+pub static SHUTDOWN_ON_SIG: &[(&str, i32)] = &[
+    ("default", 0),
+    ("save", 1),
+    ("nosave", 2),
+    ("now", 4),
+    ("force", 8),
+];
 static REPL_DISKLESS_LOAD: &[(&str, i32)] = &[("disabled", 0), ("on-empty-db", 1), ("swapdb", 2)];
 static TLS_AUTH_CLIENTS: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("optional", 2)];
 /// `oom-score-adj`: `yes` is `relative`.
-pub static OOM_SCORE_ADJ: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("relative", 1), ("absolute", 2)];
+pub static OOM_SCORE_ADJ: &[(&str, i32)] =
+    &[("no", 0), ("yes", 1), ("relative", 1), ("absolute", 2)];
 static ACL_PUBSUB_DEFAULT: &[(&str, i32)] = &[("allchannels", 8), ("resetchannels", 0)];
 static SANITIZE_DUMP: &[(&str, i32)] = &[("no", 0), ("yes", 1), ("clients", 2)];
 /// `enable-protected-configs`, `enable-debug-command`, `enable-module-command`.
@@ -95,7 +116,11 @@ static PROPAGATION_ERROR: &[(&str, i32)] = &[("ignore", 0), ("panic", 1), ("pani
 /// A yes/no directive stored in a `bool` field.
 macro_rules! yesno {
     ($f:ident, $valid:expr) => {
-        Kind::Bool(BoolSpec { get: |c| c.$f, set: |c, v| c.$f = v, valid: $valid })
+        Kind::Bool(BoolSpec {
+            get: |c| c.$f,
+            set: |c, v| c.$f = v,
+            valid: $valid,
+        })
     };
 }
 
@@ -128,7 +153,12 @@ macro_rules! sds {
 /// An enum directive stored as its value in an `i32` field.
 macro_rules! enumeration {
     ($f:ident, $names:expr, $valid:expr) => {
-        Kind::Enum(EnumSpec { names: $names, get: |c| c.$f, set: |c, v| c.$f = v, valid: $valid })
+        Kind::Enum(EnumSpec {
+            names: $names,
+            get: |c| c.$f,
+            set: |c, v| c.$f = v,
+            valid: $valid,
+        })
     };
 }
 
@@ -162,7 +192,11 @@ macro_rules! number {
 /// A directive with its own set, get and rewrite (`special.rs`).
 macro_rules! special {
     ($f:ident, $set:path, $get:path, $rewrite:path) => {
-        Kind::Special(SpecialSpec { set: $set, get: $get, rewrite: $rewrite })
+        Kind::Special(SpecialSpec {
+            set: $set,
+            get: $get,
+            rewrite: $rewrite,
+        })
     };
 }
 
@@ -386,7 +420,7 @@ directives! {
     latency_monitor_threshold: i64 = 0; "latency-monitor-threshold", MODIFIABLE, number(LongLong, 0, LLONG_MAX, INTEGER, None), Status::NoEffect("LATENCY records no events yet"), None;
     proto_max_bulk_len: u64 = 512 << 20; "proto-max-bulk-len", DEBUG | MODIFIABLE, number(LongLong, 1 << 20, LONG_MAX, MEMORY, None), RUNS, None;
     stream_node_max_entries: i64 = 100; "stream-node-max-entries", MODIFIABLE, number(LongLong, 0, LLONG_MAX, INTEGER, None), STREAMS, None;
-    repl_backlog_size: i64 = 1 << 20; "repl-backlog-size", MODIFIABLE, number(LongLong, 1, LLONG_MAX, MEMORY, None), REPLICATION, None;
+    repl_backlog_size: i64 = 1 << 20; "repl-backlog-size", MODIFIABLE, number(LongLong, 1, LLONG_MAX, MEMORY, None), REPLICATION, ReplBacklog;
 
     // ---- unsigned long long ----
     maxmemory: u64 = 0; "maxmemory", MODIFIABLE, number(ULongLong, 0, ULLONG_MAX, MEMORY, None), EVICTION, MaxMemory;

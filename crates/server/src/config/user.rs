@@ -19,7 +19,9 @@ pub fn apply(config: &mut Config, args: &[Vec<u8>]) -> Result<(), String> {
             String::from_utf8_lossy(arg)
         )
     };
-    let (name, rules) = args.split_first().expect("the loader passes at least the name");
+    let (name, rules) = args
+        .split_first()
+        .expect("the loader passes at least the name");
     if name.as_slice() != b"default" {
         return Err(declaration(
             name,
@@ -30,9 +32,20 @@ pub fn apply(config: &mut Config, args: &[Vec<u8>]) -> Result<(), String> {
     for rule in rules {
         let lower = rule.to_ascii_lowercase();
         match lower.as_slice() {
-            b"on" | b"~*" | b"allkeys" | b"%rw~*" | b"&*" | b"allchannels" | b"+@all"
-            | b"allcommands" | b"resetchannels" | b"resetkeys" | b"reset" | b"resetpass"
-            | b"sanitize-payload" | b"skip-sanitize-payload" => {}
+            b"on"
+            | b"~*"
+            | b"allkeys"
+            | b"%rw~*"
+            | b"&*"
+            | b"allchannels"
+            | b"+@all"
+            | b"allcommands"
+            | b"resetchannels"
+            | b"resetkeys"
+            | b"reset"
+            | b"resetpass"
+            | b"sanitize-payload"
+            | b"skip-sanitize-payload" => {}
             b"nopass" => password = Some(None),
             _ if rule.first() == Some(&b'>') => password = Some(Some(rule[1..].to_vec())),
             b"off" | b"-@all" | b"nocommands" => {
@@ -41,7 +54,11 @@ pub fn apply(config: &mut Config, args: &[Vec<u8>]) -> Result<(), String> {
                     "densekv cannot restrict the default user: it always has every key, channel and command",
                 ));
             }
-            _ if matches!(rule.first(), Some(b'~' | b'%' | b'&' | b'+' | b'-' | b'#' | b'<' | b'!' | b'(')) => {
+            _ if matches!(
+                rule.first(),
+                Some(b'~' | b'%' | b'&' | b'+' | b'-' | b'#' | b'<' | b'!' | b'(')
+            ) =>
+            {
                 return Err(declaration(
                     rule,
                     "densekv supports only the default user with every key, channel and command (~* &* +@all), and passwords given as >password",
@@ -51,7 +68,10 @@ pub fn apply(config: &mut Config, args: &[Vec<u8>]) -> Result<(), String> {
             // rule, the user's name for the second): its error index counts rules, its message
             // indexes the line.
             _ => {
-                let at = rules.iter().position(|r| std::ptr::eq(r, rule)).unwrap_or(0);
+                let at = rules
+                    .iter()
+                    .position(|r| std::ptr::eq(r, rule))
+                    .unwrap_or(0);
                 let word = match at {
                     0 => &b"user"[..],
                     1 => name.as_slice(),
@@ -93,7 +113,8 @@ const K: [u32; 64] = [
 /// SHA-256 of `data` (FIPS 180-4).
 pub fn sha256(data: &[u8]) -> [u8; 32] {
     let mut h: [u32; 8] = [
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+        0x5be0cd19,
     ];
     // The message, a 1 bit, zeros to 56 mod 64, and the bit length big-endian.
     let mut message = data.to_vec();
@@ -120,13 +141,20 @@ fn compress(h: &mut [u32; 8], block: &[u8]) {
     for i in 16..64 {
         let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
         let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16].wrapping_add(s0).wrapping_add(w[i - 7]).wrapping_add(s1);
+        w[i] = w[i - 16]
+            .wrapping_add(s0)
+            .wrapping_add(w[i - 7])
+            .wrapping_add(s1);
     }
     let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
     for i in 0..64 {
         let s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
         let ch = (e & f) ^ (!e & g);
-        let t1 = hh.wrapping_add(s1).wrapping_add(ch).wrapping_add(K[i]).wrapping_add(w[i]);
+        let t1 = hh
+            .wrapping_add(s1)
+            .wrapping_add(ch)
+            .wrapping_add(K[i])
+            .wrapping_add(w[i]);
         let s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
         let maj = (a & b) ^ (a & c) ^ (b & c);
         let t2 = s0.wrapping_add(maj);
@@ -182,7 +210,10 @@ mod tests {
         apply(&mut c, &words("default on nopass ~* &* +@all")).unwrap();
         assert_eq!(c.requirepass, None);
         let e = apply(&mut c, &words("alice on >x ~* +@all")).unwrap_err();
-        assert!(e.starts_with("Error in user declaration 'alice': densekv supports only"), "{e}");
+        assert!(
+            e.starts_with("Error in user declaration 'alice': densekv supports only"),
+            "{e}"
+        );
         let e = apply(&mut c, &words("default on ~cache:* +@all")).unwrap_err();
         assert!(e.contains("'~cache:*'"), "{e}");
         let e = apply(&mut c, &words("default bogus")).unwrap_err();

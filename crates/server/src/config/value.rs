@@ -113,7 +113,10 @@ fn enum_value(e: &EnumSpec, args: &[Vec<u8>], bitflags: bool) -> Result<i32, Str
         return Ok(value);
     }
     let list: Vec<&str> = e.names.iter().map(|(n, _)| *n).collect();
-    let mut text = format!("argument(s) must be one of the following: {}", list.join(", "));
+    let mut text = format!(
+        "argument(s) must be one of the following: {}",
+        list.join(", ")
+    );
     // Redis copies the text into a 256-byte buffer.
     text.truncate(255);
     Err(text)
@@ -228,7 +231,10 @@ fn parse_octal(text: &[u8]) -> Option<i64> {
         Some((b'+', r)) => (false, r),
         _ => (false, rest),
     };
-    let digits = rest.iter().take_while(|b| (b'0'..=b'7').contains(b)).count();
+    let digits = rest
+        .iter()
+        .take_while(|b| (b'0'..=b'7').contains(b))
+        .count();
     if digits == 0 {
         return text.is_empty().then_some(0);
     }
@@ -272,16 +278,18 @@ fn parse_number(n: &NumSpec, text: &[u8]) -> Result<i64, String> {
     {
         return Ok(v);
     }
-    Err(if n.flags & num::MEMORY != 0 && n.flags & num::PERCENT != 0 {
-        "argument must be a memory or percent value"
-    } else if n.flags & num::MEMORY != 0 {
-        "argument must be a memory value"
-    } else if n.flags & num::OCTAL != 0 {
-        "argument couldn't be parsed as an octal number"
-    } else {
-        "argument couldn't be parsed into an integer"
-    }
-    .into())
+    Err(
+        if n.flags & num::MEMORY != 0 && n.flags & num::PERCENT != 0 {
+            "argument must be a memory or percent value"
+        } else if n.flags & num::MEMORY != 0 {
+            "argument must be a memory value"
+        } else if n.flags & num::OCTAL != 0 {
+            "argument couldn't be parsed as an octal number"
+        } else {
+            "argument couldn't be parsed into an integer"
+        }
+        .into(),
+    )
 }
 
 /// Redis's `numericBoundaryCheck`: unsigned types compare as unsigned, percentages (negative
@@ -389,7 +397,16 @@ mod tests {
         assert_eq!(string2ll(b"0"), Some(0));
         assert_eq!(string2ll(b"-9223372036854775808"), Some(i64::MIN));
         assert_eq!(string2ll(b"9223372036854775807"), Some(i64::MAX));
-        for bad in [&b"9223372036854775808"[..], b"01", b"-0", b"+1", b"", b"-", b" 1", b"1 "] {
+        for bad in [
+            &b"9223372036854775808"[..],
+            b"01",
+            b"-0",
+            b"+1",
+            b"",
+            b"-",
+            b" 1",
+            b"1 ",
+        ] {
             assert_eq!(string2ll(bad), None, "{bad:?}");
         }
     }
@@ -416,7 +433,13 @@ mod tests {
 
     #[test]
     fn bitflag_names() {
-        let names = &[("default", 0), ("save", 1), ("nosave", 2), ("now", 4), ("force", 8)];
+        let names = &[
+            ("default", 0),
+            ("save", 1),
+            ("nosave", 2),
+            ("now", 4),
+            ("force", 8),
+        ];
         assert_eq!(enum_names(names, 0, true), "default");
         assert_eq!(enum_names(names, 10, true), "nosave force");
         assert_eq!(enum_names(names, 16, true), "unknown");
