@@ -26,8 +26,8 @@ pub fn enable_syslog(ident: &str, facility: i32) {
             ident.as_ptr(),
             libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
             facility,
-        )
-    };
+        );
+    }
     SYSLOG.store(true, Ordering::Relaxed);
 }
 

@@ -7,6 +7,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use support::{Kind, Server, decode};
@@ -180,7 +181,6 @@ fn command_line_options_stdin_and_save_without_value() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        use std::io::Write as _;
         child
             .stdin
             .take()

@@ -21,10 +21,12 @@ use crate::command::Ctx;
 use crate::config::{self, Apply, Config, Named, SetContext, effects, flag};
 use std::sync::atomic::Ordering;
 
+type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
+
 /// CONFIG: dispatches to the subcommands with their arities (get -3, set -4, others 2).
 pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let sub = args[1];
-    let (handler, arity): (fn(&mut Ctx<'_, '_>, &[&[u8]]), isize) = if is(sub, "get") {
+    let (handler, arity): (Handler, isize) = if is(sub, "get") {
         (get, -3)
     } else if is(sub, "set") {
         (set, -4)
@@ -152,7 +154,7 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for (named, pair) in chosen.iter().zip(pairs.chunks(2)) {
         let d = named.directive;
         let values = config::split_set_value(d, pair[1]);
-        match config::set(&mut next, d, &values, &SetContext::default()) {
+        match config::set(&mut next, d, &values, SetContext::default()) {
             Ok(changed) => {
                 if changed && d.apply != Apply::None && !applies.iter().any(|(a, _)| *a == d.apply)
                 {

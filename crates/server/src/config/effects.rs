@@ -148,21 +148,20 @@ pub fn set_oom_score_adj(config: &Config) -> Result<(), String> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let value = if config.oom_score_adj != 0 {
-        let original = match *base {
-            Some(original) => original,
-            None => {
-                let text = std::fs::read_to_string("/proc/self/oom_score_adj").map_err(|e| {
-                    let text = format!(
-                        "Unable to read oom_score_adj: {}",
-                        super::special::strerror(&e)
-                    );
-                    crate::log::warning(&text);
-                    text
-                })?;
-                let original = text.trim().parse().unwrap_or(0);
-                *base = Some(original);
-                original
-            }
+        let original = if let Some(original) = *base {
+            original
+        } else {
+            let text = std::fs::read_to_string("/proc/self/oom_score_adj").map_err(|e| {
+                let text = format!(
+                    "Unable to read oom_score_adj: {}",
+                    super::special::strerror(&e)
+                );
+                crate::log::warning(&text);
+                text
+            })?;
+            let original = text.trim().parse().unwrap_or(0);
+            *base = Some(original);
+            original
         };
         let mut value = config.oom_score_adj_values[0];
         if config.oom_score_adj == 1 {

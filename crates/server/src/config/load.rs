@@ -317,7 +317,7 @@ impl Loader<'_> {
             let cx = SetContext {
                 reading_file: self.reading_file,
             };
-            return set(self.config, d, &args, &cx)
+            return set(self.config, d, &args, cx)
                 .map(|_| ())
                 .map_err(LineError::Fatal);
         }

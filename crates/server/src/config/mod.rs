@@ -120,13 +120,22 @@ pub enum Apply {
     Bind,
 }
 
+/// An `is_valid` check of a new value: the error is Redis's text.
+pub type Validator<T> = Option<fn(T) -> Result<(), &'static str>>;
+/// An `is_valid` check of a string value.
+pub type StrValidator = Option<fn(&[u8]) -> Result<(), &'static str>>;
+/// A special directive's setter: `Ok(true)` when the value changed (its apply must run).
+pub type SpecialSet = fn(&mut Config, &[Vec<u8>], SetContext) -> Result<bool, String>;
+/// A special directive's CONFIG REWRITE.
+pub type SpecialRewrite = fn(&Config, &str, &mut rewrite::Rewrite);
+
 /// `yes`/`no` directives.
 #[allow(missing_debug_implementations)] // function pointers
 #[derive(Clone, Copy)]
 pub struct BoolSpec {
     pub get: fn(&Config) -> bool,
     pub set: fn(&mut Config, bool),
-    pub valid: Option<fn(bool) -> Result<(), &'static str>>,
+    pub valid: Validator<bool>,
 }
 
 /// String directives: C strings (cut at a NUL) or binary-safe `sds` ones.
@@ -139,7 +148,7 @@ pub struct StrSpec {
     pub null_if_empty: bool,
     /// `sds`: binary-safe; otherwise the value ends at its first NUL byte, as a C string does.
     pub binary: bool,
-    pub valid: Option<fn(&[u8]) -> Result<(), &'static str>>,
+    pub valid: StrValidator,
 }
 
 /// Enumerations, single-valued or (with `MULTI_ARG`) bit flags.
@@ -149,7 +158,7 @@ pub struct EnumSpec {
     pub names: &'static [(&'static str, i32)],
     pub get: fn(&Config) -> i32,
     pub set: fn(&mut Config, i32),
-    pub valid: Option<fn(i32) -> Result<(), &'static str>>,
+    pub valid: Validator<i32>,
 }
 
 /// The C type behind a number: it decides between Redis's signed and unsigned bound checks.
@@ -177,7 +186,7 @@ pub struct NumSpec {
     pub flags: u8,
     pub get: fn(&Config) -> i64,
     pub set: fn(&mut Config, i64),
-    pub valid: Option<fn(i64) -> Result<(), &'static str>>,
+    pub valid: Validator<i64>,
 }
 
 /// Number flags (Redis's `MEMORY_CONFIG`, `PERCENT_CONFIG`, `OCTAL_CONFIG`).
@@ -192,10 +201,9 @@ pub mod num {
 #[allow(missing_debug_implementations)] // function pointers
 #[derive(Clone, Copy)]
 pub struct SpecialSpec {
-    /// Stores the arguments; `Ok(true)` when the value changed (its apply must run).
-    pub set: fn(&mut Config, &[Vec<u8>], &SetContext) -> Result<bool, String>,
+    pub set: SpecialSet,
     pub get: fn(&Config) -> Vec<u8>,
-    pub rewrite: fn(&Config, &str, &mut rewrite::Rewrite),
+    pub rewrite: SpecialRewrite,
 }
 
 /// Where a set comes from: `save` lines accumulate while a file is read.
@@ -286,7 +294,7 @@ pub fn set(
     config: &mut Config,
     d: &Directive,
     args: &[Vec<u8>],
-    cx: &SetContext,
+    cx: SetContext,
 ) -> Result<bool, String> {
     let changed = value::set(config, d, args, cx)?;
     if let Status::Refused(feature) = d.status {

@@ -51,7 +51,7 @@ fn path_of(bytes: &[u8]) -> &std::path::Path {
 
 /// `dir`: changes the working directory at once, as Redis does, so relative paths (the log
 /// file, the pid file, later the RDB) resolve there.
-pub fn dir_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn dir_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     let [dir] = args else {
         return Err(WRONG_ARGS.into());
     };
@@ -78,7 +78,7 @@ pub fn dir_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 /// `save <seconds> <changes> …`: the file's first `save` line replaces the defaults and later
 /// ones add to it; at run time each set replaces the list. `save ""` empties it.
-pub fn save_set(c: &mut Config, args: &[Vec<u8>], cx: &SetContext) -> Result<bool, String> {
+pub fn save_set(c: &mut Config, args: &[Vec<u8>], cx: SetContext) -> Result<bool, String> {
     let mut args = args;
     if let [only] = args
         && only.is_empty()
@@ -86,12 +86,13 @@ pub fn save_set(c: &mut Config, args: &[Vec<u8>], cx: &SetContext) -> Result<boo
         c.save.clear();
         args = &[];
     }
-    if args.len() % 2 == 1 {
+    if !args.len().is_multiple_of(2) {
         return Err("Invalid save parameters".into());
     }
     for (j, arg) in args.iter().enumerate() {
         let (value, whole) = strtoll(arg);
-        let least = if j % 2 == 0 { 1 } else { 0 };
+        // Seconds (even positions) must be at least 1, changes at least 0.
+        let least = i64::from(j % 2 == 0);
         if !whole || value < least {
             return Err("Invalid save parameters".into());
         }
@@ -153,8 +154,8 @@ fn limits(c: &Config) -> [(u64, u64, u64); 3] {
 
 /// `client-output-buffer-limit <class> <hard> <soft> <seconds> …`: all classes are checked
 /// before any is set, so a bad one changes nothing.
-pub fn obuf_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
-    if args.len() % 4 != 0 {
+pub fn obuf_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
+    if !args.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     let mut values = limits(c);
@@ -211,7 +212,7 @@ pub fn obuf_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 // ---- oom-score-adj-values (setConfigOOMScoreAdjValuesOption) ----
 
-pub fn oom_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn oom_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     if args.len() != 3 {
         return Err(WRONG_ARGS.into());
     }
@@ -314,7 +315,7 @@ pub fn notify_string(flags: i32) -> String {
     out
 }
 
-pub fn notify_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn notify_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     let [classes] = args else {
         return Err(WRONG_ARGS.into());
     };
@@ -335,7 +336,7 @@ pub fn notify_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 // ---- bind (setConfigBindOption) ----
 
-pub fn bind_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn bind_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     if args.len() > 16 {
         return Err("Too many bind addresses specified.".into());
     }
@@ -370,7 +371,7 @@ pub fn bind_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 // ---- replicaof (setConfigReplicaOfOption) ----
 
-pub fn replicaof_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn replicaof_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     let [host, port] = args else {
         return Err(WRONG_ARGS.into());
     };
@@ -420,7 +421,7 @@ fn string2d(text: &[u8]) -> Option<f64> {
     (!v.is_nan() && !overflow && !underflow).then_some(v)
 }
 
-pub fn percentiles_set(c: &mut Config, args: &[Vec<u8>], _cx: &SetContext) -> Result<bool, String> {
+pub fn percentiles_set(c: &mut Config, args: &[Vec<u8>], _cx: SetContext) -> Result<bool, String> {
     c.latency_tracking_info_percentiles.clear();
     let args = if matches!(args, [only] if only.is_empty()) {
         &[][..]

@@ -9,6 +9,7 @@
 
 use super::{Directive, EnumSpec, Kind, NumSpec, NumType, SetContext, StrSpec, flag, num};
 use crate::config::Config;
+use std::fmt::Write as _;
 
 /// The value as CONFIG GET shows it.
 pub fn get(config: &Config, d: &Directive) -> Vec<u8> {
@@ -26,7 +27,7 @@ pub fn set(
     config: &mut Config,
     d: &Directive,
     args: &[Vec<u8>],
-    cx: &SetContext,
+    cx: SetContext,
 ) -> Result<bool, String> {
     let volatile = d.has(flag::VOLATILE);
     let changed = match d.kind {
@@ -66,7 +67,7 @@ fn first(args: &[Vec<u8>]) -> &[u8] {
     args.first().map_or(&[][..], Vec::as_slice)
 }
 
-fn check<T>(valid: Option<fn(T) -> Result<(), &'static str>>, value: T) -> Result<(), String> {
+fn check<T>(valid: super::Validator<T>, value: T) -> Result<(), String> {
     match valid {
         Some(valid) => valid(value).map_err(str::to_string),
         None => Ok(()),
@@ -366,7 +367,9 @@ pub fn repr(bytes: &[u8]) -> String {
             0x07 => out.push_str("\\a"),
             0x08 => out.push_str("\\b"),
             0x20..=0x7e => out.push(b as char),
-            _ => out.push_str(&format!("\\x{b:02x}")),
+            _ => {
+                let _ = write!(out, "\\x{b:02x}");
+            }
         }
     }
     out.push('"');
