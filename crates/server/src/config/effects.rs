@@ -227,6 +227,12 @@ pub fn supervise(config: &mut Config) -> bool {
             false
         }
         3 => true,
+        2 if std::env::var_os("NOTIFY_SOCKET").is_none() => {
+            crate::log::warning(
+                "systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable not found!",
+            );
+            false
+        }
         2 => {
             let sent = sd_notify("STATUS=densekv is starting...\n");
             if sent {
@@ -269,10 +275,8 @@ pub fn notify_ready(supervised: i32) {
 fn sd_notify(message: &str) -> bool {
     use std::os::linux::net::SocketAddrExt;
     use std::os::unix::net::{SocketAddr, UnixDatagram};
+    // Without a socket there is nobody to tell: sd_notify(3) returns 0 then, silently.
     let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
-        crate::log::warning(
-            "systemd supervision requested or auto-detected, but NOTIFY_SOCKET environment variable not found!",
-        );
         return false;
     };
     let target = target.to_string_lossy().into_owned();
