@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
+# The package also ships /etc/redis/redis.conf, which config_files.rs starts densekv from.
+{ command -v redis-server >/dev/null 2>&1 && [ -f /etc/redis/redis.conf ]; } || need_apt+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_apt+=(redis-tools)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]} (differential-test oracle)"

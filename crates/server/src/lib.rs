@@ -2,7 +2,7 @@
 //! pages inside per-shard block heaps.
 //!
 //! ```text
-//!  main.rs ─ config.rs (redis.conf + --options) ─ log.rs
+//!  main.rs ─ config/ (redis.conf + --options, CONFIG) ─ log.rs
 //!     └─ net/: io-threads × mio loop ── read ─▶ resp::Parser ─▶ dispatch.rs ─▶ command.rs table
 //!                                          ▲                                      │ lock key shards
 //!                                          └──── write ◀── resp::ReplyWriter ◀── commands/*.rs
@@ -69,6 +69,7 @@ pub fn run(config: Config) -> Result<(), String> {
         server.shard_count()
     ));
     log::notice("Ready to accept connections tcp");
+    config::effects::notify_ready(server.config.read().supervised);
     let mut handles = Vec::new();
     for (index, (poll, listeners)) in polls.into_iter().zip(listeners).enumerate() {
         let server = std::sync::Arc::clone(&server);

@@ -1,12 +1,73 @@
 //! The server log: redis-server's line format (`pid:M dd Mon yyyy hh:mm:ss.mmm * message`) to
-//! stdout or the configured `logfile`, filtered by `loglevel`.
+//! stdout or the configured `logfile`, filtered by `loglevel`, and to syslog(3) when
+//! `syslog-enabled` is on.
 
 use parking_lot::Mutex;
 use std::io::Write;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 static LEVEL: AtomicU8 = AtomicU8::new(2);
 static FILE: Mutex<Option<std::fs::File>> = Mutex::new(None);
+static SYSLOG: AtomicBool = AtomicBool::new(false);
+/// `crash-log-enabled`: whether a panic writes its bug report before aborting.
+static CRASH_LOG: AtomicBool = AtomicBool::new(true);
+
+/// Sends every log line to syslog(3) too, under `ident` and `facility` (Redis's `openlog`).
+pub fn enable_syslog(ident: &str, facility: i32) {
+    // openlog keeps the pointer: the identity must live as long as the process.
+    let ident: &'static std::ffi::CStr = Box::leak(
+        std::ffi::CString::new(ident.replace('\0', ""))
+            .unwrap_or_default()
+            .into_boxed_c_str(),
+    );
+    // SAFETY: `ident` is a NUL-terminated string that is never freed.
+    unsafe {
+        libc::openlog(
+            ident.as_ptr(),
+            libc::LOG_PID | libc::LOG_NDELAY | libc::LOG_NOWAIT,
+            facility,
+        );
+    }
+    SYSLOG.store(true, Ordering::Relaxed);
+}
+
+/// `crash-log-enabled`.
+pub fn set_crash_log(enabled: bool) {
+    CRASH_LOG.store(enabled, Ordering::Relaxed);
+}
+
+fn to_syslog(level: u8, message: &str) {
+    if !SYSLOG.load(Ordering::Relaxed) {
+        return;
+    }
+    let priority = [
+        libc::LOG_DEBUG,
+        libc::LOG_INFO,
+        libc::LOG_NOTICE,
+        libc::LOG_WARNING,
+    ][usize::from(level.min(3))];
+    let Ok(text) = std::ffi::CString::new(message.replace('\0', "")) else {
+        return;
+    };
+    // SAFETY: a constant "%s" format with one NUL-terminated string argument.
+    unsafe { libc::syslog(priority, c"%s".as_ptr(), text.as_ptr()) };
+}
+
+/// Writes `text` as it is (no timestamp), at notice level: the startup banner.
+pub fn raw(text: &str) {
+    if LEVEL.load(Ordering::Relaxed) > 2 {
+        return;
+    }
+    let mut file = FILE.lock();
+    match file.as_mut() {
+        Some(f) => {
+            let _ = f.write_all(text.as_bytes());
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+}
 
 /// Sets the level (`debug`, `verbose`, `notice`, `warning`, `nothing`) and the destination.
 pub fn init(level: &str, logfile: &str) -> std::io::Result<()> {
@@ -40,6 +101,7 @@ fn write(level: u8, mark: char, message: &str) {
     if level < LEVEL.load(Ordering::Relaxed) {
         return;
     }
+    to_syslog(level, message);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -109,6 +171,9 @@ pub fn clear_current_command() {
 /// failed assertions end the same way rather than serve from a keyspace it cannot vouch for.
 pub fn install_crash_report() {
     std::panic::set_hook(Box::new(|info| {
+        if !CRASH_LOG.load(Ordering::Relaxed) {
+            std::process::abort();
+        }
         let thread = std::thread::current();
         let command = CURRENT.with(std::cell::Cell::get).map_or_else(
             || "none".to_string(),

@@ -984,21 +984,18 @@ fn stringmatch_fuzz() -> usize {
     matches
 }
 
-/// DEBUG CONFIG-REWRITE-FORCE-ALL: every parameter written to the config file. Without one,
-/// Redis's `rewriteConfig(NULL)` fails with `EFAULT`, whose text it replies.
+/// DEBUG CONFIG-REWRITE-FORCE-ALL: CONFIG REWRITE with every parameter written, defaults
+/// included. Without a config file, Redis's `rewriteConfig(NULL, 1)` fails with `EFAULT`, whose
+/// text it replies.
 fn config_rewrite_force_all(ctx: &mut Ctx<'_, '_>) {
     let config = ctx.server.config.read().clone();
     let Some(path) = config.config_file.as_deref() else {
         return ctx.error("ERR CONFIG-REWRITE-FORCE-ALL failed: Bad address");
     };
-    match std::fs::write(path, crate::config::render(&config)) {
+    let umask = crate::config::effects::umask();
+    match crate::config::rewrite_file(&config, path, umask, true) {
         Ok(()) => ctx.ok(),
-        Err(e) => {
-            // `strerror`'s text, without Rust's " (os error N)".
-            let text = e.to_string();
-            let text = text.split(" (os error").next().unwrap_or(&text);
-            ctx.error(&format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {text}"));
-        }
+        Err(text) => ctx.error(&format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {text}")),
     }
 }
 

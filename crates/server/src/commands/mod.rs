@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod blocking;
+pub mod config;
 pub mod connection;
 pub mod debug;
 pub mod hash;

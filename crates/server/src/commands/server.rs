@@ -5,13 +5,14 @@
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
 
 use super::args::{is, parse_i64};
+use super::config::config;
 use crate::client::ClientState;
 use crate::command::COMMANDS as ALL_COMMANDS;
 use crate::command::{
     ADMIN, ALL, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NOSCRIPT, READONLY, STALE, Spec, WRITE, flag,
     key_positions, lookup, table,
 };
-use crate::config::{self, Config, PARAMS};
+use crate::config::Config;
 use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -525,131 +526,6 @@ fn help(ctx: &mut Ctx<'_, '_>, lines: &[&str]) {
     ctx.out.array_len(lines.len());
     for line in lines {
         ctx.out.simple(line.as_bytes());
-    }
-}
-
-pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    if is(sub, "get") {
-        if args.len() < 3 {
-            return subcommand_arity(ctx, "config", sub);
-        }
-        config_get(ctx, &args[2..]);
-    } else if is(sub, "set") {
-        if args.len() < 4 || !args.len().is_multiple_of(2) {
-            return subcommand_arity(ctx, "config", sub);
-        }
-        config_set(ctx, &args[2..]);
-    } else if is(sub, "resetstat") {
-        if args.len() != 2 {
-            return subcommand_arity(ctx, "config", sub);
-        }
-        config_resetstat(ctx);
-    } else if is(sub, "rewrite") {
-        if args.len() != 2 {
-            return subcommand_arity(ctx, "config", sub);
-        }
-        config_rewrite(ctx);
-    } else if is(sub, "help") && args.len() == 2 {
-        help(
-            ctx,
-            &[
-                "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "GET <pattern>",
-                "    Return parameters matching the glob-like <pattern> and their values.",
-                "SET <directive> <value>",
-                "    Set the configuration <directive> to <value>.",
-                "RESETSTAT",
-                "    Reset statistics reported by the INFO command.",
-                "REWRITE",
-                "    Rewrite the configuration file.",
-                "HELP",
-                "    Print this help.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "config", sub);
-    }
-}
-
-/// CONFIG GET: every parameter that matches one of the patterns, once, in table order.
-fn config_get(ctx: &mut Ctx<'_, '_>, patterns: &[&[u8]]) {
-    let config = ctx.server.config.read().clone();
-    let mut pairs: Vec<(&str, String)> = Vec::new();
-    for p in PARAMS {
-        if patterns
-            .iter()
-            .any(|pat| store::glob::matches(&pat.to_ascii_lowercase(), p.name.as_bytes()))
-            && !pairs.iter().any(|(n, _)| *n == p.name)
-        {
-            pairs.push((p.name, (p.get)(&config)));
-        }
-    }
-    ctx.out.map_len(pairs.len());
-    for (name, value) in pairs {
-        ctx.out.bulk(name.as_bytes());
-        ctx.out.bulk(value.as_bytes());
-    }
-}
-
-/// CONFIG SET: applies the name/value pairs to a copy of the configuration, which replaces it
-/// only if every pair was accepted.
-fn config_set(ctx: &mut Ctx<'_, '_>, pairs: &[&[u8]]) {
-    let mut next = ctx.server.config.read().clone();
-    for pair in pairs.chunks(2) {
-        let name = String::from_utf8_lossy(pair[0]).into_owned();
-        let Some(param) = config::param(&name).filter(|p| p.mutable) else {
-            let text =
-                format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'");
-            return ctx.error(&text);
-        };
-        let value: Vec<String> = vec![String::from_utf8_lossy(pair[1]).into_owned()];
-        if let Err(reason) = (param.set)(&mut next, &value) {
-            let text =
-                format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}");
-            return ctx.error(&text);
-        }
-    }
-    crate::log::set_level(&next.loglevel);
-    ctx.server
-        .slowlog_slower_than
-        .store(next.slowlog_log_slower_than, Ordering::Relaxed);
-    *ctx.server.config.write() = next;
-    ctx.ok();
-}
-
-/// CONFIG RESETSTAT: zeroes the counters INFO reports and empties the slow log.
-fn config_resetstat(ctx: &mut Ctx<'_, '_>) {
-    let st = &ctx.server.stats;
-    for counter in [
-        &st.connections_received,
-        &st.rejected_connections,
-        &st.net_input_bytes,
-        &st.net_output_bytes,
-        &st.total_errors,
-        &st.expired_keys_active,
-    ] {
-        counter.store(0, Ordering::Relaxed);
-    }
-    ctx.server.hot.reset();
-    for s in &*ctx.server.command_stats {
-        s.failed.store(0, Ordering::Relaxed);
-        s.rejected.store(0, Ordering::Relaxed);
-    }
-    ctx.server.errorstats.lock().clear();
-    ctx.server.slowlog.lock().entries.clear();
-    ctx.ok();
-}
-
-/// CONFIG REWRITE: writes the running configuration to the file it was loaded from.
-fn config_rewrite(ctx: &mut Ctx<'_, '_>) {
-    let config = ctx.server.config.read().clone();
-    let Some(path) = config.config_file.clone() else {
-        return ctx.error("ERR The server is running without a config file");
-    };
-    match std::fs::write(&path, config::render(&config)) {
-        Ok(()) => ctx.ok(),
-        Err(e) => ctx.error(&format!("ERR Rewriting config file: {e}")),
     }
 }
 

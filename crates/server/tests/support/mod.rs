@@ -103,15 +103,43 @@ impl Server {
         (Server::densekv(extra), redis)
     }
 
+    /// Starts densekv or redis-server from a config file (first argument) with `--port` and
+    /// `extra` options after it, in `cwd`: nothing else is added (no `--bind`, no `--save`).
+    pub fn from_file(kind: Kind, file: &str, extra: &[&str], cwd: &std::path::Path) -> Server {
+        let program = match kind {
+            Kind::Densekv => env!("CARGO_BIN_EXE_densekv").to_string(),
+            Kind::Redis => redis_server_path().expect(
+                "redis-server is not installed: scripts/check.sh installs it (the differential \
+                 tests need their oracle)",
+            ),
+        };
+        Server::start_in(kind, &program, &[file], &[], extra, Some(cwd))
+    }
+
     fn start(kind: Kind, program: &str, extra: &[&str]) -> Server {
+        Server::start_in(kind, program, &[], &["--bind", "127.0.0.1"], extra, None)
+    }
+
+    fn start_in(
+        kind: Kind,
+        program: &str,
+        before: &[&str],
+        bind: &[&str],
+        extra: &[&str],
+        cwd: Option<&std::path::Path>,
+    ) -> Server {
         let mut last_error = String::new();
         for _ in 0..10 {
             let port = free_port();
             let mut command = Command::new(program);
+            if let Some(cwd) = cwd {
+                command.current_dir(cwd);
+            }
             command
+                .args(before)
                 .arg("--port")
                 .arg(port.to_string())
-                .args(["--bind", "127.0.0.1"])
+                .args(bind)
                 .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
