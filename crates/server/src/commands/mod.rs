@@ -7,6 +7,7 @@ pub mod args;
 pub mod blocking;
 pub mod connection;
 pub mod hash;
+pub mod introspect;
 pub mod keys;
 pub mod list;
 pub mod random;
