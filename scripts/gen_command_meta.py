@@ -116,7 +116,7 @@ def load_json(paths):
     return commands
 
 
-def legacy_range(specs, flags):
+def legacy_range(specs):
     """populateCommandLegacyRangeSpec: (first, last, step), and whether the keys are movable."""
     ranges = ["index" in s["begin_search"] and "range" in s["find_keys"] for s in specs]
     movable = False
@@ -202,7 +202,7 @@ def argument(arg):
 def entry(name, command):
     json_flags = command.get("command_flags", [])
     specs = command.get("key_specs", [])
-    key_range, movable = legacy_range(specs, json_flags)
+    key_range, movable = legacy_range(specs)
     reply_flags = set(json_flags) | ({"MOVABLE_KEYS"} if movable else set())
     out = {
         "name": name,
@@ -219,9 +219,8 @@ def entry(name, command):
     out["summary"] = command["summary"]
     out["since"] = command["since"]
     out["group"] = GROUPS.get(command["group"], command["group"])
-    for field in ("complexity",):
-        if field in command:
-            out[field] = command[field]
+    if "complexity" in command:
+        out["complexity"] = command["complexity"]
     doc_flags = [reply for flag, reply in DOC_FLAGS if flag in command.get("doc_flags", [])]
     if doc_flags:
         out["doc_flags"] = doc_flags
