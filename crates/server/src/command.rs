@@ -1,10 +1,24 @@
 //! The command table and dispatch.
 //!
-//! One static table (`COMMANDS`) drives everything: name lookup, arity checks with Redis's error
-//! texts, which shards a command must lock (from its key positions), AUTH and MULTI rules, and the
-//! replies of COMMAND COUNT / INFO / DOCS / LIST / GETKEYS. A command runs with the locks of its
-//! keys' shards held (ascending index, so two commands can never deadlock); keyless commands that
-//! look at the whole keyspace, and EXEC, hold every shard.
+//! One static table (`COMMANDS`) drives name lookup, arity checks with Redis's error texts, which
+//! shards a command must lock (from its key positions), and the AUTH, MULTI and DEBUG rules. A
+//! container (CONFIG, CLIENT, OBJECT, MEMORY, SLOWLOG, LATENCY, COMMAND) carries a table of its
+//! subcommands, each a command of its own named `container|sub` with its own arity, flags, keys
+//! and handler, resolved from `args[1]` as Redis's `lookupCommand` does:
+//!
+//! ```text
+//!  COMMANDS: … "config" ─┬─ "config|get"        index i, then i+1 … i+n for its subcommands
+//!                        ├─ "config|set"        (commandstats, MULTI queue and CLIENT LIST
+//!                        └─ …                    name a subcommand by its own index)
+//!  CONFIG            → "config" (arity -2 fails: 'config')
+//!  CONFIG GET        → "config|get" (arity -3 fails: 'config|get')
+//!  CONFIG NOPE       → unknown subcommand 'NOPE'. Try CONFIG HELP.
+//! ```
+//!
+//! What COMMAND replies (flags, ACL categories, key specs, docs) comes from Redis's own command
+//! metadata (`commands/introspect`); a unit test holds every line's arity and flags to it. A
+//! command runs with the locks of its keys' shards held (ascending index, so two commands can
+//! never deadlock); keyless commands that look at the whole keyspace, and EXEC, hold every shard.
 
 use crate::client::ClientState;
 use crate::server::Server;
@@ -13,7 +27,11 @@ use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
 use store::{Collection, Edit, Shard, StoreError};
 
-/// Command flags.
+/// Command flags: Redis's command flags (`CMD_*` in `server.h`, spelled as the command JSON files
+/// spell them in [`flag::REDIS_NAMES`]), minus the Sentinel-only ones, plus densekv's
+/// `TXN_CONTROL`. A unit test pins every table line's flags to the command metadata
+/// (`commands/introspect`), which is what COMMAND INFO replies from; dispatch reads `NO_AUTH`,
+/// `NO_MULTI`, `PROTECTED`, `SKIP_SLOWLOG` and `TXN_CONTROL` from the line itself.
 pub mod flag {
     pub const WRITE: u32 = 1;
     pub const READONLY: u32 = 1 << 1;
@@ -28,22 +46,45 @@ pub mod flag {
     pub const ALLOW_BUSY: u32 = 1 << 10;
     /// Runs in MULTI instead of being queued (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
     pub const TXN_CONTROL: u32 = 1 << 11;
+    pub const BLOCKING: u32 = 1 << 12;
+    pub const PUBSUB: u32 = 1 << 13;
+    pub const SKIP_MONITOR: u32 = 1 << 14;
+    /// Never in the slow log (EXEC: its commands are logged one by one).
+    pub const SKIP_SLOWLOG: u32 = 1 << 15;
+    pub const ASKING: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    /// Allowed only as `enable-debug-command` says (DEBUG), checked by dispatch before AUTH.
+    pub const PROTECTED: u32 = 1 << 18;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    pub const MAY_REPLICATE: u32 = 1 << 20;
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 21;
 
     /// No flags.
     pub const NONE: u32 = 0;
 
-    pub const NAMES: [(u32, &str); 11] = [
-        (WRITE, "write"),
-        (READONLY, "readonly"),
-        (DENYOOM, "denyoom"),
-        (ADMIN, "admin"),
-        (NOSCRIPT, "noscript"),
-        (LOADING, "loading"),
-        (STALE, "stale"),
-        (FAST, "fast"),
-        (NO_AUTH, "no_auth"),
-        (NO_MULTI, "no_multi"),
-        (ALLOW_BUSY, "allow_busy"),
+    /// Each Redis flag with the name the command JSON files give it.
+    pub const REDIS_NAMES: [(u32, &str); 21] = [
+        (WRITE, "WRITE"),
+        (READONLY, "READONLY"),
+        (DENYOOM, "DENYOOM"),
+        (ADMIN, "ADMIN"),
+        (PUBSUB, "PUBSUB"),
+        (NOSCRIPT, "NOSCRIPT"),
+        (BLOCKING, "BLOCKING"),
+        (LOADING, "LOADING"),
+        (STALE, "STALE"),
+        (SKIP_MONITOR, "SKIP_MONITOR"),
+        (SKIP_SLOWLOG, "SKIP_SLOWLOG"),
+        (ASKING, "ASKING"),
+        (FAST, "FAST"),
+        (NO_AUTH, "NO_AUTH"),
+        (MAY_REPLICATE, "MAY_REPLICATE"),
+        (NO_MANDATORY_KEYS, "NO_MANDATORY_KEYS"),
+        (PROTECTED, "PROTECTED"),
+        (NO_ASYNC_LOADING, "NO_ASYNC_LOADING"),
+        (NO_MULTI, "NO_MULTI"),
+        (ALLOW_BUSY, "ALLOW_BUSY"),
+        (TOUCHES_ARBITRARY_KEYS, "TOUCHES_ARBITRARY_KEYS"),
     ];
 }
 
@@ -67,8 +108,9 @@ pub enum Keys {
 }
 
 pub use flag::{
-    ADMIN, ALLOW_BUSY, DENYOOM, FAST, LOADING, NO_AUTH, NO_MULTI, NONE, NOSCRIPT, READONLY, STALE,
-    TXN_CONTROL, WRITE,
+    ADMIN, ALLOW_BUSY, ASKING, BLOCKING, DENYOOM, FAST, LOADING, MAY_REPLICATE, NO_ASYNC_LOADING,
+    NO_AUTH, NO_MANDATORY_KEYS, NO_MULTI, NONE, NOSCRIPT, PROTECTED, PUBSUB, READONLY,
+    SKIP_MONITOR, SKIP_SLOWLOG, STALE, TOUCHES_ARBITRARY_KEYS, TXN_CONTROL, WRITE,
 };
 
 /// No key arguments (PING, CLIENT…).
@@ -102,9 +144,11 @@ pub const KPAIRS: Keys = Keys::Range {
 
 pub type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
 
-/// One command.
+/// One command, or one subcommand of a container (CONFIG GET is `config|get`).
 #[derive(Debug)]
 pub struct Spec {
+    /// Redis's full name: `get`, or `<container>|<subcommand>` (`config|get`), as error texts,
+    /// INFO commandstats, CLIENT LIST and COMMAND report it.
     pub name: &'static str,
     pub arity: i32,
     pub flags: u32,
@@ -112,10 +156,33 @@ pub struct Spec {
     /// The argument naming a field or member of the collection at the command's one key (the
     /// read-ahead in `net.rs` prefetches its lookup); 0 for none.
     pub member: u8,
-    pub group: &'static str,
-    pub since: &'static str,
-    pub summary: &'static str,
     pub handler: Handler,
+    /// A container's subcommands (CONFIG, CLIENT, OBJECT…), looked up by `args[1]`; empty for
+    /// every other command.
+    pub subcommands: &'static [Spec],
+}
+
+impl Spec {
+    /// The name a client types: `get` for `config|get`, the whole name for a top-level command.
+    pub fn short_name(&self) -> &'static str {
+        self.name.rsplit('|').next().unwrap_or(self.name)
+    }
+
+    /// Whether this is a subcommand of a container.
+    pub fn is_subcommand(&self) -> bool {
+        self.name.contains('|')
+    }
+}
+
+/// The handler of a container that has no behaviour of its own (CONFIG, CLIENT…). Dispatch never
+/// runs it: such a container's arity (-2) sends `CONFIG` alone to the arity error and `CONFIG x`
+/// to a subcommand or to the unknown-subcommand error. It answers that error anyway rather than
+/// panic, should a table line ever give a container a looser arity.
+pub fn container(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let text = [&b"ERR "[..], &unknown_subcommand_text(args)].concat();
+    ctx.failed = true;
+    ctx.server.count_error(&text);
+    ctx.out.error(&text);
 }
 
 /// The shard locks a command holds while it runs.
@@ -377,12 +444,19 @@ impl<'c> Ctx<'_, 'c> {
     }
 }
 
-/// The command named `name` (ASCII case-insensitive).
+/// The top-level command named `name` (ASCII case-insensitive): a command or a container, never
+/// a subcommand (`config|get` is not a name a client can send as `args[0]`).
 pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
-    if name.len() > 32 {
-        return None;
+    if name.len() > NAME_LEN_MAX {
+        // Only a name given by rename-command can be this long.
+        if !has_renames() {
+            return None;
+        }
+        let lower = name.to_ascii_lowercase();
+        let index = INDEX.with(|index| index.get(&lower).copied())?;
+        return Some((index, COMMANDS[index]));
     }
-    let mut lower = [0u8; 32];
+    let mut lower = [0u8; NAME_LEN_MAX];
     for (d, s) in lower.iter_mut().zip(name) {
         *d = s.to_ascii_lowercase();
     }
@@ -391,16 +465,112 @@ pub fn lookup(name: &[u8]) -> Option<(usize, &'static Spec)> {
     Some((index, COMMANDS[index]))
 }
 
+/// Longer names are no command's (the longest is 23 bytes, `command|getkeysandflags`), unless
+/// rename-command gave one.
+const NAME_LEN_MAX: usize = 32;
+
+/// The subcommand `name` of the container at table index `index` (ASCII case-insensitive).
+fn lookup_subcommand(
+    index: usize,
+    container: &'static Spec,
+    name: &[u8],
+) -> Option<(usize, &'static Spec)> {
+    container
+        .subcommands
+        .iter()
+        .position(|sub| sub.short_name().as_bytes().eq_ignore_ascii_case(name))
+        .map(|at| (index + 1 + at, &container.subcommands[at]))
+}
+
+/// What `args` name, as Redis's `lookupCommand` and `commandCheckExistence` see it.
+#[derive(Clone, Copy, Debug)]
+pub enum Found {
+    /// A command, subcommand, or a container given alone (`CONFIG`, which then fails its arity).
+    Command(usize, &'static Spec),
+    /// `args[0]` is a container but `args[1]` none of its subcommands.
+    UnknownSubcommand,
+    UnknownCommand,
+}
+
+/// Resolves `args` (at least one) to the command that runs them: `args[0]`, then `args[1]` when
+/// `args[0]` is a container and there is an `args[1]`.
+pub fn resolve(args: &[&[u8]]) -> Found {
+    let Some((index, spec)) = lookup(args[0]) else {
+        return Found::UnknownCommand;
+    };
+    match args.get(1) {
+        Some(sub) if !spec.subcommands.is_empty() => match lookup_subcommand(index, spec, sub) {
+            Some((i, s)) => Found::Command(i, s),
+            None => Found::UnknownSubcommand,
+        },
+        _ => Found::Command(index, spec),
+    }
+}
+
+/// The command a full name designates (COMMAND INFO / DOCS `config|get`), as Redis's
+/// `lookupCommandBySds`: `name` or `container|sub`, nothing deeper, a container by itself.
+pub fn lookup_full_name(name: &[u8]) -> Option<(usize, &'static Spec)> {
+    let mut parts = name.splitn(3, |&b| b == b'|');
+    let base = parts.next()?;
+    let (index, spec) = lookup(base)?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some((index, spec)),
+        (Some(sub), None) => lookup_subcommand(index, spec, sub),
+        (Some(_), Some(_)) => None,
+    }
+}
+
 /// For commands that look up one member or field of the collection at their key: which
 /// argument it is (the read-ahead in `net.rs` prefetches it), from the command table.
 pub fn member_arg(spec: &Spec) -> Option<usize> {
     (spec.member != 0).then_some(usize::from(spec.member))
 }
 
+/// The `rename-command` pairs of the configuration, lowercase, in file order (set once, before
+/// any command runs).
+static RENAMES: std::sync::OnceLock<Vec<(Vec<u8>, Vec<u8>)>> = std::sync::OnceLock::new();
+
+/// Applies `rename-command`: each command is known by its new name only, and one renamed to ""
+/// is gone, as Redis's rename moves the command's key in its command dict. COMMAND INFO and the
+/// statistics keep the real name, as in Redis. Call once at startup.
+pub fn set_renames(renames: &[(String, String)]) {
+    let lower = renames
+        .iter()
+        .map(|(from, to)| {
+            (
+                from.as_bytes().to_ascii_lowercase(),
+                to.as_bytes().to_ascii_lowercase(),
+            )
+        })
+        .collect();
+    let _ = RENAMES.set(lower);
+}
+
+/// Whether rename-command changed any name (the dispatch's shortcut by name is then off).
+pub fn has_renames() -> bool {
+    RENAMES.get().is_some_and(|r| !r.is_empty())
+}
+
 thread_local! {
-    /// Name → table index. foldhash rather than SipHash: the names are ours, not an attacker's.
-    static INDEX: std::collections::HashMap<Vec<u8>, usize, foldhash::fast::FixedState> =
-        COMMANDS.iter().enumerate().map(|(i, s)| (s.name.as_bytes().to_vec(), i)).collect();
+    /// Top-level name → table index, renames applied. foldhash rather than SipHash: the names
+    /// are ours, not an attacker's.
+    static INDEX: std::collections::HashMap<Vec<u8>, usize, foldhash::fast::FixedState> = {
+        let mut index: std::collections::HashMap<Vec<u8>, usize, foldhash::fast::FixedState> =
+            COMMANDS
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !s.is_subcommand())
+                .map(|(i, s)| (s.name.as_bytes().to_vec(), i))
+                .collect();
+        for (from, to) in RENAMES.get().into_iter().flatten() {
+            if let Some(i) = index.remove(from)
+                && !to.is_empty()
+            {
+                index.insert(to.clone(), i);
+            }
+        }
+        index
+    };
 }
 
 /// Key argument positions of `spec` for `args`.
@@ -501,23 +671,59 @@ pub fn run<'s>(
             .failed
             .fetch_add(1, Ordering::Relaxed);
     }
-    crate::commands::server::slowlog_record(server, client, args, usec);
+    if spec.flags & flag::SKIP_SLOWLOG == 0 {
+        crate::commands::server::slowlog_record(server, client, args, usec);
+    }
 }
 
-/// The text Redis sends for an unknown command.
-pub fn unknown_command_error(args: &[&[u8]]) -> String {
-    let mut text = format!(
-        "ERR unknown command '{}', with args beginning with: ",
-        String::from_utf8_lossy(&args[0][..args[0].len().min(128)])
-    );
-    for arg in args.iter().skip(1).take(128) {
-        text.push('\'');
-        text.push_str(&String::from_utf8_lossy(&arg[..arg.len().min(128)]));
-        text.push_str("' ");
+/// `arg` as C's `%s` prints it: up to its first NUL byte.
+fn c_str(arg: &[u8]) -> &[u8] {
+    arg.iter()
+        .position(|&b| b == 0)
+        .map_or(arg, |end| &arg[..end])
+}
+
+/// `arg` as C's `%.{max}s` prints it: up to its first NUL byte, at most `max` bytes.
+fn c_str_max(arg: &[u8], max: usize) -> &[u8] {
+    let arg = c_str(arg);
+    &arg[..arg.len().min(max)]
+}
+
+/// The text Redis sends, after `ERR `, for an unknown command (`commandCheckExistence`): the name
+/// cut to 128 bytes, then each argument quoted (cut so that the list stays near 128 bytes) while
+/// the list is under 128 bytes. Arguments are C strings there, so each ends at its first NUL
+/// byte; other bytes, valid UTF-8 or not, are sent as they are (CR and LF become spaces when
+/// the error is written).
+pub fn unknown_command_text(args: &[&[u8]]) -> Vec<u8> {
+    let mut list = Vec::new();
+    for arg in &args[1..] {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        list.push(b'\'');
+        list.extend_from_slice(c_str_max(arg, room));
+        list.extend_from_slice(b"' ");
     }
+    let mut text = b"unknown command '".to_vec();
+    text.extend_from_slice(c_str_max(args[0], 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    text.extend_from_slice(&list);
     text
 }
 
+/// The text Redis sends, after `ERR `, when `args[0]` is a container and `args[1]` none of its
+/// subcommands: the subcommand cut to 128 bytes, the container as typed, upper-cased.
+pub fn unknown_subcommand_text(args: &[&[u8]]) -> Vec<u8> {
+    let mut text = b"unknown subcommand '".to_vec();
+    text.extend_from_slice(c_str_max(args.get(1).copied().unwrap_or_default(), 128));
+    text.extend_from_slice(b"'. Try ");
+    text.extend(c_str(args[0]).iter().map(u8::to_ascii_uppercase));
+    text.extend_from_slice(b" HELP.");
+    text
+}
+
+/// The arity error of the command or subcommand named `name` (its full name, `config|get`).
 pub fn arity_error(name: &str) -> String {
     format!("ERR wrong number of arguments for '{name}' command")
 }
@@ -532,36 +738,41 @@ pub fn arity_ok(arity: i32, argc: usize) -> bool {
 }
 
 /// Declares one command family's table, one line per command:
-/// `name, arity, flags, keys, member, since, handler, summary;` under the family's `group`
-/// (COMMAND DOCS). `member` is the argument naming a field or member of the key's collection
-/// (prefetched ahead of the command), 0 for none. The table, the prefetch list and COMMAND's
-/// replies all come from these lines.
+/// `name, arity, flags, keys, member, handler;` — `member` is the argument naming a field or
+/// member of the key's collection (prefetched ahead of the command), 0 for none. A container's
+/// line ends with its subcommand table: `"config", -2, NONE, NOKEYS, 0, container,
+/// CONFIG_SUBCOMMANDS;`, whose lines are named `config|get` and so on. The table and the
+/// prefetch come from these lines; COMMAND's replies come from Redis's command metadata for the
+/// same names (`commands/introspect`), which a unit test holds to these lines.
 macro_rules! table {
-    (group: $group:literal; $($name:literal, $arity:expr, $flags:expr, $keys:expr, $member:literal,
-        $since:literal, $handler:path, $summary:literal;)*) => {
+    ($($name:literal, $arity:expr, $flags:expr, $keys:expr, $member:literal, $handler:path
+        $(, $subcommands:expr)?;)*) => {
         &[$($crate::command::Spec {
             name: $name,
             arity: $arity,
             flags: $flags,
             keys: $keys,
             member: $member,
-            group: $group,
-            since: $since,
-            summary: $summary,
             handler: $handler,
+            subcommands: $crate::command::table!(@subcommands $($subcommands)?),
         }),*]
     };
+    (@subcommands) => { &[] };
+    (@subcommands $subcommands:expr) => { $subcommands };
 }
 pub(crate) use table;
 
 /// Every command densekv knows: the core table, then one table per collection type, in the
-/// order COMMAND LIST reports them. An index into this list identifies a command (commandstats).
+/// order COMMAND LIST reports them, each container followed by its subcommands. An index into
+/// this list identifies a command or subcommand (commandstats, the MULTI queue, CLIENT LIST's
+/// `cmd`); a container's subcommands take the indices right after it.
 pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLock::new(|| {
     use crate::commands as c;
     [
         c::connection::COMMANDS,
         c::server::COMMANDS,
         c::debug::COMMANDS,
+        c::introspect::COMMANDS,
         c::keys::COMMANDS,
         c::string::COMMANDS,
         c::transaction::COMMANDS,
@@ -575,6 +786,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
     ]
     .into_iter()
     .flatten()
+    .flat_map(|spec| std::iter::once(spec).chain(spec.subcommands))
     .collect()
 });
 

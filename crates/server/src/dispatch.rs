@@ -1,9 +1,11 @@
-//! From parsed arguments to a reply: lookup, arity, authentication, MULTI queueing, locking, run —
-//! in the order Redis's `processCommand` checks them, so the same bad input gets the same error.
+//! From parsed arguments to a reply: lookup (a container's subcommand by `args[1]`), arity,
+//! DEBUG's permission, authentication, MULTI queueing, locking, run — in the order Redis's
+//! `processCommand` checks them, so the same bad input gets the same error, counted the same
+//! way (errorstats; `rejected_calls` of the command or subcommand it names).
 
 use crate::client::{ClientState, Queued, ReplyMode};
 use crate::clock::Mark;
-use crate::command::{self, COMMANDS, flag};
+use crate::command::{self, COMMANDS, Found, Spec, flag};
 use crate::server::Server;
 use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
@@ -41,12 +43,127 @@ struct Routed {
     is_client_reply: bool,
 }
 
-fn reject(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, text: &str) {
-    server.count_error(text.as_bytes());
-    ReplyWriter::new(out, state.protocol).error(text.as_bytes());
+/// The text of a refusal's error.
+enum Text {
+    /// A text Redis formats (`rejectCommandFormat`, `rejectCommandSds`): replied after `ERR `.
+    Formatted(Vec<u8>),
+    /// One of Redis's shared errors, its code included (`NOAUTH …`).
+    Shared(&'static str),
+}
+
+/// Why dispatch refuses a command: the error, and the command or subcommand it concerns when
+/// one was found (its `rejected_calls` counts it).
+struct Refusal {
+    command: Option<(usize, &'static Spec)>,
+    text: Text,
+}
+
+/// Redis's `rejectCommand`: the error reply (counted in errorstats, and in the command's
+/// `rejected_calls` when there is a command), and a transaction in progress is flagged so that
+/// EXEC aborts. EXEC itself, rejected, aborts the transaction at once (`execCommandAbort`):
+/// `-EXECABORT Transaction discarded because of: <error>`, the error without its `ERR`.
+fn reject(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, refusal: &Refusal) {
     if state.multi.is_some() {
         state.multi_error = true;
     }
+    let exec = refusal.command.is_some_and(|(_, spec)| spec.name == "exec");
+    if let Some((index, _)) = refusal.command {
+        server.command_stats[index]
+            .rejected
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    let body = match &refusal.text {
+        Text::Formatted(body) => body.as_slice(),
+        Text::Shared(text) => text.as_bytes(),
+    };
+    let text = if exec {
+        crate::commands::transaction::discard_transaction(server, state);
+        [&b"EXECABORT Transaction discarded because of: "[..], body].concat()
+    } else if let Text::Formatted(body) = &refusal.text {
+        [&b"ERR "[..], body].concat()
+    } else {
+        body.to_vec()
+    };
+    server.count_error(&text);
+    ReplyWriter::new(out, state.protocol).error(&text);
+}
+
+/// Whether `enable-debug-command` lets this client run a PROTECTED command (DEBUG): `yes`, or
+/// `local` from a loopback address, as Redis's `allowProtectedAction`.
+fn protected_allowed(server: &Server, state: &ClientState) -> bool {
+    let config = server.config.read();
+    let mode = config.enable_debug_command.as_str();
+    let addr = state.shared.addr.as_str();
+    mode == "yes" || (mode == "local" && (addr.starts_with("127.") || addr.starts_with("[::1]")))
+}
+
+const DEBUG_NOT_ALLOWED: &[u8] = b"DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+/// The command `args` name: the client's previous command when the name is the same (a
+/// pipeline mostly repeats one command), else the table's answer.
+fn find(state: &ClientState, args: &[&[u8]]) -> Found {
+    let last = state.shared.last_cmd.load(Ordering::Relaxed).checked_sub(1);
+    match last.map(|i| (i, COMMANDS[i])) {
+        Some((i, spec))
+            if spec.subcommands.is_empty()
+                && !spec.is_subcommand()
+                && spec.name.as_bytes().eq_ignore_ascii_case(args[0])
+                && !command::has_renames() =>
+        {
+            Found::Command(i, spec)
+        }
+        _ => command::resolve(args),
+    }
+}
+
+/// The checks of Redis's `processCommand` before a command runs or is queued, in its order:
+/// existence, arity, DEBUG's permission, authentication, MULTI's rules.
+fn check(
+    server: &Server,
+    state: &ClientState,
+    args: &[&[u8]],
+) -> Result<(usize, &'static Spec), Refusal> {
+    let (index, spec) = match find(state, args) {
+        Found::Command(index, spec) => (index, spec),
+        Found::UnknownSubcommand => {
+            let text = Text::Formatted(command::unknown_subcommand_text(args));
+            return Err(Refusal {
+                command: None,
+                text,
+            });
+        }
+        Found::UnknownCommand => {
+            let text = Text::Formatted(command::unknown_command_text(args));
+            return Err(Refusal {
+                command: None,
+                text,
+            });
+        }
+    };
+    let refuse = |text| {
+        Err(Refusal {
+            command: Some((index, spec)),
+            text,
+        })
+    };
+    if !command::arity_ok(spec.arity, args.len()) {
+        let text = format!("wrong number of arguments for '{}' command", spec.name);
+        return refuse(Text::Formatted(text.into_bytes()));
+    }
+    if spec.flags & flag::PROTECTED != 0 && !protected_allowed(server, state) {
+        return refuse(Text::Formatted(DEBUG_NOT_ALLOWED.to_vec()));
+    }
+    if !state.authenticated
+        && spec.flags & flag::NO_AUTH == 0
+        && server.config.read().requirepass.is_some()
+    {
+        return refuse(Text::Shared("NOAUTH Authentication required."));
+    }
+    if state.multi.is_some() && spec.flags & flag::NO_MULTI != 0 {
+        let text = b"Command not allowed inside a transaction".to_vec();
+        return refuse(Text::Formatted(text));
+    }
+    Ok((index, spec))
 }
 
 fn route(
@@ -61,38 +178,16 @@ fn route(
         && args[0].eq_ignore_ascii_case(b"client")
         && args[1].eq_ignore_ascii_case(b"reply");
     let routed = Routed { is_client_reply };
-    // A pipeline mostly repeats one command: try the client's last one before the table.
-    let last = state.shared.last_cmd.load(Ordering::Relaxed).checked_sub(1);
-    let found = match last.map(|i| (i, COMMANDS[i])) {
-        Some((i, spec)) if spec.name.as_bytes().eq_ignore_ascii_case(args[0]) => Some((i, spec)),
-        _ => command::lookup(args[0]),
-    };
-    let Some((index, spec)) = found else {
-        reject(server, state, out, &command::unknown_command_error(args));
-        return routed;
-    };
-    if !command::arity_ok(spec.arity, args.len()) {
-        reject(server, state, out, &command::arity_error(spec.name));
-        return routed;
-    }
-    if !state.authenticated
-        && spec.flags & flag::NO_AUTH == 0
-        && server.config.read().requirepass.is_some()
-    {
-        reject(server, state, out, "NOAUTH Authentication required.");
-        return routed;
-    }
-    if state.multi.is_some() && spec.flags & flag::TXN_CONTROL == 0 {
-        if spec.flags & flag::NO_MULTI != 0 {
-            reject(
-                server,
-                state,
-                out,
-                "ERR Command not allowed inside a transaction",
-            );
+    let (index, spec) = match check(server, state, args) {
+        Ok(found) => found,
+        Err(refusal) => {
+            reject(server, state, out, &refusal);
             return routed;
         }
-        let queue = state.multi.as_mut().expect("in MULTI");
+    };
+    if spec.flags & flag::TXN_CONTROL == 0
+        && let Some(queue) = state.multi.as_mut()
+    {
         queue.push(Queued {
             index,
             args: args.iter().map(|a| a.to_vec()).collect(),

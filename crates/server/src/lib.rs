@@ -50,6 +50,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let threads = config.io_threads.max(1);
     log::install_crash_report();
     clock::init();
+    command::set_renames(&config.renames);
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
     let mut polls = Vec::new();

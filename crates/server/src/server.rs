@@ -150,6 +150,10 @@ pub struct Server {
     pub run_id: String,
     pub wakers: RwLock<Vec<Arc<mio::Waker>>>,
     pub port: AtomicUsize,
+    /// One clone of each listening socket, for CONFIG SET port / bind to shut down (`net.rs`).
+    pub listeners: Mutex<Vec<std::net::TcpListener>>,
+    /// Per I/O thread: listening sockets a rebind left for it to swap in.
+    pub rebound: Box<[Mutex<Option<Vec<std::net::TcpListener>>>]>,
     /// Clients blocked in BLPOP & co. (0: pushes skip the ready list).
     pub blocked_clients: AtomicUsize,
     /// Keys that received elements while clients were blocked (served after the command).
@@ -202,6 +206,10 @@ impl Server {
             ready_keys: Mutex::new(Vec::new()),
             ready_pending: AtomicBool::new(false),
             blocking: Mutex::new(crate::blocking::Blocking::default()),
+            listeners: Mutex::new(Vec::new()),
+            rebound: (0..config.io_threads.max(1))
+                .map(|_| Mutex::new(None))
+                .collect(),
             inboxes: (0..config.io_threads.max(1))
                 .map(|_| Mutex::new(Vec::new()))
                 .collect(),

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::{Kind, Server, decode};
+use support::{Kind, Server, decode, show};
 
 /// A fresh directory for one server's files.
 fn temp_dir(name: &str) -> PathBuf {
@@ -153,6 +153,19 @@ fn include_globs_renames_quoting_and_multi_argument_values() {
         "pAss w\"rd"
     );
     assert_eq!(config_map(&densekv, "masteruser")["masteruser"], "it's");
+    // The renames took: KEYS is gone, FLUSHALL answers as WIPE only, on both servers alike.
+    let (mut d, mut r) = (densekv.connect(), redis.connect());
+    for probe in [
+        &["KEYS", "*"][..],
+        &["keys", "*"],
+        &["FLUSHALL"],
+        &["WIPE"],
+        &["wipe", "SYNC"],
+        &["COMMAND", "INFO", "wipe"],
+        &["COMMAND", "INFO", "flushall"],
+    ] {
+        assert_eq!(show(&d.cmd(probe)), show(&r.cmd(probe)), "{probe:?}");
+    }
 }
 
 #[test]

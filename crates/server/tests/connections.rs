@@ -408,3 +408,73 @@ fn accepted_sockets_have_keepalive() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("keepalive"), "{text}");
 }
+
+/// A port nothing listens on (bound and released: free unless another process takes it now).
+fn unused_port() -> u16 {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// CONFIG SET port moves the listener: the new port accepts, the old one refuses, connected
+/// clients stay; a port that cannot be bound fails with Redis's text and keeps the old one; and
+/// CONFIG SET bind listens on the new addresses. Both servers give the same replies.
+#[test]
+fn config_set_port_and_bind_listen_again() {
+    for server in [Server::densekv(&[]), Server::redis(&[])] {
+        let mut admin = server.connect();
+        let busy = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+        let busy_port = busy.local_addr().expect("addr").port().to_string();
+        assert_eq!(
+            show(&admin.cmd(&["CONFIG", "SET", "port", &busy_port])),
+            show(b"-ERR CONFIG SET failed (possibly related to argument 'port') - Unable to listen on this port. Check server logs.\r\n"),
+            "{:?}",
+            server.kind
+        );
+        assert!(
+            Client::try_connect(server.port).is_ok(),
+            "{:?}: old port lost",
+            server.kind
+        );
+        let new_port = unused_port();
+        assert_eq!(
+            admin.cmd(&["CONFIG", "SET", "port", &new_port.to_string()]),
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            admin.cmd(&["PING"]),
+            b"+PONG\r\n",
+            "the client stays connected"
+        );
+        let started = Instant::now();
+        let mut moved = Client::try_connect(new_port);
+        while moved.is_err() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+            moved = Client::try_connect(new_port);
+        }
+        let mut moved = moved.expect("the new port accepts");
+        assert_eq!(moved.cmd(&["PING"]), b"+PONG\r\n");
+        let mut old_refuses = false;
+        for _ in 0..500 {
+            if TcpStream::connect(("127.0.0.1", server.port)).is_err() {
+                old_refuses = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(old_refuses, "{:?}: the old port still accepts", server.kind);
+        assert_eq!(
+            moved.cmd(&["CONFIG", "SET", "bind", "127.0.0.1 -::1"]),
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            decode(&moved.cmd(&["CONFIG", "GET", "bind"])).array()[1].bulk(),
+            b"127.0.0.1 -::1"
+        );
+        assert_eq!(
+            Client::try_connect(new_port)
+                .expect("bound again")
+                .cmd(&["PING"]),
+            b"+PONG\r\n"
+        );
+    }
+}

@@ -206,7 +206,7 @@ fn next_command(g: &mut Gen, collections: bool) -> Cmd {
 fn has_collections(twin: &mut Twin) -> bool {
     ["HSET", "SADD", "ZADD"].iter().all(|name| {
         let reply = twin.densekv.cmd(&["COMMAND", "INFO", name]);
-        !reply.starts_with(b"*1\r\n*-1") && !reply.starts_with(b"*1\r\n_")
+        !reply.starts_with(b"*1\r\n$-1") && !reply.starts_with(b"*1\r\n_")
     })
 }
 

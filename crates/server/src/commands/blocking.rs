@@ -7,7 +7,7 @@
 //! a key receives data, `serve` runs the same pop for the first client blocked on it.
 
 use crate::blocking::{self, BlockOp};
-use crate::command::{Ctx, DENYOOM, Keys, NOSCRIPT, READONLY, Spec, WRITE, table};
+use crate::command::{BLOCKING, Ctx, DENYOOM, FAST, Keys, NOSCRIPT, READONLY, Spec, WRITE, table};
 use crate::commands::{is, list, zset};
 use store::Kind;
 
@@ -23,20 +23,20 @@ const KEYS_12: Keys = Keys::Range {
 };
 const KEYS_COUNTED: Keys = Keys::NumKeys { at: 2, also: None };
 
-pub static LIST_COMMANDS: &[Spec] = table! { group: "list";
-    // name       arity, flags,                      keys,          member, since,   handler,    summary
-    "blpop",      -3,    WRITE | NOSCRIPT,           KEYS_BUT_LAST, 0,      "2.0.0", blpop,      "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "brpop",      -3,    WRITE | NOSCRIPT,           KEYS_BUT_LAST, 0,      "2.0.0", brpop,      "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
-    "brpoplpush", 4,     WRITE | DENYOOM | NOSCRIPT, KEYS_12,       0,      "2.2.0", brpoplpush, "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.";
-    "blmove",     6,     WRITE | DENYOOM | NOSCRIPT, KEYS_12,       0,      "6.2.0", blmove,     "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.";
-    "blmpop",     -5,    WRITE,                      KEYS_COUNTED,  0,      "7.0.0", blmpop,     "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.";
+pub static LIST_COMMANDS: &[Spec] = table! {
+    // name       arity, flags,                                 keys,          member, handler
+    "blpop",      -3,    WRITE | NOSCRIPT | BLOCKING,           KEYS_BUT_LAST, 0,      blpop;
+    "brpop",      -3,    WRITE | NOSCRIPT | BLOCKING,           KEYS_BUT_LAST, 0,      brpop;
+    "brpoplpush", 4,     WRITE | DENYOOM | NOSCRIPT | BLOCKING, KEYS_12,       0,      brpoplpush;
+    "blmove",     6,     WRITE | DENYOOM | NOSCRIPT | BLOCKING, KEYS_12,       0,      blmove;
+    "blmpop",     -5,    WRITE | BLOCKING,                      KEYS_COUNTED,  0,      blmpop;
 };
 
-pub static ZSET_COMMANDS: &[Spec] = table! { group: "sorted-set";
-    // name     arity, flags,                                   keys,          member, since,   handler,  summary
-    "bzpopmin", -3,    WRITE | NOSCRIPT | crate::command::FAST, KEYS_BUT_LAST, 0,      "5.0.0", bzpopmin, "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
-    "bzpopmax", -3,    WRITE | NOSCRIPT | crate::command::FAST, KEYS_BUT_LAST, 0,      "5.0.0", bzpopmax, "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
-    "bzmpop",   -5,    WRITE,                                   KEYS_COUNTED,  0,      "7.0.0", bzmpop,   "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.";
+pub static ZSET_COMMANDS: &[Spec] = table! {
+    // name     arity, flags,                              keys,          member, handler
+    "bzpopmin", -3,    WRITE | NOSCRIPT | BLOCKING | FAST, KEYS_BUT_LAST, 0,      bzpopmin;
+    "bzpopmax", -3,    WRITE | NOSCRIPT | BLOCKING | FAST, KEYS_BUT_LAST, 0,      bzpopmax;
+    "bzmpop",   -5,    WRITE | BLOCKING,                   KEYS_COUNTED,  0,      bzmpop;
 };
 
 /// Silences the unused-import lint for flags only some builds use.

@@ -12,47 +12,12 @@
 //!   all or nothing. Only then does the copy replace the configuration.
 //! * REWRITE: `config::rewrite_file` on the file the server started from.
 //!
-//! Each handler takes the full argument list (`CONFIG GET …` is `args[0..]`), so a subcommand
-//! table can point `config|get` straight at [`get`]; [`config`] dispatches while CONFIG is one
-//! table line.
+//! Each handler takes the full argument list (`CONFIG GET …` is `args[0..]`): the subcommand
+//! table of CONFIG (in `server.rs`) points `config|get` straight at [`get`].
 
-use super::args::is;
 use crate::command::Ctx;
 use crate::config::{self, Apply, Config, Named, SetContext, effects, flag};
 use std::sync::atomic::Ordering;
-
-type Handler = fn(&mut Ctx<'_, '_>, &[&[u8]]);
-
-/// CONFIG: dispatches to the subcommands with their arities (get -3, set -4, others 2).
-pub fn config(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    let (handler, arity): (Handler, isize) = if is(sub, "get") {
-        (get, -3)
-    } else if is(sub, "set") {
-        (set, -4)
-    } else if is(sub, "resetstat") {
-        (resetstat, 2)
-    } else if is(sub, "rewrite") {
-        (rewrite, 2)
-    } else if is(sub, "help") {
-        (help, 2)
-    } else {
-        let text = format!(
-            "ERR unknown subcommand '{}'. Try CONFIG HELP.",
-            String::from_utf8_lossy(sub)
-        );
-        return ctx.error(&text);
-    };
-    let count = args.len() as isize;
-    if (arity >= 0 && count != arity) || (arity < 0 && count < -arity) {
-        let text = format!(
-            "ERR wrong number of arguments for 'config|{}' command",
-            String::from_utf8_lossy(sub).to_lowercase()
-        );
-        return ctx.error(&text);
-    }
-    handler(ctx, args);
-}
 
 /// CONFIG GET pattern [pattern …].
 pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -1,4 +1,5 @@
-//! Connection commands: PING, ECHO, QUIT, SELECT, HELLO, AUTH, RESET, CLIENT.
+//! Connection commands: PING, ECHO, QUIT, SELECT, HELLO, AUTH, RESET, and CLIENT, a container
+//! whose subcommands (`client|list`…) are table lines of their own.
 //!
 //! There is one user, `default`, whose password is `requirepass` (none: every connection starts
 //! authenticated). HELLO switches the connection between RESP2 and RESP3 and replies with the
@@ -7,22 +8,41 @@
 use super::args::{is, parse_i64};
 use crate::client::ReplyMode;
 use crate::command::{
-    ALLOW_BUSY, Ctx, FAST, LOADING, NO_AUTH, NOKEYS, NOSCRIPT, STALE, Spec, TXN_CONTROL, table,
+    ADMIN, ALLOW_BUSY, Ctx, FAST, LOADING, NO_AUTH, NOKEYS, NONE, NOSCRIPT, STALE, Spec,
+    TXN_CONTROL, container, table,
 };
 use crate::server::{ClientShared, unix_ms};
 use resp::Protocol;
 use std::sync::atomic::Ordering;
 
-pub static COMMANDS: &[Spec] = table! { group: "connection";
-    // name   arity, flags,                                                     keys,   member, since,   handler, summary
-    "ping",   -1,    FAST | STALE,                                              NOKEYS, 0,      "1.0.0", ping,    "Returns the server's liveliness response.";
-    "echo",   2,     FAST | STALE,                                              NOKEYS, 0,      "1.0.0", echo,    "Returns the given string.";
-    "quit",   -1,    FAST | NO_AUTH | STALE | TXN_CONTROL | ALLOW_BUSY,         NOKEYS, 0,      "1.0.0", quit,    "Closes the connection.";
-    "select", 2,     FAST | STALE | LOADING,                                    NOKEYS, 0,      "1.0.0", select,  "Changes the selected database.";
-    "hello",  -1,    FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,               NOKEYS, 0,      "6.0.0", hello,   "Handshakes with the Redis server.";
-    "auth",   -2,    FAST | NO_AUTH | STALE | LOADING | NOSCRIPT,               NOKEYS, 0,      "1.0.0", auth,    "Authenticates the connection.";
-    "reset",  1,     FAST | NO_AUTH | STALE | LOADING | NOSCRIPT | TXN_CONTROL, NOKEYS, 0,      "6.2.0", reset,   "Resets the connection.";
-    "client", -2,    STALE | LOADING | NOSCRIPT,                                NOKEYS, 0,      "2.4.0", client,  "A container for client connection commands.";
+pub static COMMANDS: &[Spec] = table! {
+    // name   arity, flags,                                                                  keys,   member, handler,   subcommands
+    "ping",   -1,    FAST,                                                                   NOKEYS, 0,      ping;
+    "echo",   2,     LOADING | STALE | FAST,                                                 NOKEYS, 0,      echo;
+    "quit",   -1,    NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TXN_CONTROL, NOKEYS, 0,      quit;
+    "select", 2,     FAST | STALE | LOADING,                                                 NOKEYS, 0,      select;
+    "hello",  -1,    NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,               NOKEYS, 0,      hello;
+    "auth",   -2,    NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,               NOKEYS, 0,      auth;
+    "reset",  1,     NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TXN_CONTROL, NOKEYS, 0,      reset;
+    "client", -2,    NONE,                                                                   NOKEYS, 0,      container, CLIENT_SUBCOMMANDS;
+};
+
+/// CLIENT's subcommands. SETINFO and NO-TOUCH are Redis 7.2's, kept for the clients that send
+/// them (redis-py 5 sends CLIENT SETINFO on connect); their metadata is densekv's own
+/// (`scripts/command_meta_extra.json`).
+static CLIENT_SUBCOMMANDS: &[Spec] = table! {
+    // name            arity, flags,                              keys,   member, handler
+    "client|id",       2,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_id;
+    "client|info",     2,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_info;
+    "client|list",     -2,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_list;
+    "client|kill",     -3,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_kill;
+    "client|getname",  2,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_getname;
+    "client|setname",  3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_setname;
+    "client|setinfo",  4,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_setinfo;
+    "client|reply",    3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_reply;
+    "client|no-evict", 3,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_no_evict;
+    "client|no-touch", 3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_no_touch;
+    "client|help",     2,     LOADING | STALE,                    NOKEYS, 0,      client_help;
 };
 
 pub fn ping(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -328,16 +348,8 @@ const CLIENT_HELP: &[&str] = &[
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
-
-fn subcommand_arity(ctx: &mut Ctx<'_, '_>, sub: &[u8]) {
-    let text = format!(
-        "ERR wrong number of arguments for 'client|{}' command",
-        String::from_utf8_lossy(sub).to_lowercase()
-    );
-    ctx.error(&text);
-}
 
 fn on_off(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<bool> {
     if is(arg, "on") {
@@ -350,64 +362,25 @@ fn on_off(ctx: &mut Ctx<'_, '_>, arg: &[u8]) -> Option<bool> {
     }
 }
 
-pub fn client(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    let n = args.len();
-    if is(sub, "help") && n == 2 {
-        ctx.out.array_len(CLIENT_HELP.len());
-        for line in CLIENT_HELP {
-            ctx.out.simple(line.as_bytes());
-        }
-    } else if is(sub, "id") {
-        if n != 2 {
-            return subcommand_arity(ctx, sub);
-        }
-        ctx.out.integer(ctx.client.shared.id as i64);
-    } else if is(sub, "getname") {
-        if n != 2 {
-            return subcommand_arity(ctx, sub);
-        }
-        client_getname(ctx);
-    } else if is(sub, "setname") {
-        if n != 3 {
-            return subcommand_arity(ctx, sub);
-        }
-        client_setname(ctx, args[2]);
-    } else if is(sub, "setinfo") {
-        if n != 4 {
-            return subcommand_arity(ctx, sub);
-        }
-        client_setinfo(ctx, args[2], args[3]);
-    } else if is(sub, "info") {
-        if n != 2 {
-            return subcommand_arity(ctx, sub);
-        }
-        let line = client_line(&ctx.client.shared, 0).replace("cmd=NULL", "cmd=client|info") + "\n";
-        ctx.out.verbatim(line.as_bytes(), *b"txt");
-    } else if is(sub, "list") {
-        client_list(ctx, args);
-    } else if is(sub, "kill") {
-        client_kill(ctx, args);
-    } else if is(sub, "reply") {
-        if n != 3 {
-            return subcommand_arity(ctx, sub);
-        }
-        client_reply(ctx, args[2]);
-    } else if is(sub, "no-evict") || is(sub, "no-touch") {
-        if n != 3 {
-            return subcommand_arity(ctx, sub);
-        }
-        client_no_flag(ctx, sub, args[2]);
-    } else {
-        ctx.error(&format!(
-            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-            String::from_utf8_lossy(sub)
-        ));
+pub fn client_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.array_len(CLIENT_HELP.len());
+    for line in CLIENT_HELP {
+        ctx.out.simple(line.as_bytes());
     }
 }
 
+pub fn client_id(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.integer(ctx.client.shared.id as i64);
+}
+
+/// CLIENT INFO: this connection's CLIENT LIST line.
+pub fn client_info(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let line = client_line(&ctx.client.shared, 0).replace("cmd=NULL", "cmd=client|info") + "\n";
+    ctx.out.verbatim(line.as_bytes(), *b"txt");
+}
+
 /// CLIENT GETNAME: the connection's name, or null when it has none.
-fn client_getname(ctx: &mut Ctx<'_, '_>) {
+pub fn client_getname(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     let name = ctx.client.shared.info.lock().name.clone();
     if name.is_empty() {
         ctx.out.null();
@@ -417,7 +390,8 @@ fn client_getname(ctx: &mut Ctx<'_, '_>) {
 }
 
 /// CLIENT SETNAME: names the connection, if the name has no spaces or special characters.
-fn client_setname(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
+pub fn client_setname(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let name = args[2];
     if !valid_name(name) {
         return ctx
             .error("ERR Client names cannot contain spaces, newlines or special characters.");
@@ -427,7 +401,8 @@ fn client_setname(ctx: &mut Ctx<'_, '_>, name: &[u8]) {
 }
 
 /// CLIENT SETINFO: records the name or the version of the client's library.
-fn client_setinfo(ctx: &mut Ctx<'_, '_>, option: &[u8], value: &[u8]) {
+pub fn client_setinfo(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (option, value) = (args[2], args[3]);
     let text = String::from_utf8_lossy(value).into_owned();
     if !value.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
         return ctx.error(&format!(
@@ -449,7 +424,8 @@ fn client_setinfo(ctx: &mut Ctx<'_, '_>, option: &[u8], value: &[u8]) {
 }
 
 /// CLIENT REPLY: switches the connection's replies on, off, or off for the next command only.
-fn client_reply(ctx: &mut Ctx<'_, '_>, mode: &[u8]) {
+pub fn client_reply(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mode = args[2];
     if is(mode, "on") {
         ctx.client.reply_mode = ReplyMode::On;
         ctx.ok();
@@ -460,6 +436,16 @@ fn client_reply(ctx: &mut Ctx<'_, '_>, mode: &[u8]) {
     } else {
         ctx.syntax_error();
     }
+}
+
+/// CLIENT NO-EVICT: sets or clears the connection's no-evict flag.
+pub fn client_no_evict(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    client_no_flag(ctx, args[1], args[2]);
+}
+
+/// CLIENT NO-TOUCH: sets or clears the connection's no-touch flag.
+pub fn client_no_touch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    client_no_flag(ctx, args[1], args[2]);
 }
 
 /// CLIENT NO-EVICT and CLIENT NO-TOUCH (`sub`): sets or clears that flag of the connection.
@@ -477,7 +463,7 @@ fn client_no_flag(ctx: &mut Ctx<'_, '_>, sub: &[u8], arg: &[u8]) {
     ctx.ok();
 }
 
-fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+pub fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut ids: Option<Vec<u64>> = None;
     let mut i = 2;
     while i < args.len() {
@@ -523,7 +509,7 @@ fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.verbatim(text.as_bytes(), *b"txt");
 }
 
-fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+pub fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let clients: Vec<_> = ctx.server.clients.lock().values().cloned().collect();
     if args.len() == 3 {
         let addr = String::from_utf8_lossy(args[2]);

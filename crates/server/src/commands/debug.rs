@@ -55,7 +55,7 @@
 //! nothing (`store::Shard::for_each_entry`, `peek`).
 
 use super::args::{NOT_INTEGER, is, parse_i64};
-use crate::command::{ADMIN, ALL, Ctx, LOADING, NOSCRIPT, STALE, Spec, table};
+use crate::command::{ADMIN, ALL, Ctx, LOADING, NOSCRIPT, PROTECTED, STALE, Spec, table};
 use crate::server::unix_ms;
 use resp::Protocol;
 use std::collections::HashSet;
@@ -64,9 +64,9 @@ use std::io::Write as _;
 use std::sync::atomic::Ordering;
 use store::{Entry, Kind, Shard, Str, Ttl, View};
 
-pub static COMMANDS: &[Spec] = table! { group: "server";
-    // name   arity, flags,                              keys, member, since,   handler, summary
-    "debug",  -2,    ADMIN | NOSCRIPT | LOADING | STALE, ALL,  0,      "1.0.0", debug,   "A container for debugging commands.";
+pub static COMMANDS: &[Spec] = table! {
+    // name   arity, flags,                                          keys, member, handler
+    "debug",  -2,    ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, ALL,  0,      debug;
 };
 
 /// DEBUG HELP, after Redis's header: Redis's lines for the subcommands densekv has, and VALIDATE.
@@ -150,13 +150,8 @@ const HELP: &[&str] = &[
     "    Prints this help.",
 ];
 
+/// DEBUG (`enable-debug-command` is checked by dispatch: the line is PROTECTED).
 pub fn debug(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let mode = ctx.server.config.read().enable_debug_command.clone();
-    let local =
-        ctx.client.shared.addr.starts_with("127.") || ctx.client.shared.addr.starts_with("[::1]");
-    if mode == "no" || (mode == "local" && !local) {
-        return ctx.error("ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.");
-    }
     let sub = c_str(args[1]).to_ascii_lowercase();
     if !run_inspection(ctx, &sub, args) && !run_control(ctx, &sub, args) {
         unknown_subcommand(ctx, args[1]);

@@ -12,24 +12,24 @@ use crate::command::{Ctx, DENYOOM, FAST, K1, READONLY, Spec, WRITE, arity_error,
 use resp::ReplyWriter;
 use store::{Hash, HashView, Str};
 
-pub static COMMANDS: &[Spec] = table! { group: "hash";
-    // name         arity, flags,                  keys, member, since,   handler,      summary
-    "hset",         -4,    WRITE | DENYOOM | FAST, K1,   2,      "2.0.0", hset,         "Set the string value of a hash field";
-    "hsetnx",       4,     WRITE | DENYOOM | FAST, K1,   2,      "2.0.0", hsetnx,       "Set the value of a hash field, only if the field does not exist";
-    "hmset",        -4,    WRITE | DENYOOM | FAST, K1,   2,      "2.0.0", hmset,        "Set multiple hash fields to multiple values";
-    "hget",         3,     READONLY | FAST,        K1,   2,      "2.0.0", hget,         "Get the value of a hash field";
-    "hmget",        -3,    READONLY | FAST,        K1,   2,      "2.0.0", hmget,        "Get the values of all the given hash fields";
-    "hgetall",      2,     READONLY,               K1,   0,      "2.0.0", hgetall,      "Get all the fields and values in a hash";
-    "hdel",         -3,    WRITE | FAST,           K1,   2,      "2.0.0", hdel,         "Delete one or more hash fields";
-    "hlen",         2,     READONLY | FAST,        K1,   0,      "2.0.0", hlen,         "Get the number of fields in a hash";
-    "hexists",      3,     READONLY | FAST,        K1,   2,      "2.0.0", hexists,      "Determine if a hash field exists";
-    "hkeys",        2,     READONLY,               K1,   0,      "2.0.0", hkeys,        "Get all the fields in a hash";
-    "hvals",        2,     READONLY,               K1,   0,      "2.0.0", hvals,        "Get all the values in a hash";
-    "hstrlen",      3,     READONLY | FAST,        K1,   2,      "3.2.0", hstrlen,      "Get the length of the value of a hash field";
-    "hincrby",      4,     WRITE | DENYOOM | FAST, K1,   2,      "2.0.0", hincrby,      "Increment the integer value of a hash field by the given number";
-    "hincrbyfloat", 4,     WRITE | DENYOOM | FAST, K1,   2,      "2.6.0", hincrbyfloat, "Increment the float value of a hash field by the given amount";
-    "hrandfield",   -2,    READONLY,               K1,   0,      "6.2.0", hrandfield,   "Get one or multiple random fields from a hash";
-    "hscan",        -3,    READONLY,               K1,   0,      "2.8.0", hscan,        "Incrementally iterate hash fields and associated values";
+pub static COMMANDS: &[Spec] = table! {
+    // name         arity, flags,                  keys, member, handler
+    "hset",         -4,    WRITE | DENYOOM | FAST, K1,   2,      hset;
+    "hsetnx",       4,     WRITE | DENYOOM | FAST, K1,   2,      hsetnx;
+    "hmset",        -4,    WRITE | DENYOOM | FAST, K1,   2,      hmset;
+    "hget",         3,     READONLY | FAST,        K1,   2,      hget;
+    "hmget",        -3,    READONLY | FAST,        K1,   2,      hmget;
+    "hgetall",      2,     READONLY,               K1,   0,      hgetall;
+    "hdel",         -3,    WRITE | FAST,           K1,   2,      hdel;
+    "hlen",         2,     READONLY | FAST,        K1,   0,      hlen;
+    "hexists",      3,     READONLY | FAST,        K1,   2,      hexists;
+    "hkeys",        2,     READONLY,               K1,   0,      hkeys;
+    "hvals",        2,     READONLY,               K1,   0,      hvals;
+    "hstrlen",      3,     READONLY | FAST,        K1,   2,      hstrlen;
+    "hincrby",      4,     WRITE | DENYOOM | FAST, K1,   2,      hincrby;
+    "hincrbyfloat", 4,     WRITE | DENYOOM | FAST, K1,   2,      hincrbyfloat;
+    "hrandfield",   -2,    READONLY,               K1,   0,      hrandfield;
+    "hscan",        -3,    READONLY,               K1,   0,      hscan;
 };
 
 fn bulk_value(out: &mut ReplyWriter<'_>, v: Str<'_>) {

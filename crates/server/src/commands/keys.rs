@@ -1,5 +1,6 @@
 //! Generic key commands (Redis's `db.c`, `expire.c`, `object.c`): DEL, EXISTS, TYPE, RENAME,
-//! COPY, MOVE, KEYS, SCAN, RANDOMKEY, the EXPIRE family, TTL, PERSIST, OBJECT.
+//! COPY, MOVE, KEYS, SCAN, RANDOMKEY, the EXPIRE family, TTL, PERSIST, and OBJECT, a container
+//! whose subcommands (`object|encoding`…) are table lines of their own.
 //!
 //! SCAN's cursor spans the shards: the low 32 bits are the shard index and the high bits the
 //! shard's PageHash cursor, a position in hash space whose low 32 bits are always zero (buckets are
@@ -11,36 +12,55 @@
 
 use super::args::{is, parse_cursor, parse_i64, scan_options};
 use super::random;
-use crate::command::{ALL, Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, READONLY, Spec, WRITE, table};
+use crate::command::{
+    ALL, Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, LOADING, NOKEYS, NONE, READONLY, STALE, Spec,
+    TOUCHES_ARBITRARY_KEYS, WRITE, container, table,
+};
 use store::glob::Glob;
 use store::{Kind, Relocated, StoreError};
 
 const SHARD_BITS: u64 = 0xFFFF_FFFF;
 
-pub static COMMANDS: &[Spec] = table! { group: "generic";
-    // name        arity, flags,           keys,                                       member, since,   handler,     summary
-    "object",      -2,    READONLY,        Keys::Range { first: 2, last: 2, step: 1 }, 0,      "2.2.3", object,      "A container for object introspection commands.";
-    "del",         -2,    WRITE,           KALL,                                       0,      "1.0.0", del,         "Deletes one or more keys.";
-    "unlink",      -2,    WRITE | FAST,    KALL,                                       0,      "4.0.0", del,         "Asynchronously deletes one or more keys.";
-    "exists",      -2,    READONLY | FAST, KALL,                                       0,      "1.0.0", exists,      "Determines whether one or more keys exist.";
-    "touch",       -2,    READONLY | FAST, KALL,                                       0,      "3.2.1", exists,      "Returns the number of existing keys out of those specified after updating the time they were last accessed.";
-    "type",        2,     READONLY | FAST, K1,                                         0,      "1.0.0", type_,       "Determines the type of value stored at a key.";
-    "rename",      3,     WRITE,           K12,                                        0,      "1.0.0", rename,      "Renames a key and overwrites the destination.";
-    "renamenx",    3,     WRITE | FAST,    K12,                                        0,      "1.0.0", renamenx,    "Renames a key only when the target key name doesn't exist.";
-    "copy",        -3,    WRITE | DENYOOM, K12,                                        0,      "6.2.0", copy,        "Copies the value of a key to a new key.";
-    "move",        3,     WRITE | FAST,    K1,                                         0,      "1.0.0", move_,       "Moves a key to another database.";
-    "keys",        2,     READONLY,        ALL,                                        0,      "1.0.0", keys,        "Returns all key names that match a pattern.";
-    "scan",        -2,    READONLY,        ALL,                                        0,      "2.8.0", scan,        "Iterates over the key names in the database.";
-    "randomkey",   1,     READONLY,        ALL,                                        0,      "1.0.0", randomkey,   "Returns a random key name from the database.";
-    "expire",      -3,    WRITE | FAST,    K1,                                         0,      "1.0.0", expire,      "Sets the expiration time of a key in seconds.";
-    "pexpire",     -3,    WRITE | FAST,    K1,                                         0,      "2.6.0", pexpire,     "Sets the expiration time of a key in milliseconds.";
-    "expireat",    -3,    WRITE | FAST,    K1,                                         0,      "1.2.0", expireat,    "Sets the expiration time of a key to a Unix timestamp.";
-    "pexpireat",   -3,    WRITE | FAST,    K1,                                         0,      "2.6.0", pexpireat,   "Sets the expiration time of a key to a Unix milliseconds timestamp.";
-    "ttl",         2,     READONLY | FAST, K1,                                         0,      "1.0.0", ttl,         "Returns the expiration time in seconds of a key.";
-    "pttl",        2,     READONLY | FAST, K1,                                         0,      "2.6.0", pttl,        "Returns the expiration time in milliseconds of a key.";
-    "expiretime",  2,     READONLY | FAST, K1,                                         0,      "7.0.0", expiretime,  "Returns the expiration time of a key as a Unix timestamp.";
-    "pexpiretime", 2,     READONLY | FAST, K1,                                         0,      "7.0.0", pexpiretime, "Returns the expiration time of a key as a Unix milliseconds timestamp.";
-    "persist",     2,     WRITE | FAST,    K1,                                         0,      "2.2.0", persist,     "Removes the expiration time of a key.";
+/// The key of every OBJECT subcommand but HELP.
+const K2: Keys = Keys::Range {
+    first: 2,
+    last: 2,
+    step: 1,
+};
+
+static OBJECT_SUBCOMMANDS: &[Spec] = table! {
+    // name            arity, flags,           keys,   member, handler
+    "object|encoding", 3,     READONLY,        K2,     0,      object_encoding;
+    "object|refcount", 3,     READONLY,        K2,     0,      object_refcount;
+    "object|freq",     3,     READONLY,        K2,     0,      object_freq;
+    "object|idletime", 3,     READONLY,        K2,     0,      object_idletime;
+    "object|help",     2,     LOADING | STALE, NOKEYS, 0,      object_help;
+};
+
+pub static COMMANDS: &[Spec] = table! {
+    // name        arity, flags,                             keys,   member, handler,     subcommands
+    "object",      -2,    NONE,                              NOKEYS, 0,      container,   OBJECT_SUBCOMMANDS;
+    "del",         -2,    WRITE,                             KALL,   0,      del;
+    "unlink",      -2,    WRITE | FAST,                      KALL,   0,      del;
+    "exists",      -2,    READONLY | FAST,                   KALL,   0,      exists;
+    "touch",       -2,    READONLY | FAST,                   KALL,   0,      exists;
+    "type",        2,     READONLY | FAST,                   K1,     0,      type_;
+    "rename",      3,     WRITE,                             K12,    0,      rename;
+    "renamenx",    3,     WRITE | FAST,                      K12,    0,      renamenx;
+    "copy",        -3,    WRITE | DENYOOM,                   K12,    0,      copy;
+    "move",        3,     WRITE | FAST,                      K1,     0,      move_;
+    "keys",        2,     READONLY,                          ALL,    0,      keys;
+    "scan",        -2,    READONLY | TOUCHES_ARBITRARY_KEYS, ALL,    0,      scan;
+    "randomkey",   1,     READONLY | TOUCHES_ARBITRARY_KEYS, ALL,    0,      randomkey;
+    "expire",      -3,    WRITE | FAST,                      K1,     0,      expire;
+    "pexpire",     -3,    WRITE | FAST,                      K1,     0,      pexpire;
+    "expireat",    -3,    WRITE | FAST,                      K1,     0,      expireat;
+    "pexpireat",   -3,    WRITE | FAST,                      K1,     0,      pexpireat;
+    "ttl",         2,     READONLY | FAST,                   K1,     0,      ttl;
+    "pttl",        2,     READONLY | FAST,                   K1,     0,      pttl;
+    "expiretime",  2,     READONLY | FAST,                   K1,     0,      expiretime;
+    "pexpiretime", 2,     READONLY | FAST,                   K1,     0,      pexpiretime;
+    "persist",     2,     WRITE | FAST,                      K1,     0,      persist;
 };
 
 pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -464,53 +484,59 @@ const OBJECT_HELP: &[&str] = &[
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
-pub fn object(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    if is(sub, "help") && args.len() == 2 {
-        ctx.out.array_len(OBJECT_HELP.len());
-        for line in OBJECT_HELP {
-            ctx.out.simple(line.as_bytes());
-        }
-        return;
+pub fn object_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.array_len(OBJECT_HELP.len());
+    for line in OBJECT_HELP {
+        ctx.out.simple(line.as_bytes());
     }
-    let known = ["encoding", "freq", "idletime", "refcount"]
-        .iter()
-        .any(|s| is(sub, s));
-    if !known {
-        ctx.error(&format!(
-            "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-            String::from_utf8_lossy(sub)
-        ));
-        return;
+}
+
+/// Whether the key `args[2]` holds one of the integers Redis shares (`None`, with the null
+/// reply written, when the key does not exist).
+fn object_key(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<bool> {
+    let key = args[2];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let shared = ctx.shard(key).is_shared_integer(db, key, now);
+    if shared.is_none() {
+        ctx.out.null();
     }
-    if args.len() != 3 {
-        ctx.error(&format!(
-            "ERR wrong number of arguments for 'object|{}' command",
-            String::from_utf8_lossy(sub).to_lowercase()
-        ));
+    shared
+}
+
+/// OBJECT ENCODING: the name Redis would give the value's encoding.
+pub fn object_encoding(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if object_key(ctx, args).is_none() {
         return;
     }
     let key = args[2];
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let Some(int) = ctx.shard(key).is_shared_integer(db, key, now) else {
-        ctx.out.null();
+    let name = ctx
+        .shard(key)
+        .object_encoding(db, key, now)
+        .unwrap_or("unknown");
+    ctx.out.bulk(name.as_bytes());
+}
+
+/// OBJECT REFCOUNT: Redis shares the integers 0..9999 (refcount INT_MAX); every other value has
+/// one owner.
+pub fn object_refcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let Some(int) = object_key(ctx, args) else {
         return;
     };
-    if is(sub, "encoding") {
-        let name = ctx
-            .shard(key)
-            .object_encoding(db, key, now)
-            .unwrap_or("unknown");
-        ctx.out.bulk(name.as_bytes());
-    } else if is(sub, "refcount") {
-        // Redis shares the integers 0..9999 (refcount INT_MAX); every other value has one owner.
-        ctx.out.integer(if int { i64::from(i32::MAX) } else { 1 });
-    } else if is(sub, "freq") {
+    ctx.out.integer(if int { i64::from(i32::MAX) } else { 1 });
+}
+
+pub fn object_freq(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if object_key(ctx, args).is_some() {
         ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
-    } else {
+    }
+}
+
+pub fn object_idletime(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if object_key(ctx, args).is_some() {
         ctx.error("ERR densekv does not track per-key idle time: no access clock is stored per key, to keep entries small");
     }
 }

@@ -19,25 +19,25 @@ use crate::command::{
 use resp::ReplyWriter;
 use store::{Edit, List, ListObj, StoreError};
 
-pub static COMMANDS: &[Spec] = table! { group: "list";
-    // name      arity, flags,                  keys,       member, since,   handler,   summary
-    "lpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      "1.0.0", lpush,     "Prepend one or multiple elements to a list";
-    "rpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      "1.0.0", rpush,     "Append one or multiple elements to a list";
-    "lpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      "2.2.0", lpushx,    "Prepend an element to a list, only if the list exists";
-    "rpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      "2.2.0", rpushx,    "Append an element to a list, only if the list exists";
-    "lpop",      -2,    WRITE | FAST,           K1,         0,      "1.0.0", lpop,      "Remove and get the first elements in a list";
-    "rpop",      -2,    WRITE | FAST,           K1,         0,      "1.0.0", rpop,      "Remove and get the last elements in a list";
-    "llen",      2,     READONLY | FAST,        K1,         0,      "1.0.0", llen,      "Get the length of a list";
-    "lindex",    3,     READONLY,               K1,         0,      "1.0.0", lindex,    "Get an element from a list by its index";
-    "lset",      4,     WRITE | DENYOOM,        K1,         0,      "1.0.0", lset,      "Set the value of an element in a list by its index";
-    "lrange",    4,     READONLY,               K1,         0,      "1.0.0", lrange,    "Get a range of elements from a list";
-    "ltrim",     4,     WRITE,                  K1,         0,      "1.0.0", ltrim,     "Trim a list to the specified range";
-    "lrem",      4,     WRITE,                  K1,         0,      "1.0.0", lrem,      "Remove elements from a list";
-    "linsert",   5,     WRITE | DENYOOM,        K1,         0,      "2.2.0", linsert,   "Insert an element before or after another element in a list";
-    "lpos",      -3,    READONLY,               K1,         0,      "6.0.6", lpos,      "Return the index of matching elements on a list";
-    "rpoplpush", 3,     WRITE | DENYOOM,        K12,        0,      "1.2.0", rpoplpush, "Remove the last element in a list, prepend it to another list and return it";
-    "lmove",     5,     WRITE | DENYOOM,        K12,        0,      "6.2.0", lmove,     "Pop an element from a list, push it to another list and return it";
-    "lmpop",     -4,    WRITE,                  LMPOP_KEYS, 0,      "7.0.0", lmpop,     "Pop elements from a list";
+pub static COMMANDS: &[Spec] = table! {
+    // name      arity, flags,                  keys,       member, handler
+    "lpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      lpush;
+    "rpush",     -3,    WRITE | DENYOOM | FAST, K1,         0,      rpush;
+    "lpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      lpushx;
+    "rpushx",    -3,    WRITE | DENYOOM | FAST, K1,         0,      rpushx;
+    "lpop",      -2,    WRITE | FAST,           K1,         0,      lpop;
+    "rpop",      -2,    WRITE | FAST,           K1,         0,      rpop;
+    "llen",      2,     READONLY | FAST,        K1,         0,      llen;
+    "lindex",    3,     READONLY,               K1,         0,      lindex;
+    "lset",      4,     WRITE | DENYOOM,        K1,         0,      lset;
+    "lrange",    4,     READONLY,               K1,         0,      lrange;
+    "ltrim",     4,     WRITE,                  K1,         0,      ltrim;
+    "lrem",      4,     WRITE,                  K1,         0,      lrem;
+    "linsert",   5,     WRITE | DENYOOM,        K1,         0,      linsert;
+    "lpos",      -3,    READONLY,               K1,         0,      lpos;
+    "rpoplpush", 3,     WRITE | DENYOOM,        K12,        0,      rpoplpush;
+    "lmove",     5,     WRITE | DENYOOM,        K12,        0,      lmove;
+    "lmpop",     -4,    WRITE,                  LMPOP_KEYS, 0,      lmpop;
 };
 
 /// Runs `f` on the list at `key` and the reply writer: `Ok(None)` when the key is missing.

@@ -1,37 +1,74 @@
-//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, CONFIG, COMMAND, TIME, SHUTDOWN,
-//! MEMORY, SLOWLOG, LATENCY, LOLWUT (DEBUG has its own file, `debug.rs`).
+//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, TIME, SHUTDOWN, MEMORY, SLOWLOG,
+//! LATENCY, LOLWUT, and the CONFIG table line (its handlers are `config.rs`; DEBUG is `debug.rs`,
+//! COMMAND is `introspect/`). CONFIG, MEMORY, SLOWLOG and LATENCY are containers: each subcommand
+//! is a table line of its own (`config|get`…).
 //!
 //! INFO has Redis 7's sections and field names (the ones tools such as redis_exporter read), plus
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
 
 use super::args::{is, parse_i64};
-use super::config::config;
+use super::config;
 use crate::client::ClientState;
 use crate::command::COMMANDS as ALL_COMMANDS;
 use crate::command::{
-    ADMIN, ALL, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NOSCRIPT, READONLY, STALE, Spec, WRITE, flag,
-    key_positions, lookup, table,
+    ADMIN, ALL, ALLOW_BUSY, Ctx, FAST, Keys, LOADING, NO_MULTI, NOKEYS, NONE, NOSCRIPT, READONLY,
+    STALE, Spec, WRITE, container, table,
 };
 use crate::config::Config;
 use crate::server::{Server, SlowEntry, unix_ms};
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-pub static COMMANDS: &[Spec] = table! { group: "server";
-    // name     arity, flags,                                         keys,   member, since,    handler,  summary
-    "info",     -1,    STALE | LOADING,                               ALL,    0,      "1.0.0",  info,     "Returns information and statistics about the server.";
-    "dbsize",   1,     READONLY | FAST,                               ALL,    0,      "1.0.0",  dbsize,   "Returns the number of keys in the database.";
-    "flushdb",  -1,    WRITE,                                         ALL,    0,      "1.0.0",  flushdb,  "Removes all keys from the current database.";
-    "flushall", -1,    WRITE,                                         ALL,    0,      "1.0.0",  flushall, "Removes all keys from all databases.";
-    "swapdb",   3,     WRITE | FAST,                                  ALL,    0,      "4.0.0",  swapdb,   "Swaps two Redis databases.";
-    "config",   -2,    ADMIN | NOSCRIPT | LOADING | STALE,            NOKEYS, 0,      "2.0.0",  config,   "A container for server configuration commands.";
-    "command",  -1,    LOADING | STALE,                               NOKEYS, 0,      "2.8.13", command,  "Returns detailed information about all commands.";
-    "time",     1,     FAST | LOADING | STALE,                        NOKEYS, 0,      "2.6.0",  time,     "Returns the server time.";
-    "shutdown", -1,    ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, NOKEYS, 0,      "1.0.0",  shutdown, "Synchronously saves the database(s) to disk and shuts down the Redis server.";
-    "memory",   -2,    READONLY,                                      ALL,    0,      "4.0.0",  memory,   "A container for memory diagnostics commands.";
-    "slowlog",  -2,    ADMIN | LOADING | STALE,                       NOKEYS, 0,      "2.2.12", slowlog,  "A container for slow log commands.";
-    "latency",  -2,    ADMIN | NOSCRIPT | LOADING | STALE,            NOKEYS, 0,      "2.8.13", latency,  "A container for latency diagnostics commands.";
-    "lolwut",   -1,    READONLY | FAST,                               NOKEYS, 0,      "5.0.0",  lolwut,   "Displays computer art and the Redis version";
+pub static COMMANDS: &[Spec] = table! {
+    // name     arity, flags,                                                      keys,   member, handler,   subcommands
+    "info",     -1,    STALE | LOADING,                                            ALL,    0,      info;
+    "dbsize",   1,     READONLY | FAST,                                            ALL,    0,      dbsize;
+    "flushdb",  -1,    WRITE,                                                      ALL,    0,      flushdb;
+    "flushall", -1,    WRITE,                                                      ALL,    0,      flushall;
+    "swapdb",   3,     WRITE | FAST,                                               ALL,    0,      swapdb;
+    "config",   -2,    NONE,                                                       NOKEYS, 0,      container, CONFIG_SUBCOMMANDS;
+    "time",     1,     FAST | LOADING | STALE,                                     NOKEYS, 0,      time;
+    "shutdown", -1,    ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NOKEYS, 0,      shutdown;
+    "memory",   -2,    NONE,                                                       NOKEYS, 0,      container, MEMORY_SUBCOMMANDS;
+    "slowlog",  -2,    NONE,                                                       NOKEYS, 0,      container, SLOWLOG_SUBCOMMANDS;
+    "latency",  -2,    NONE,                                                       NOKEYS, 0,      container, LATENCY_SUBCOMMANDS;
+    "lolwut",   -1,    READONLY | FAST,                                            NOKEYS, 0,      lolwut;
+};
+
+static CONFIG_SUBCOMMANDS: &[Spec] = table! {
+    // name             arity, flags,                              keys,   member, handler
+    "config|get",       -3,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::get;
+    "config|set",       -4,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::set;
+    "config|resetstat", 2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::resetstat;
+    "config|rewrite",   2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::rewrite;
+    "config|help",      2,     LOADING | STALE,                    NOKEYS, 0,      config::help;
+};
+
+static MEMORY_SUBCOMMANDS: &[Spec] = table! {
+    // name                arity, flags,           keys,                                       member, handler
+    "memory|usage",        -3,    READONLY,        Keys::Range { first: 2, last: 2, step: 1 }, 0,      memory_usage;
+    "memory|stats",        2,     NONE,            ALL,                                        0,      memory_stats;
+    "memory|doctor",       2,     NONE,            NOKEYS,                                     0,      memory_doctor;
+    "memory|malloc-stats", 2,     NONE,            ALL,                                        0,      memory_malloc_stats;
+    "memory|purge",        2,     NONE,            ALL,                                        0,      memory_purge;
+    "memory|help",         2,     LOADING | STALE, NOKEYS,                                     0,      memory_help;
+};
+
+static SLOWLOG_SUBCOMMANDS: &[Spec] = table! {
+    // name          arity, flags,                   keys,   member, handler
+    "slowlog|get",   -2,    ADMIN | LOADING | STALE, NOKEYS, 0,      slowlog_get;
+    "slowlog|len",   2,     ADMIN | LOADING | STALE, NOKEYS, 0,      slowlog_len;
+    "slowlog|reset", 2,     ADMIN | LOADING | STALE, NOKEYS, 0,      slowlog_reset;
+    "slowlog|help",  2,     LOADING | STALE,         NOKEYS, 0,      slowlog_help;
+};
+
+static LATENCY_SUBCOMMANDS: &[Spec] = table! {
+    // name            arity, flags,                              keys,   member, handler
+    "latency|latest",  2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      latency_latest;
+    "latency|history", 3,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      latency_history;
+    "latency|reset",   -2,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      latency_reset;
+    "latency|doctor",  2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      latency_doctor;
+    "latency|help",    2,     LOADING | STALE,                    NOKEYS, 0,      latency_help;
 };
 
 /// Records a command in the slow log when it took at least `slowlog-log-slower-than` µs (a
@@ -340,22 +377,31 @@ fn info_cpu(t: &mut String) {
     );
 }
 
-/// Writes INFO's commandstats section: one line per command called at least once.
+/// Writes INFO's commandstats section: one line per command or subcommand (by its full name,
+/// `cmdstat_config|get`) that was called, failed or rejected at least once, as Redis's
+/// `genRedisInfoStringCommandStats` (a container given alone is rejected under its own name).
 fn info_commandstats(t: &mut String, server: &Server) {
     for (i, spec) in ALL_COMMANDS.iter().enumerate() {
         let s = &server.command_stats[i];
         let calls = server.hot.get(|c| &c.calls[i]);
-        if calls == 0 {
+        let (rejected, failed) = (
+            s.rejected.load(Ordering::Relaxed),
+            s.failed.load(Ordering::Relaxed),
+        );
+        if calls == 0 && rejected == 0 && failed == 0 {
             continue;
         }
         let usec = server.hot.get(|c| &c.usec[i]);
+        // Redis divides in single precision: `(float)microseconds / calls`.
+        let per_call = if calls == 0 {
+            0.0
+        } else {
+            f64::from(usec as f32 / calls as f32)
+        };
         let _ = write!(
             t,
-            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={:.2},rejected_calls={},failed_calls={}\r\n",
+            "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
             spec.name,
-            usec as f64 / calls as f64,
-            s.rejected.load(Ordering::Relaxed),
-            s.failed.load(Ordering::Relaxed)
         );
     }
 }
@@ -505,214 +551,29 @@ pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.ok();
 }
 
-fn subcommand_arity(ctx: &mut Ctx<'_, '_>, command: &str, sub: &[u8]) {
-    let text = format!(
-        "ERR wrong number of arguments for '{command}|{}' command",
-        String::from_utf8_lossy(sub).to_lowercase()
-    );
-    ctx.error(&text);
-}
-
-fn unknown_subcommand(ctx: &mut Ctx<'_, '_>, command: &str, sub: &[u8]) {
-    let text = format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        String::from_utf8_lossy(sub),
-        command.to_uppercase()
-    );
-    ctx.error(&text);
+/// Redis's `addReplySubcommandSyntaxError`: a subcommand whose handler rejects its argument
+/// count beyond what the table's arity already checked (SLOWLOG GET 1 2).
+fn subcommand_syntax_error(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let mut text = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
+    let sub = args[1];
+    let sub = &sub[..sub
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(sub.len())
+        .min(128)];
+    text.extend_from_slice(sub);
+    text.extend_from_slice(b"'. Try ");
+    text.extend(args[0].iter().map(u8::to_ascii_uppercase));
+    text.extend_from_slice(b" HELP.");
+    ctx.failed = true;
+    ctx.server.count_error(&text);
+    ctx.out.error(&text);
 }
 
 fn help(ctx: &mut Ctx<'_, '_>, lines: &[&str]) {
     ctx.out.array_len(lines.len());
     for line in lines {
         ctx.out.simple(line.as_bytes());
-    }
-}
-
-fn flag_names(spec: &Spec) -> Vec<&'static str> {
-    flag::NAMES
-        .iter()
-        .filter(|(f, _)| spec.flags & f != 0)
-        .map(|(_, n)| *n)
-        .collect()
-}
-
-fn command_info(ctx: &mut Ctx<'_, '_>, spec: &Spec) {
-    let (first, last, step) = match spec.keys {
-        crate::command::Keys::Range { first, last, step } => {
-            (first as i64, last as i64, step as i64)
-        }
-        // Redis's legacy triple covers only the keys before the count (the destination).
-        crate::command::Keys::NumKeys { also: Some(k), .. } => (k as i64, k as i64, 1),
-        _ => (0, 0, 0),
-    };
-    ctx.out.array_len(10);
-    ctx.out.bulk(spec.name.as_bytes());
-    ctx.out.integer(i64::from(spec.arity));
-    let flags = flag_names(spec);
-    ctx.out.set_len(flags.len());
-    for f in flags {
-        ctx.out.simple(f.as_bytes());
-    }
-    ctx.out.integer(first);
-    ctx.out.integer(last);
-    ctx.out.integer(step);
-    ctx.out.set_len(1);
-    ctx.out.simple(format!("@{}", spec.group).as_bytes());
-    ctx.out.set_len(0);
-    ctx.out.array_len(0);
-    ctx.out.array_len(0);
-}
-
-pub fn command(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    if args.len() == 1 {
-        ctx.out.array_len(ALL_COMMANDS.len());
-        for spec in ALL_COMMANDS.iter() {
-            command_info(ctx, spec);
-        }
-        return;
-    }
-    let sub = args[1];
-    if is(sub, "count") {
-        if args.len() != 2 {
-            return subcommand_arity(ctx, "command", sub);
-        }
-        ctx.out.integer(ALL_COMMANDS.len() as i64);
-    } else if is(sub, "info") {
-        command_info_of(ctx, args);
-    } else if is(sub, "docs") {
-        command_docs(ctx, args);
-    } else if is(sub, "list") {
-        command_list(ctx, args);
-    } else if is(sub, "getkeys") {
-        if args.len() < 3 {
-            return subcommand_arity(ctx, "command", sub);
-        }
-        command_getkeys(ctx, &args[2..]);
-    } else if is(sub, "help") && args.len() == 2 {
-        help(
-            ctx,
-            &[
-                "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "(no subcommand)",
-                "    Return details about all Redis commands.",
-                "COUNT",
-                "    Return the total number of commands in this Redis server.",
-                "LIST",
-                "    Return a list of all commands in this Redis server.",
-                "INFO [<command-name> ...]",
-                "    Return details about multiple Redis commands.",
-                "DOCS [<command-name> ...]",
-                "    Return documentation details about multiple Redis commands.",
-                "GETKEYS <full-command>",
-                "    Return the keys from a full Redis command.",
-                "HELP",
-                "    Print this help.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "command", sub);
-    }
-}
-
-/// COMMAND INFO: the details of the named commands (a null for an unknown name), or of all.
-fn command_info_of(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let specs: Vec<Option<&Spec>> = if args.len() == 2 {
-        ALL_COMMANDS.iter().map(|s| Some(*s)).collect()
-    } else {
-        args[2..]
-            .iter()
-            .map(|n| lookup(n).map(|(_, s)| s))
-            .collect()
-    };
-    ctx.out.array_len(specs.len());
-    for spec in specs {
-        match spec {
-            Some(spec) => command_info(ctx, spec),
-            None => ctx.out.null_array(),
-        }
-    }
-}
-
-/// COMMAND DOCS: the documentation of the named commands (unknown names are skipped), or of all.
-fn command_docs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let specs: Vec<&Spec> = if args.len() == 2 {
-        ALL_COMMANDS.iter().copied().collect()
-    } else {
-        args[2..]
-            .iter()
-            .filter_map(|n| lookup(n).map(|(_, s)| s))
-            .collect()
-    };
-    ctx.out.map_len(specs.len());
-    for spec in specs {
-        ctx.out.bulk(spec.name.as_bytes());
-        ctx.out.map_len(4);
-        ctx.out.bulk(b"summary");
-        ctx.out.bulk(spec.summary.as_bytes());
-        ctx.out.bulk(b"since");
-        ctx.out.bulk(spec.since.as_bytes());
-        ctx.out.bulk(b"group");
-        ctx.out.bulk(spec.group.as_bytes());
-        ctx.out.bulk(b"complexity");
-        ctx.out.bulk(b"");
-    }
-}
-
-/// COMMAND LIST: every command's name, or those a `FILTERBY` pattern, category or module selects.
-fn command_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let pattern = if args.len() == 5 && is(args[2], "filterby") && is(args[3], "pattern") {
-        Some(store::glob::Glob::new(args[4]))
-    } else if args.len() == 2 {
-        None
-    } else if args.len() == 5
-        && is(args[2], "filterby")
-        && (is(args[3], "aclcat") || is(args[3], "module"))
-    {
-        let cat = String::from_utf8_lossy(args[4]).to_lowercase();
-        let names: Vec<&str> = if is(args[3], "aclcat") {
-            ALL_COMMANDS
-                .iter()
-                .filter(|s| s.group == cat)
-                .map(|s| s.name)
-                .collect()
-        } else {
-            Vec::new()
-        };
-        ctx.out.array_len(names.len());
-        for n in names {
-            ctx.out.bulk(n.as_bytes());
-        }
-        return;
-    } else {
-        return ctx.syntax_error();
-    };
-    let names: Vec<&str> = ALL_COMMANDS
-        .iter()
-        .map(|s| s.name)
-        .filter(|n| pattern.as_ref().is_none_or(|g| g.matches(n.as_bytes())))
-        .collect();
-    ctx.out.array_len(names.len());
-    for n in names {
-        ctx.out.bulk(n.as_bytes());
-    }
-}
-
-/// COMMAND GETKEYS: the key arguments of the full command `cmd_args`, per its key spec.
-fn command_getkeys(ctx: &mut Ctx<'_, '_>, cmd_args: &[&[u8]]) {
-    let Some((_, spec)) = lookup(cmd_args[0]) else {
-        return ctx.error("ERR Invalid command specified");
-    };
-    if !crate::command::arity_ok(spec.arity, cmd_args.len()) {
-        return ctx.error("ERR Invalid number of arguments specified for command");
-    }
-    let positions = key_positions(spec, cmd_args);
-    if positions.is_empty() {
-        return ctx.error("ERR The command has no key arguments");
-    }
-    ctx.out.array_len(positions.len());
-    for p in positions {
-        ctx.out.bulk(cmd_args[p]);
     }
 }
 
@@ -747,56 +608,50 @@ pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.client.close_now = true;
 }
 
-pub fn memory(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    if is(sub, "usage") {
-        if args.len() < 3 {
-            return subcommand_arity(ctx, "memory", sub);
-        }
-        memory_usage(ctx, args);
-    } else if is(sub, "stats") {
-        memory_stats(ctx);
-    } else if is(sub, "doctor") {
-        ctx.out.verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.", *b"txt");
-    } else if is(sub, "malloc-stats") {
-        let mem = memory_totals(ctx);
-        let text = format!(
-            "densekv heap: allocated={} resident={} reserved={} large_cache={} dirty={}\n",
-            mem.allocated, mem.resident, mem.reserved, mem.large_cache, mem.dirty
-        );
-        ctx.out.verbatim(text.as_bytes(), *b"txt");
-    } else if is(sub, "purge") {
-        for shard in ctx.locks.iter_mut() {
-            shard.purge();
-        }
-        ctx.ok();
-    } else if is(sub, "help") && args.len() == 2 {
-        help(
-            ctx,
-            &[
-                "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "DOCTOR",
-                "    Return memory problems reports.",
-                "MALLOC-STATS",
-                "    Return internal statistics report from the memory allocator.",
-                "PURGE",
-                "    Attempt to purge dirty pages for reclamation by the allocator.",
-                "STATS",
-                "    Return information about the memory usage of the server.",
-                "USAGE <key> [SAMPLES <count>]",
-                "    Return memory in bytes used by <key> and its value. Nested values are",
-                "    sampled up to <count> times (default: 5, 0 means sample all).",
-                "HELP",
-                "    Print this help.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "memory", sub);
+pub fn memory_doctor(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.", *b"txt");
+}
+
+pub fn memory_malloc_stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let mem = memory_totals(ctx);
+    let text = format!(
+        "densekv heap: allocated={} resident={} reserved={} large_cache={} dirty={}\n",
+        mem.allocated, mem.resident, mem.reserved, mem.large_cache, mem.dirty
+    );
+    ctx.out.verbatim(text.as_bytes(), *b"txt");
+}
+
+pub fn memory_purge(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    for shard in ctx.locks.iter_mut() {
+        shard.purge();
     }
+    ctx.ok();
+}
+
+pub fn memory_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    help(
+        ctx,
+        &[
+            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DOCTOR",
+            "    Return memory problems reports.",
+            "MALLOC-STATS",
+            "    Return internal statistics report from the memory allocator.",
+            "PURGE",
+            "    Attempt to purge dirty pages for reclamation by the allocator.",
+            "STATS",
+            "    Return information about the memory usage of the server.",
+            "USAGE <key> [SAMPLES <count>]",
+            "    Return memory in bytes used by <key> and its value. Nested values are",
+            "    sampled up to <count> times (default: 5, 0 means sample all).",
+            "HELP",
+            "    Prints this help.",
+        ],
+    );
 }
 
 /// MEMORY USAGE: the bytes the key `args[2]` and its value take (null when it does not exist).
-fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+pub fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     // `SAMPLES n` any number of times, as Redis parses it (the last one wins; densekv
     // measures exactly, so the count changes nothing).
     let mut j = 3;
@@ -821,7 +676,7 @@ fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 /// MEMORY STATS: Redis's map of allocation, per-key and fragmentation figures.
-fn memory_stats(ctx: &mut Ctx<'_, '_>) {
+pub fn memory_stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     let mem = memory_totals(ctx);
     let keys: usize = {
         let db = ctx.db();
@@ -857,103 +712,114 @@ fn memory_stats(ctx: &mut Ctx<'_, '_>) {
     });
 }
 
-pub fn slowlog(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    if is(sub, "get") {
-        if args.len() > 3 {
-            return subcommand_arity(ctx, "slowlog", sub);
-        }
-        let count = match args.get(2).map(|a| parse_i64(a)) {
-            None => 10,
-            Some(Some(n)) if n >= -1 => {
-                if n == -1 {
-                    usize::MAX
-                } else {
-                    n as usize
-                }
+/// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for all).
+pub fn slowlog_get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    // The table's arity (-2) admits any count of arguments; Redis's handler takes at most one.
+    if args.len() > 3 {
+        return subcommand_syntax_error(ctx, args);
+    }
+    let count = match args.get(2).map(|a| parse_i64(a)) {
+        None => 10,
+        Some(Some(n)) if n >= -1 => {
+            if n == -1 {
+                usize::MAX
+            } else {
+                n as usize
             }
-            Some(_) => return ctx.error("ERR count should be greater than or equal to -1"),
-        };
-        let entries: Vec<SlowEntry> = ctx
-            .server
-            .slowlog
-            .lock()
-            .entries
-            .iter()
-            .take(count)
-            .cloned()
-            .collect();
-        ctx.out.array_len(entries.len());
-        for e in entries {
-            ctx.out.array_len(6);
-            ctx.out.integer(e.id as i64);
-            ctx.out.integer(e.time_unix as i64);
-            ctx.out.integer(e.usec as i64);
-            ctx.out.array_len(e.args.len());
-            for a in &e.args {
-                ctx.out.bulk(a);
-            }
-            ctx.out.bulk(e.addr.as_bytes());
-            ctx.out.bulk(e.name.as_bytes());
         }
-    } else if is(sub, "len") {
-        let len = ctx.server.slowlog.lock().entries.len();
-        ctx.out.integer(len as i64);
-    } else if is(sub, "reset") {
-        ctx.server.slowlog.lock().entries.clear();
-        ctx.ok();
-    } else if is(sub, "help") && args.len() == 2 {
-        help(
-            ctx,
-            &[
-                "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "GET [<count>]",
-                "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-                "    Entries are made of:",
-                "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-                "    client name",
-                "LEN",
-                "    Return the length of the slowlog.",
-                "RESET",
-                "    Reset the slowlog.",
-                "HELP",
-                "    Print this help.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "slowlog", sub);
+        Some(_) => return ctx.error("ERR count should be greater than or equal to -1"),
+    };
+    let entries: Vec<SlowEntry> = ctx
+        .server
+        .slowlog
+        .lock()
+        .entries
+        .iter()
+        .take(count)
+        .cloned()
+        .collect();
+    ctx.out.array_len(entries.len());
+    for e in entries {
+        ctx.out.array_len(6);
+        ctx.out.integer(e.id as i64);
+        ctx.out.integer(e.time_unix as i64);
+        ctx.out.integer(e.usec as i64);
+        ctx.out.array_len(e.args.len());
+        for a in &e.args {
+            ctx.out.bulk(a);
+        }
+        ctx.out.bulk(e.addr.as_bytes());
+        ctx.out.bulk(e.name.as_bytes());
     }
 }
 
-pub fn latency(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let sub = args[1];
-    if is(sub, "latest") || is(sub, "history") {
-        ctx.out.array_len(0);
-    } else if is(sub, "reset") {
-        ctx.out.integer(0);
-    } else if is(sub, "doctor") {
-        ctx.out.verbatim(b"Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep tonight.\n", *b"txt");
-    } else if is(sub, "help") && args.len() == 2 {
-        help(
-            ctx,
-            &[
-                "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                "DOCTOR",
-                "    Return a human readable latency analysis report.",
-                "HISTORY <event>",
-                "    Return time-latency samples for the <event> class.",
-                "LATEST",
-                "    Return the latest latency samples for all events.",
-                "RESET [<event> ...]",
-                "    Reset latency data of one or more <event> classes.",
-                "    (default: reset all data for all event classes)",
-                "HELP",
-                "    Print this help.",
-            ],
-        );
-    } else {
-        unknown_subcommand(ctx, "latency", sub);
-    }
+pub fn slowlog_len(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    let len = ctx.server.slowlog.lock().entries.len();
+    ctx.out.integer(len as i64);
+}
+
+pub fn slowlog_reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.server.slowlog.lock().entries.clear();
+    ctx.ok();
+}
+
+pub fn slowlog_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    help(
+        ctx,
+        &[
+            "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+            "HELP",
+            "    Prints this help.",
+        ],
+    );
+}
+
+/// LATENCY LATEST: densekv records no latency events, so there is nothing to list.
+pub fn latency_latest(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.array_len(0);
+}
+
+/// LATENCY HISTORY event: no event has samples.
+pub fn latency_history(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.array_len(0);
+}
+
+/// LATENCY RESET [event …]: the number of event series reset, none.
+pub fn latency_reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.integer(0);
+}
+
+pub fn latency_doctor(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.out.verbatim(b"Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep tonight.\n", *b"txt");
+}
+
+pub fn latency_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    help(
+        ctx,
+        &[
+            "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DOCTOR",
+            "    Return a human readable latency analysis report.",
+            "HISTORY <event>",
+            "    Return time-latency samples for the <event> class.",
+            "LATEST",
+            "    Return the latest latency samples for all events.",
+            "RESET [<event> ...]",
+            "    Reset latency data of one or more <event> classes.",
+            "    (default: reset all data for all event classes)",
+            "HELP",
+            "    Prints this help.",
+        ],
+    );
 }
 
 pub fn lolwut(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {

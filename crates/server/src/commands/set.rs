@@ -19,25 +19,25 @@ use store::{Set, SetView, Str};
 /// SINTERSTORE and friends: the destination, then the sources (all keys).
 const KSTORE: Keys = KALL;
 
-pub static COMMANDS: &[Spec] = table! { group: "set";
-    // name        arity, flags,                  keys,                                member, since,   handler,     summary
-    "sadd",        -3,    WRITE | DENYOOM | FAST, K1,                                  2,      "1.0.0", sadd,        "Add one or more members to a set";
-    "srem",        -3,    WRITE | FAST,           K1,                                  2,      "1.0.0", srem,        "Remove one or more members from a set";
-    "sismember",   3,     READONLY | FAST,        K1,                                  2,      "1.0.0", sismember,   "Determine if a given value is a member of a set";
-    "smismember",  -3,    READONLY | FAST,        K1,                                  2,      "6.2.0", smismember,  "Returns the membership associated with the given elements for a set";
-    "scard",       2,     READONLY | FAST,        K1,                                  0,      "1.0.0", scard,       "Get the number of members in a set";
-    "smembers",    2,     READONLY,               K1,                                  0,      "1.0.0", smembers,    "Get all the members in a set";
-    "srandmember", -2,    READONLY,               K1,                                  0,      "1.0.0", srandmember, "Get one or multiple random members from a set";
-    "spop",        -2,    WRITE | FAST,           K1,                                  0,      "1.0.0", spop,        "Remove and return one or multiple random members from a set";
-    "smove",       4,     WRITE | FAST,           K12,                                 0,      "1.0.0", smove,       "Move a member from one set to another";
-    "sinter",      -2,    READONLY,               KALL,                                0,      "1.0.0", sinter,      "Intersect multiple sets";
-    "sintercard",  -3,    READONLY,               Keys::NumKeys { at: 1, also: None }, 0,      "7.0.0", sintercard,  "Intersect multiple sets and return the cardinality of the result";
-    "sinterstore", -3,    WRITE | DENYOOM,        KSTORE,                              0,      "1.0.0", sinterstore, "Intersect multiple sets and store the resulting set in a key";
-    "sunion",      -2,    READONLY,               KALL,                                0,      "1.0.0", sunion,      "Add multiple sets";
-    "sunionstore", -3,    WRITE | DENYOOM,        KSTORE,                              0,      "1.0.0", sunionstore, "Add multiple sets and store the resulting set in a key";
-    "sdiff",       -2,    READONLY,               KALL,                                0,      "1.0.0", sdiff,       "Subtract multiple sets";
-    "sdiffstore",  -3,    WRITE | DENYOOM,        KSTORE,                              0,      "1.0.0", sdiffstore,  "Subtract multiple sets and store the resulting set in a key";
-    "sscan",       -3,    READONLY,               K1,                                  0,      "2.8.0", sscan,       "Incrementally iterate Set elements";
+pub static COMMANDS: &[Spec] = table! {
+    // name        arity, flags,                  keys,                                member, handler
+    "sadd",        -3,    WRITE | DENYOOM | FAST, K1,                                  2,      sadd;
+    "srem",        -3,    WRITE | FAST,           K1,                                  2,      srem;
+    "sismember",   3,     READONLY | FAST,        K1,                                  2,      sismember;
+    "smismember",  -3,    READONLY | FAST,        K1,                                  2,      smismember;
+    "scard",       2,     READONLY | FAST,        K1,                                  0,      scard;
+    "smembers",    2,     READONLY,               K1,                                  0,      smembers;
+    "srandmember", -2,    READONLY,               K1,                                  0,      srandmember;
+    "spop",        -2,    WRITE | FAST,           K1,                                  0,      spop;
+    "smove",       4,     WRITE | FAST,           K12,                                 0,      smove;
+    "sinter",      -2,    READONLY,               KALL,                                0,      sinter;
+    "sintercard",  -3,    READONLY,               Keys::NumKeys { at: 1, also: None }, 0,      sintercard;
+    "sinterstore", -3,    WRITE | DENYOOM,        KSTORE,                              0,      sinterstore;
+    "sunion",      -2,    READONLY,               KALL,                                0,      sunion;
+    "sunionstore", -3,    WRITE | DENYOOM,        KSTORE,                              0,      sunionstore;
+    "sdiff",       -2,    READONLY,               KALL,                                0,      sdiff;
+    "sdiffstore",  -3,    WRITE | DENYOOM,        KSTORE,                              0,      sdiffstore;
+    "sscan",       -3,    READONLY,               K1,                                  0,      sscan;
 };
 
 #[inline]

@@ -12,10 +12,10 @@ use crate::commands::is;
 use crate::number;
 use store::{Hash, List, StoreError, View, ZSet};
 
-pub static COMMANDS: &[Spec] = table! { group: "generic";
-    // name    arity, flags,           keys, member, since,   handler, summary
-    "sort",    -2,    WRITE | DENYOOM, ALL,  0,      "1.0.0", sort,    "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.";
-    "sort_ro", -2,    READONLY,        ALL,  0,      "7.0.0", sort_ro, "Returns the sorted elements of a list, a set, or a sorted set.";
+pub static COMMANDS: &[Spec] = table! {
+    // name    arity, flags,           keys, member, handler
+    "sort",    -2,    WRITE | DENYOOM, ALL,  0,      sort;
+    "sort_ro", -2,    READONLY,        ALL,  0,      sort_ro;
 };
 
 pub fn sort(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

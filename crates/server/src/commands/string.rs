@@ -63,30 +63,30 @@ fn store(ctx: &mut Ctx<'_, '_>, key: &[u8], value: &[u8], ttl: Ttl) -> bool {
     true
 }
 
-pub static COMMANDS: &[Spec] = table! { group: "string";
-    // name        arity, flags,                  keys,   member, since,   handler,     summary
-    "get",         2,     READONLY | FAST,        K1,     0,      "1.0.0", get,         "Returns the string value of a key.";
-    "set",         -3,    WRITE | DENYOOM,        K1,     0,      "1.0.0", set,         "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.";
-    "setnx",       3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", setnx,       "Set the string value of a key only when the key doesn't exist.";
-    "setex",       4,     WRITE | DENYOOM,        K1,     0,      "2.0.0", setex,       "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.";
-    "psetex",      4,     WRITE | DENYOOM,        K1,     0,      "2.6.0", psetex,      "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.";
-    "mget",        -2,    READONLY | FAST,        KALL,   0,      "1.0.0", mget,        "Atomically returns the string values of one or more keys.";
-    "mset",        -3,    WRITE | DENYOOM,        KPAIRS, 0,      "1.0.1", mset,        "Atomically creates or modifies the string values of one or more keys.";
-    "msetnx",      -3,    WRITE | DENYOOM,        KPAIRS, 0,      "1.0.1", msetnx,      "Atomically modifies the string values of one or more keys only when all keys don't exist.";
-    "getset",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", getset,      "Returns the previous string value of a key after setting it to a new value.";
-    "getdel",      2,     WRITE | FAST,           K1,     0,      "6.2.0", getdel,      "Returns the string value of a key after deleting the key.";
-    "getex",       -2,    WRITE | FAST,           K1,     0,      "6.2.0", getex,       "Returns the string value of a key after setting its expiration time.";
-    "append",      3,     WRITE | DENYOOM | FAST, K1,     0,      "2.0.0", append,      "Appends a string to the value of a key. Creates the key if it doesn't exist.";
-    "strlen",      2,     READONLY | FAST,        K1,     0,      "2.2.0", strlen,      "Returns the length of a string value.";
-    "incr",        2,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", incr,        "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
-    "decr",        2,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", decr,        "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.";
-    "incrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", incrby,      "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
-    "decrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      "1.0.0", decrby,      "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.";
-    "incrbyfloat", 3,     WRITE | DENYOOM | FAST, K1,     0,      "2.6.0", incrbyfloat, "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.";
-    "getrange",    4,     READONLY,               K1,     0,      "2.4.0", getrange,    "Returns a substring of the string stored at a key.";
-    "substr",      4,     READONLY,               K1,     0,      "1.0.0", getrange,    "Returns a substring from a string value.";
-    "setrange",    4,     WRITE | DENYOOM,        K1,     0,      "2.2.0", setrange,    "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.";
-    "lcs",         -3,    READONLY,               K12,    0,      "7.0.0", lcs,         "Finds the longest common substring.";
+pub static COMMANDS: &[Spec] = table! {
+    // name        arity, flags,                  keys,   member, handler
+    "get",         2,     READONLY | FAST,        K1,     0,      get;
+    "set",         -3,    WRITE | DENYOOM,        K1,     0,      set;
+    "setnx",       3,     WRITE | DENYOOM | FAST, K1,     0,      setnx;
+    "setex",       4,     WRITE | DENYOOM,        K1,     0,      setex;
+    "psetex",      4,     WRITE | DENYOOM,        K1,     0,      psetex;
+    "mget",        -2,    READONLY | FAST,        KALL,   0,      mget;
+    "mset",        -3,    WRITE | DENYOOM,        KPAIRS, 0,      mset;
+    "msetnx",      -3,    WRITE | DENYOOM,        KPAIRS, 0,      msetnx;
+    "getset",      3,     WRITE | DENYOOM | FAST, K1,     0,      getset;
+    "getdel",      2,     WRITE | FAST,           K1,     0,      getdel;
+    "getex",       -2,    WRITE | FAST,           K1,     0,      getex;
+    "append",      3,     WRITE | DENYOOM | FAST, K1,     0,      append;
+    "strlen",      2,     READONLY | FAST,        K1,     0,      strlen;
+    "incr",        2,     WRITE | DENYOOM | FAST, K1,     0,      incr;
+    "decr",        2,     WRITE | DENYOOM | FAST, K1,     0,      decr;
+    "incrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      incrby;
+    "decrby",      3,     WRITE | DENYOOM | FAST, K1,     0,      decrby;
+    "incrbyfloat", 3,     WRITE | DENYOOM | FAST, K1,     0,      incrbyfloat;
+    "getrange",    4,     READONLY,               K1,     0,      getrange;
+    "substr",      4,     READONLY,               K1,     0,      getrange;
+    "setrange",    4,     WRITE | DENYOOM,        K1,     0,      setrange;
+    "lcs",         -3,    READONLY,               K12,    0,      lcs;
 };
 
 pub fn get(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -7,18 +7,21 @@
 //! replies with a null array. A watched key that existed when watched and has expired by EXEC time
 //! counts as modified, as in Redis 7.
 
+use crate::client::ClientState;
 use crate::command::{
-    Ctx, FAST, KALL, LOADING, Locks, NOKEYS, NOSCRIPT, STALE, Spec, TXN_CONTROL, table,
+    ALLOW_BUSY, Ctx, FAST, KALL, LOADING, Locks, NOKEYS, NOSCRIPT, SKIP_SLOWLOG, STALE, Spec,
+    TXN_CONTROL, table,
 };
+use crate::server::Server;
 use std::sync::atomic::Ordering;
 
-pub static COMMANDS: &[Spec] = table! { group: "transactions";
-    // name    arity, flags,                                           keys,   member, since,   handler, summary
-    "multi",   1,     NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, NOKEYS, 0,      "1.2.0", multi,   "Starts a transaction.";
-    "exec",    1,     NOSCRIPT | LOADING | STALE | TXN_CONTROL,        NOKEYS, 0,      "1.2.0", exec,    "Executes all commands in a transaction.";
-    "discard", 1,     NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, NOKEYS, 0,      "2.0.0", discard, "Discards a transaction.";
-    "watch",   -2,    NOSCRIPT | LOADING | STALE | FAST | TXN_CONTROL, KALL,   0,      "2.2.0", watch,   "Monitors changes to keys to determine the execution of a transaction.";
-    "unwatch", 1,     NOSCRIPT | LOADING | STALE | FAST,               NOKEYS, 0,      "2.2.0", unwatch, "Forgets about watched keys of a transaction.";
+pub static COMMANDS: &[Spec] = table! {
+    // name    arity, flags,                                                        keys,   member, handler
+    "multi",   1,     NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL, NOKEYS, 0,      multi;
+    "exec",    1,     NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | TXN_CONTROL,      NOKEYS, 0,      exec;
+    "discard", 1,     NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL, NOKEYS, 0,      discard;
+    "watch",   -2,    NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | TXN_CONTROL, KALL,   0,      watch;
+    "unwatch", 1,     NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY,               NOKEYS, 0,      unwatch;
 };
 
 pub fn multi(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
@@ -32,21 +35,28 @@ pub fn multi(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
 }
 
 fn unwatch_all(ctx: &mut Ctx<'_, '_>) {
-    let watched = std::mem::take(&mut ctx.client.watched);
-    ctx.client.watched_live.clear();
-    ctx.server.unwatch(&ctx.client.shared, &watched);
-    ctx.client
-        .shared
-        .watch_dirty
-        .store(false, Ordering::Relaxed);
-    ctx.client.shared.info.lock().watching = 0;
+    unwatch_client(ctx.server, ctx.client);
+}
+
+fn unwatch_client(server: &Server, client: &mut ClientState) {
+    let watched = std::mem::take(&mut client.watched);
+    client.watched_live.clear();
+    server.unwatch(&client.shared, &watched);
+    client.shared.watch_dirty.store(false, Ordering::Relaxed);
+    client.shared.info.lock().watching = 0;
 }
 
 fn end_multi(ctx: &mut Ctx<'_, '_>) {
-    ctx.client.multi = None;
-    ctx.client.multi_error = false;
-    ctx.client.shared.info.lock().multi = -1;
-    unwatch_all(ctx);
+    discard_transaction(ctx.server, ctx.client);
+}
+
+/// Ends the client's transaction, if any, and forgets its watched keys (Redis's
+/// `discardTransaction`): DISCARD, EXEC, and dispatch when it rejects an EXEC.
+pub fn discard_transaction(server: &Server, client: &mut ClientState) {
+    client.multi = None;
+    client.multi_error = false;
+    client.shared.info.lock().multi = -1;
+    unwatch_client(server, client);
 }
 
 pub fn exec(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {

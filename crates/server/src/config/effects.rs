@@ -8,7 +8,7 @@
 //!  syslog-*              openlog(ident, LOG_PID|LOG_NDELAY|LOG_NOWAIT, facility)
 //!  supervised            systemd: STATUS/READY=1 datagrams to $NOTIFY_SOCKET; upstart: SIGSTOP
 //!  always-show-logo      the banner, else one "Running mode=…" line
-//!  port, bind            need the network loop: a hook net.rs registers (`set_rebind`)
+//!  port, bind            listen again: `net::rebind`
 //! ```
 //!
 //! The process's umask is read once at startup (it can only be read by setting it), for CONFIG
@@ -16,8 +16,8 @@
 
 use super::Config;
 use crate::server::Server;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
 
 static UMASK: AtomicU32 = AtomicU32::new(0o022);
 
@@ -343,16 +343,6 @@ pub fn warn_unbuilt(config: &Config) {
     }
 }
 
-/// Listens again after CONFIG SET port / bind: registered by the network loop.
-pub type Rebind = fn(&Server, &Config) -> Result<(), String>;
-
-static REBIND: OnceLock<Rebind> = OnceLock::new();
-
-/// Registers the network loop's rebinder (once).
-pub fn set_rebind(rebind: Rebind) {
-    let _ = REBIND.set(rebind);
-}
-
 /// Runs one CONFIG SET apply with the new configuration; the error is Redis's text.
 pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Result<(), String> {
     use super::Apply;
@@ -398,13 +388,7 @@ fn rebind(server: &Server, apply: super::Apply, config: &Config) -> Result<(), S
     } else {
         "Failed to bind to specified addresses."
     };
-    let Some(rebind) = REBIND.get() else {
-        crate::log::warning(
-            "CONFIG SET port/bind: this build cannot listen again at run time (no rebinder registered by the network loop).",
-        );
-        return Err(failed.into());
-    };
-    rebind(server, config).map_err(|e| {
+    crate::net::rebind(server, config).map_err(|e| {
         crate::log::warning(&e);
         failed.to_string()
     })

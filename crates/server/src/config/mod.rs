@@ -69,7 +69,7 @@ pub enum Status {
     Works(&'static str),
     /// Accepted with full validation; scheduled work (named) will act on it.
     Planned(&'static str),
-    /// Stored and validated here; the integrator wires it into the store's encodings.
+    /// Redis's encoding threshold, steering densekv's own encodings (see docs/types.md).
     Maps(&'static str),
     /// Accepted, but densekv has nothing it could act on (the reason).
     NoEffect(&'static str),

@@ -95,13 +95,99 @@ pub fn peer_gone(fd: RawFd) -> bool {
         && pfd.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
 }
 
-/// Binds one listening socket per (address, thread) on the configured port.
-pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::TcpListener>>> {
+/// Listening sockets: for each thread, one clone of the socket of each bound address.
+type PerThread = Vec<Vec<std::net::TcpListener>>;
+
+/// Binds the configured addresses for `threads` threads at startup. Port 0 listens nowhere,
+/// which with no other listener is Redis's startup error.
+pub fn bind(server: &Server, threads: usize) -> io::Result<PerThread> {
     let config = server.config.read().clone();
-    let mut per_thread: Vec<Vec<std::net::TcpListener>> =
-        (0..threads).map(|_| Vec::new()).collect();
-    let mut port = config.port;
-    for address in &config.bind {
+    let (per_thread, port) =
+        bind_addresses(&config.bind, config.port, config.tcp_backlog, threads)?;
+    if per_thread.first().is_none_or(Vec::is_empty) {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            "Configured to not listen anywhere, exiting.",
+        ));
+    }
+    keep_listeners(server, &per_thread)?;
+    server.port.store(usize::from(port), Ordering::Relaxed);
+    Ok(per_thread)
+}
+
+/// CONFIG SET port / bind: stops listening on the old sockets, listens on the new ones, and
+/// hands them to every thread; when the new ones cannot be bound, listens on the old ones again
+/// and fails, as Redis's `changeListenPort` / `changeBindAddr` do. The old sockets are shut down
+/// first because a new socket on an address a listening socket holds would not bind.
+pub fn rebind(server: &Server, config: &crate::Config) -> Result<(), String> {
+    let threads = server.rebound.len();
+    let old = server
+        .config
+        .try_read()
+        .map(|c| (c.bind.clone(), c.port, c.tcp_backlog));
+    stop_listening(server);
+    let bound = bind_addresses(&config.bind, config.port, config.tcp_backlog, threads);
+    let (per_thread, port) = match bound {
+        Ok(ok) => ok,
+        Err(e) => {
+            if let Some((bind, port, backlog)) = old
+                && let Ok((again, _)) = bind_addresses(&bind, port, backlog, threads)
+            {
+                hand_over(server, again)?;
+            }
+            return Err(e.to_string());
+        }
+    };
+    hand_over(server, per_thread)?;
+    server.port.store(usize::from(port), Ordering::Relaxed);
+    Ok(())
+}
+
+/// Gives each thread its new listening sockets (it swaps them in when woken).
+fn hand_over(server: &Server, per_thread: PerThread) -> Result<(), String> {
+    keep_listeners(server, &per_thread).map_err(|e| e.to_string())?;
+    for (slot, list) in server.rebound.iter().zip(per_thread) {
+        *slot.lock() = Some(list);
+    }
+    server.wake_all();
+    Ok(())
+}
+
+/// Keeps one more clone of each listening socket in `Server::listeners`, so a rebind can shut
+/// them down while the threads still hold theirs.
+fn keep_listeners(server: &Server, per_thread: &PerThread) -> io::Result<()> {
+    let kept = match per_thread.first() {
+        Some(list) => list
+            .iter()
+            .map(std::net::TcpListener::try_clone)
+            .collect::<io::Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    *server.listeners.lock() = kept;
+    Ok(())
+}
+
+/// Stops every listening socket (all the threads' clones share it): pending connections are
+/// refused, and the addresses can be bound again.
+fn stop_listening(server: &Server) {
+    for listener in server.listeners.lock().drain(..) {
+        let _ = socket2::SockRef::from(&listener).shutdown(std::net::Shutdown::Read);
+    }
+}
+
+/// Binds one listening socket per address on `port` (none for port 0), cloned per thread, and
+/// the port actually bound.
+fn bind_addresses(
+    addresses: &[String],
+    mut port: u16,
+    backlog: u32,
+    threads: usize,
+) -> io::Result<(PerThread, u16)> {
+    let mut per_thread: PerThread = (0..threads).map(|_| Vec::new()).collect();
+    if port == 0 {
+        return Ok((per_thread, 0));
+    }
+    for address in addresses {
         let (optional, host) = match address.strip_prefix('-') {
             Some(host) => (true, host),
             None => (false, address.as_str()),
@@ -117,7 +203,7 @@ pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::Tcp
                 ));
             }
         };
-        let listener = match listen(SocketAddr::new(ip, port), config.tcp_backlog) {
+        let listener = match listen(SocketAddr::new(ip, port), backlog) {
             Ok(l) => l,
             Err(_) if optional => continue,
             Err(e) => {
@@ -141,8 +227,7 @@ pub fn bind(server: &Server, threads: usize) -> io::Result<Vec<Vec<std::net::Tcp
             "Failed listening on every bind address",
         ));
     }
-    server.port.store(port as usize, Ordering::Relaxed);
-    Ok(per_thread)
+    Ok((per_thread, port))
 }
 
 fn listen(addr: SocketAddr, backlog: u32) -> io::Result<std::net::TcpListener> {
@@ -312,8 +397,12 @@ impl Thread<'_> {
         }
         for event in events {
             match event.token() {
-                // Kills are found by this sweep; shutdown by the check at the top.
-                WAKER => self.close_killed(),
+                // Kills are found by this sweep, new listening sockets by this check; shutdown
+                // by the check at the top.
+                WAKER => {
+                    self.close_killed();
+                    self.swap_listeners();
+                }
                 Token(t) if t >= FIRST_LISTENER => {
                     let listener = &self.listeners[t - FIRST_LISTENER];
                     accept::accept_all(
@@ -357,6 +446,20 @@ impl Thread<'_> {
             if conn::flush_replies(self.server, conn, &mut self.pools).is_err() {
                 self.close(token);
             }
+        }
+    }
+
+    /// Takes the listening sockets a rebind left for this thread, dropping the old ones.
+    fn swap_listeners(&mut self) {
+        let Some(new) = self.server.rebound[self.index].lock().take() else {
+            return;
+        };
+        for mut old in self.listeners.drain(..) {
+            let _ = self.poll.registry().deregister(&mut old);
+        }
+        match register_listeners(&self.poll, new) {
+            Ok(listeners) => self.listeners = listeners,
+            Err(e) => crate::log::warning(&format!("Listening after CONFIG SET: {e}")),
         }
     }
 

@@ -436,40 +436,40 @@ const fn numkeys(count_at: usize) -> Keys {
     }
 }
 
-pub static COMMANDS: &[Spec] = table! { group: "sorted-set";
-    // name             arity, flags,                  keys,       member, since,   handler,          summary
-    "zadd",             -4,    WRITE | DENYOOM | FAST, K1,         3,      "1.2.0", zadd,             "Adds one or more members to a sorted set, or updates their scores.";
-    "zincrby",          4,     WRITE | DENYOOM | FAST, K1,         3,      "1.2.0", zincrby,          "Increments the score of a member in a sorted set.";
-    "zrem",             -3,    WRITE | FAST,           K1,         2,      "1.2.0", zrem,             "Removes one or more members from a sorted set.";
-    "zcard",            2,     READONLY | FAST,        K1,         0,      "1.2.0", zcard,            "Returns the number of members in a sorted set.";
-    "zscore",           3,     READONLY | FAST,        K1,         2,      "1.2.0", zscore,           "Returns the score of a member in a sorted set.";
-    "zmscore",          -3,    READONLY | FAST,        K1,         2,      "6.2.0", zmscore,          "Returns the score of one or more members in a sorted set.";
-    "zrank",            3,     READONLY | FAST,        K1,         2,      "2.0.0", zrank,            "Returns the index of a member in a sorted set ordered by ascending scores.";
-    "zrevrank",         3,     READONLY | FAST,        K1,         2,      "2.0.0", zrevrank,         "Returns the index of a member in a sorted set ordered by descending scores.";
-    "zcount",           4,     READONLY | FAST,        K1,         0,      "2.0.0", zcount,           "Returns the count of members in a sorted set that have scores within a range.";
-    "zlexcount",        4,     READONLY | FAST,        K1,         0,      "2.8.9", zlexcount,        "Returns the number of members in a sorted set within a lexicographical range.";
-    "zrange",           -4,    READONLY,               K1,         0,      "1.2.0", zrange,           "Returns members in a sorted set within a range of indexes.";
-    "zrangestore",      -5,    WRITE | DENYOOM,        K12,        0,      "6.2.0", zrangestore,      "Stores a range of members from sorted set in a key.";
-    "zrevrange",        -4,    READONLY,               K1,         0,      "1.2.0", zrevrange,        "Returns members in a sorted set within a range of indexes in reverse order.";
-    "zrangebyscore",    -4,    READONLY,               K1,         0,      "1.0.5", zrangebyscore,    "Returns members in a sorted set within a range of scores.";
-    "zrevrangebyscore", -4,    READONLY,               K1,         0,      "2.2.0", zrevrangebyscore, "Returns members in a sorted set within a range of scores in reverse order.";
-    "zrangebylex",      -4,    READONLY,               K1,         0,      "2.8.9", zrangebylex,      "Returns members in a sorted set within a lexicographical range.";
-    "zrevrangebylex",   -4,    READONLY,               K1,         0,      "2.8.9", zrevrangebylex,   "Returns members in a sorted set within a lexicographical range in reverse order.";
-    "zremrangebyrank",  4,     WRITE,                  K1,         0,      "2.0.0", zremrangebyrank,  "Removes members in a sorted set within a range of indexes.";
-    "zremrangebyscore", 4,     WRITE,                  K1,         0,      "1.2.0", zremrangebyscore, "Removes members in a sorted set within a range of scores.";
-    "zremrangebylex",   4,     WRITE,                  K1,         0,      "2.8.9", zremrangebylex,   "Removes members in a sorted set within a lexicographical range.";
-    "zpopmin",          -2,    WRITE | FAST,           K1,         0,      "5.0.0", zpopmin,          "Returns the lowest-scoring members from a sorted set after removing them.";
-    "zpopmax",          -2,    WRITE | FAST,           K1,         0,      "5.0.0", zpopmax,          "Returns the highest-scoring members from a sorted set after removing them.";
-    "zmpop",            -4,    WRITE,                  numkeys(1), 0,      "7.0.0", zmpop,            "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them.";
-    "zrandmember",      -2,    READONLY,               K1,         0,      "6.2.0", zrandmember,      "Returns one or more random members from a sorted set.";
-    "zunion",           -3,    READONLY,               numkeys(1), 0,      "6.2.0", zunion,           "Returns the union of multiple sorted sets.";
-    "zinter",           -3,    READONLY,               numkeys(1), 0,      "6.2.0", zinter,           "Returns the intersect of multiple sorted sets.";
-    "zdiff",            -3,    READONLY,               numkeys(1), 0,      "6.2.0", zdiff,            "Returns the difference between multiple sorted sets.";
-    "zintercard",       -3,    READONLY,               numkeys(1), 0,      "7.0.0", zintercard,       "Returns the number of members of the intersect of multiple sorted sets.";
-    "zunionstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      "2.0.0", zunionstore,      "Stores the union of multiple sorted sets in a key.";
-    "zinterstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      "2.0.0", zinterstore,      "Stores the intersect of multiple sorted sets in a key.";
-    "zdiffstore",       -4,    WRITE | DENYOOM,        numkeys(2), 0,      "6.2.0", zdiffstore,       "Stores the difference of multiple sorted sets in a key.";
-    "zscan",            -3,    READONLY,               K1,         0,      "2.8.0", zscan,            "Iterates over members and scores of a sorted set.";
+pub static COMMANDS: &[Spec] = table! {
+    // name             arity, flags,                  keys,       member, handler
+    "zadd",             -4,    WRITE | DENYOOM | FAST, K1,         3,      zadd;
+    "zincrby",          4,     WRITE | DENYOOM | FAST, K1,         3,      zincrby;
+    "zrem",             -3,    WRITE | FAST,           K1,         2,      zrem;
+    "zcard",            2,     READONLY | FAST,        K1,         0,      zcard;
+    "zscore",           3,     READONLY | FAST,        K1,         2,      zscore;
+    "zmscore",          -3,    READONLY | FAST,        K1,         2,      zmscore;
+    "zrank",            3,     READONLY | FAST,        K1,         2,      zrank;
+    "zrevrank",         3,     READONLY | FAST,        K1,         2,      zrevrank;
+    "zcount",           4,     READONLY | FAST,        K1,         0,      zcount;
+    "zlexcount",        4,     READONLY | FAST,        K1,         0,      zlexcount;
+    "zrange",           -4,    READONLY,               K1,         0,      zrange;
+    "zrangestore",      -5,    WRITE | DENYOOM,        K12,        0,      zrangestore;
+    "zrevrange",        -4,    READONLY,               K1,         0,      zrevrange;
+    "zrangebyscore",    -4,    READONLY,               K1,         0,      zrangebyscore;
+    "zrevrangebyscore", -4,    READONLY,               K1,         0,      zrevrangebyscore;
+    "zrangebylex",      -4,    READONLY,               K1,         0,      zrangebylex;
+    "zrevrangebylex",   -4,    READONLY,               K1,         0,      zrevrangebylex;
+    "zremrangebyrank",  4,     WRITE,                  K1,         0,      zremrangebyrank;
+    "zremrangebyscore", 4,     WRITE,                  K1,         0,      zremrangebyscore;
+    "zremrangebylex",   4,     WRITE,                  K1,         0,      zremrangebylex;
+    "zpopmin",          -2,    WRITE | FAST,           K1,         0,      zpopmin;
+    "zpopmax",          -2,    WRITE | FAST,           K1,         0,      zpopmax;
+    "zmpop",            -4,    WRITE,                  numkeys(1), 0,      zmpop;
+    "zrandmember",      -2,    READONLY,               K1,         0,      zrandmember;
+    "zunion",           -3,    READONLY,               numkeys(1), 0,      zunion;
+    "zinter",           -3,    READONLY,               numkeys(1), 0,      zinter;
+    "zdiff",            -3,    READONLY,               numkeys(1), 0,      zdiff;
+    "zintercard",       -3,    READONLY,               numkeys(1), 0,      zintercard;
+    "zunionstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      zunionstore;
+    "zinterstore",      -4,    WRITE | DENYOOM,        numkeys(2), 0,      zinterstore;
+    "zdiffstore",       -4,    WRITE | DENYOOM,        numkeys(2), 0,      zdiffstore;
+    "zscan",            -3,    READONLY,               K1,         0,      zscan;
 };
 
 #[cfg(test)]
