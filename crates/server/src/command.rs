@@ -672,7 +672,7 @@ pub fn run<'s>(
             .fetch_add(1, Ordering::Relaxed);
     }
     if spec.flags & flag::SKIP_SLOWLOG == 0 {
-        crate::commands::server::slowlog_record(server, client, args, usec);
+        crate::commands::server::slowlog_record(server, client, spec, args, usec);
     }
 }
 

@@ -1,6 +1,7 @@
 //! SLOWLOG with its two CONFIG parameters, against the process itself (durations and timestamps
-//! make it unfit for the differential tests): `slowlog-log-slower-than` 0 logs every command,
-//! -1 none; `slowlog-max-len` bounds the entries kept; an entry holds the command's arguments.
+//! make whole entries unfit for the differential tests): `slowlog-log-slower-than` 0 logs every
+//! command, -1 none; `slowlog-max-len` bounds the entries kept; an entry holds the command's
+//! arguments, with secrets redacted exactly where redis-server redacts them (compared).
 
 mod support;
 
@@ -62,5 +63,61 @@ fn thresholds_and_length_follow_config_set() {
     assert!(
         refused.starts_with(b"-ERR CONFIG SET failed"),
         "{refused:?}"
+    );
+}
+
+/// The arguments of every entry, newest first.
+fn logged_arguments(client: &mut support::Client) -> Vec<Vec<Vec<u8>>> {
+    decode(&client.cmd(&["SLOWLOG", "GET", "-1"]))
+        .array()
+        .iter()
+        .map(|entry| {
+            entry.array()[3]
+                .array()
+                .iter()
+                .map(|a| a.bulk().to_vec())
+                .collect()
+        })
+        .collect()
+}
+
+/// Secrets never reach the slow log: AUTH's arguments, HELLO's AUTH pair and the values of
+/// CONFIG SET's sensitive directives show as `(redacted)`, exactly where redis-server shows it.
+#[test]
+fn secrets_are_redacted_as_redis_redacts_them() {
+    let (densekv, redis) = Server::pair(&[]);
+    let mut logs = Vec::new();
+    for server in [&densekv, &redis] {
+        let mut c = server.connect();
+        c.cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        c.cmd(&["SLOWLOG", "RESET"]);
+        c.cmd(&["AUTH", "hunter2"]);
+        c.cmd(&["AUTH", "someone", "hunter2"]);
+        c.cmd(&["AUTH", "a", "b", "c"]);
+        c.cmd(&["HELLO", "2", "AUTH", "default", "hunter2", "SETNAME", "x"]);
+        c.cmd(&["HELLO", "2", "SETNAME", "auth", "AUTH", "u", "p"]);
+        c.cmd(&[
+            "CONFIG",
+            "SET",
+            "masterauth",
+            "s1",
+            "maxmemory",
+            "0",
+            "masteruser",
+            "s2",
+        ]);
+        c.cmd(&["CONFIG", "SET", "requirepass", ""]);
+        let mut args = logged_arguments(&mut c);
+        // Drop the SLOWLOG RESET that opens the log (its position is the same on both).
+        args.retain(|a| !a[0].eq_ignore_ascii_case(b"slowlog"));
+        logs.push(args);
+    }
+    assert_eq!(logs[0], logs[1]);
+    assert!(logs[0].iter().flatten().any(|a| a == b"(redacted)"));
+    assert!(
+        !logs[0]
+            .iter()
+            .flatten()
+            .any(|a| a == b"hunter2" || a == b"s1")
     );
 }

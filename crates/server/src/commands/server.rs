@@ -71,9 +71,49 @@ static LATENCY_SUBCOMMANDS: &[Spec] = table! {
     "latency|help",    2,     LOADING | STALE,                    NOKEYS, 0,      latency_help;
 };
 
+/// The arguments Redis replaces with `(redacted)` wherever it shows a command (slow log, later
+/// MONITOR): AUTH's password (and user), HELLO's AUTH pair, and the values of CONFIG SET's
+/// sensitive directives (`requirepass`, `masterauth`, `masteruser`).
+fn secret_arguments(name: &str, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
+    let mut secret = smallvec::SmallVec::new();
+    match name {
+        "auth" if args.len() <= 3 => secret.extend(1..args.len()),
+        "hello" => {
+            let mut j = 2;
+            while j < args.len() {
+                let more = args.len() - 1 - j;
+                if is(args[j], "auth") && more >= 2 {
+                    secret.extend([j + 1, j + 2]);
+                    j += 2;
+                } else if is(args[j], "setname") && more >= 1 {
+                    j += 1;
+                }
+                j += 1;
+            }
+        }
+        "config|set" => {
+            for (at, pair) in args[2..].chunks(2).enumerate() {
+                let sensitive = crate::config::lookup(pair[0])
+                    .is_some_and(|n| n.directive.has(crate::config::flag::SENSITIVE));
+                if sensitive && pair.len() == 2 {
+                    secret.push(2 + at * 2 + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    secret
+}
+
 /// Records a command in the slow log when it took at least `slowlog-log-slower-than` µs (a
 /// negative threshold logs nothing), keeping the newest `slowlog-max-len` entries.
-pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], usec: u64) {
+pub fn slowlog_record(
+    server: &Server,
+    client: &ClientState,
+    spec: &Spec,
+    args: &[&[u8]],
+    usec: u64,
+) {
     let threshold = server.slowlog_slower_than.load(Ordering::Relaxed);
     if threshold < 0 || i64::try_from(usec).unwrap_or(i64::MAX) < threshold {
         return;
@@ -82,14 +122,18 @@ pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], use
     if max_len == 0 {
         return;
     }
+    let secret = secret_arguments(spec.name, args);
     let mut log = server.slowlog.lock();
     let id = log.next_id;
     log.next_id += 1;
     let mut kept: Vec<Vec<u8>> = args
         .iter()
+        .enumerate()
         .take(31)
-        .map(|a| {
-            if a.len() > 128 {
+        .map(|(i, a)| {
+            if secret.contains(&i) {
+                b"(redacted)".to_vec()
+            } else if a.len() > 128 {
                 let mut v = a[..128].to_vec();
                 v.extend_from_slice(format!("... ({} more bytes)", a.len() - 128).as_bytes());
                 v
@@ -101,7 +145,11 @@ pub fn slowlog_record(server: &Server, client: &ClientState, args: &[&[u8]], use
     if args.len() > 32 {
         kept.push(format!("... ({} more arguments)", args.len() - 31).into_bytes());
     } else if args.len() == 32 {
-        kept.push(args[31].to_vec());
+        kept.push(if secret.contains(&31) {
+            b"(redacted)".to_vec()
+        } else {
+            args[31].to_vec()
+        });
     }
     log.entries.push_front(SlowEntry {
         id,
