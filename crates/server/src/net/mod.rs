@@ -53,7 +53,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
@@ -61,11 +61,11 @@ const FIRST_LISTENER: usize = usize::MAX - 64;
 /// Most waits a failed busy poll makes the next ones skip (doubling from 1).
 const SPIN_BACKOFF_MAX: u32 = 64;
 
-/// Set by SIGTERM/SIGINT; every loop polls it.
-pub static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// The signal (SIGTERM or SIGINT) that asked for a shutdown, 0 for none; every loop polls it.
+pub static SIGNALLED: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::Relaxed);
+extern "C" fn on_signal(signal: libc::c_int) {
+    SIGNALLED.store(signal, Ordering::Relaxed);
 }
 
 /// Routes SIGTERM and SIGINT to a graceful shutdown and ignores SIGPIPE.
@@ -301,10 +301,17 @@ fn register_listeners(
     Ok(listeners)
 }
 
-/// Whether the server is to stop: by SHUTDOWN, or by a signal, which this turns into one.
+/// Whether the server is to stop: by SHUTDOWN, or by a signal, which this turns into one (the
+/// thread that does so logs it as Redis's signal handler does).
 fn shutting_down(server: &Server) -> bool {
-    if SIGNALLED.load(Ordering::Relaxed) {
-        server.shutdown.store(true, Ordering::Relaxed);
+    let signal = SIGNALLED.load(Ordering::Relaxed);
+    if signal != 0 && !server.shutdown.swap(true, Ordering::Relaxed) {
+        let name = if signal == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        crate::log::warning(&format!("Received {name} scheduling shutdown..."));
     }
     server.shutdown.load(Ordering::Relaxed)
 }
