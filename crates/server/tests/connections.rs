@@ -478,3 +478,21 @@ fn config_set_port_and_bind_listen_again() {
         );
     }
 }
+
+/// `maxclients` is held to the file descriptors the process may open, as Redis's
+/// `adjustOpenFilesLimit` does: raised at startup when it can be, else lowered (with Redis's log
+/// lines), and CONFIG SET beyond it refused with Redis's text.
+#[test]
+fn maxclients_follows_the_open_files_limit() {
+    let (densekv, redis) = Server::pair(&["--maxclients", "10000000"]);
+    for args in [
+        &["CONFIG", "GET", "maxclients"][..],
+        &["CONFIG", "SET", "maxclients", "20000000"],
+        &["CONFIG", "GET", "maxclients"],
+        &["CONFIG", "SET", "maxclients", "100"],
+        &["CONFIG", "GET", "maxclients"],
+    ] {
+        let (d, r) = (densekv.connect().cmd(args), redis.connect().cmd(args));
+        assert_eq!(show(&d), show(&r), "{args:?}");
+    }
+}
