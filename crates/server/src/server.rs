@@ -370,6 +370,29 @@ impl Server {
         }
     }
 
+    /// What the connected clients hold, as their threads last published it: (the sum of their
+    /// total memory, the largest query buffer, the largest reply buffer) — INFO's
+    /// `mem_clients_normal` and `client_recent_max_input/output_buffer`.
+    pub fn client_memory(&self) -> (usize, usize, usize) {
+        let clients = self.clients.lock();
+        clients
+            .values()
+            .fold((0, 0, 0), |(total, query, reply), c| {
+                let b = &c.buffers;
+                let q = b.query_bytes.load(Ordering::Relaxed)
+                    + b.query_free_bytes.load(Ordering::Relaxed);
+                let r = b
+                    .reply_capacity_bytes
+                    .load(Ordering::Relaxed)
+                    .max(b.reply_bytes.load(Ordering::Relaxed));
+                (
+                    total + b.total_bytes.load(Ordering::Relaxed),
+                    query.max(q),
+                    reply.max(r),
+                )
+            })
+    }
+
     /// Raises the recorded peak to `used` and returns the peak.
     pub fn note_used_memory(&self, used: u64) -> u64 {
         self.used_memory_peak

@@ -318,6 +318,14 @@ fn idle_connections_hold_no_buffers() {
         );
         assert!(field("tot-mem") < 4096, "{line}");
     }
+    // INFO agrees: the clients' memory is their records, not 32 KiB of buffers each.
+    let clients_memory: usize = info_field(&mut admin, "memory", "mem_clients_normal")
+        .parse()
+        .expect("a number");
+    assert!(
+        clients_memory < 52 * 4096,
+        "mem_clients_normal {clients_memory}"
+    );
 }
 
 /// A client that asks for more than it reads: CLIENT LIST shows its pending output (`omem`,

@@ -270,6 +270,7 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let peak = server.note_used_memory(used);
     section("memory", true, &mut |t| {
         info_memory(t, &mem, rss, peak, &config);
+        let _ = write!(t, "mem_clients_normal:{}\r\n", server.client_memory().0);
     });
     section("persistence", true, &mut |t| info_persistence(t, server));
     let expired: u64 = ctx.locks.iter_mut().map(|s| s.expired_keys()).sum();
@@ -318,9 +319,10 @@ fn info_server(t: &mut String, server: &Server, config: &Config, now: u64, uptim
 
 /// Writes INFO's clients section: connected, maximum and blocked clients.
 fn info_clients(t: &mut String, server: &Server, config: &Config) {
+    let (_, max_query, max_reply) = server.client_memory();
     let _ = write!(
         t,
-        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:0\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
+        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{max_query}\r\nclient_recent_max_output_buffer:{max_reply}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
         server.connected.load(Ordering::Relaxed),
         config.maxclients,
         server.blocked_clients.load(Ordering::Relaxed),
