@@ -185,6 +185,7 @@ impl Server {
     pub fn new(config: Config) -> Result<Server, store::StoreError> {
         let shard_config = ShardConfig {
             databases: config.databases,
+            limits: crate::config::effects::store_limits(&config),
             ..ShardConfig::default()
         };
         let shards = (0..config.shards)

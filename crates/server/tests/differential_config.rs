@@ -18,7 +18,8 @@ use support::{Client, Server, decode, show};
 /// differently), so their replies cannot match.
 fn excluded(name: &str, value: &str) -> Option<&'static str> {
     match (name, value) {
-        // Redis listens again on the new port or addresses; densekv's network loop cannot yet.
+        // Both listen again on the new port or addresses, which two servers on one host cannot
+        // share (connections.rs tests densekv's rebind).
         ("port", v) if v.parse::<u16>().is_ok() => Some("rebinds the listener"),
         ("bind", v) if v.split(' ').count() <= 16 => Some("rebinds the listener"),
         // Redis configures TLS (and fails without certificates); densekv has no TLS.

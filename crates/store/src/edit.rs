@@ -23,6 +23,7 @@
 
 use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::{Shard, Slot, release_payload};
 use heap::Heap;
@@ -52,7 +53,7 @@ impl<O> Work<'_, O> {
 }
 
 pub(crate) mod sealed {
-    use super::{Debug, Encoding, Heap, Object, ShapeTree, StoreError, Work};
+    use super::{Debug, Encoding, Heap, Limits, Object, ShapeTree, StoreError, Work};
 
     /// What the shared machinery needs of a collection type; private to the crate, so only the
     /// store's own types implement `Collection`.
@@ -61,8 +62,11 @@ pub(crate) mod sealed {
         fn object_mut(o: &mut Object) -> Option<&mut Self::Obj>;
         fn wrap(o: Self::Obj) -> Object;
         fn is_inline(t: u8) -> bool;
-        /// The value a created key starts from.
-        fn new_work(heap: &mut Heap) -> Result<Work<'static, Self::Obj>, StoreError>;
+        /// The value a created key starts from, under the shard's thresholds.
+        fn new_work(
+            heap: &mut Heap,
+            limits: &Limits,
+        ) -> Result<Work<'static, Self::Obj>, StoreError>;
         fn inline_len(t: u8, bytes: &[u8], shapes: &ShapeTree) -> usize;
         fn obj_len(o: &Self::Obj) -> usize;
         fn obj_encoding(o: &Self::Obj) -> Encoding;
@@ -86,6 +90,8 @@ pub struct Edit<'a, T: Collection> {
     pub(crate) work: Work<'a, T::Obj>,
     pub(crate) heap: &'a mut Heap,
     pub(crate) shapes: &'a mut ShapeTree,
+    /// The shard's encoding thresholds.
+    pub(crate) limits: Limits,
     /// Whether an inline copy changed (it is stored back only then).
     pub(crate) changed: bool,
 }
@@ -171,7 +177,8 @@ impl Shard {
         f: impl FnOnce(&mut Edit<'_, T>) -> Result<R, StoreError>,
     ) -> Result<Option<R>, StoreError> {
         let mut f = Some(f);
-        let found = self.with_slot(db, key, now_ms, |slot| locate::<T, R>(slot, &mut f))?;
+        let limits = self.limits;
+        let found = self.with_slot(db, key, now_ms, |slot| locate::<T, R>(slot, limits, &mut f))?;
         match found {
             Found::Done(result, before, after, empty) => {
                 if before != after {
@@ -184,7 +191,7 @@ impl Shard {
             }
             Found::Missing if !create => Ok(None),
             Found::Missing => {
-                let work = T::new_work(&mut self.heap)?;
+                let work = T::new_work(&mut self.heap, &self.limits)?;
                 let f = f.take().expect("not called yet");
                 self.edit_detached(db, key, work, false, None, f).map(Some)
             }
@@ -219,6 +226,7 @@ impl Shard {
             work,
             heap: &mut self.heap,
             shapes: &mut self.shapes,
+            limits: self.limits,
             changed: false,
         };
         let result = f(&mut edit);
@@ -301,6 +309,7 @@ impl Shard {
 #[inline]
 fn locate<T: Collection, R>(
     slot: Slot<'_>,
+    limits: Limits,
     f: &mut Option<impl FnOnce(&mut Edit<'_, T>) -> Result<R, StoreError>>,
 ) -> Result<Found<R>, StoreError> {
     match slot {
@@ -326,6 +335,7 @@ fn locate<T: Collection, R>(
                 work: Work::Borrowed(obj),
                 heap,
                 shapes,
+                limits,
                 changed: false,
             };
             let result = (f.take().expect("called once"))(&mut edit);
@@ -351,7 +361,7 @@ pub(crate) struct Draft<T: Collection> {
 impl<T: Collection> Draft<T> {
     pub(crate) fn new(shard: &mut Shard) -> Result<Draft<T>, StoreError> {
         Ok(Draft {
-            work: T::new_work(&mut shard.heap)?,
+            work: T::new_work(&mut shard.heap, &shard.limits)?,
         })
     }
 
@@ -366,6 +376,7 @@ impl<T: Collection> Draft<T> {
             work: std::mem::replace(&mut self.work, placeholder),
             heap: &mut shard.heap,
             shapes: &mut shard.shapes,
+            limits: shard.limits,
             changed: false,
         };
         let result = f(&mut edit);

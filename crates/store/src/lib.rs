@@ -17,6 +17,7 @@
 //! | `walk.rs` | SCAN steps, random keys, active expiry |
 //! | `entries.rs` | every stored entry as it is (expired or not): a walk and a peek, typed |
 //! | `strings.rs` | string reads and writes, the INCR read-modify-write |
+//! | `limits.rs` | the configurable encoding thresholds (Redis's `*-max-listpack-*` & co.) |
 //! | `edit.rs` | `read::<T>`, `update::<T>`, builders: creation, conversion, deletion, once |
 //! | `keyops.rs` | TYPE, TTL, OBJECT, MEMORY USAGE; RENAME, MOVE, COPY that complete or undo |
 //! | `view.rs` | the logical view of a value, and its rebuild in another shard |
@@ -38,6 +39,7 @@ mod entries;
 mod error;
 pub mod glob;
 mod keyops;
+mod limits;
 mod object;
 mod shard;
 mod strings;
@@ -51,6 +53,7 @@ pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
 pub use entries::Entry;
 pub use error::StoreError;
 pub use keyops::{Relocated, copy_between, rename_between};
+pub use limits::Limits;
 pub use shape::{Str, canonical_i64};
 pub use shard::{ExpireRound, Members, Shard, ShardConfig, Ttl};
 pub use types::hash::{Hash, HashView};

@@ -32,6 +32,7 @@
 
 use crate::encoding::{ENCODING_SLOTS, Encoding, tag};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::{self, HANDLE_BYTES, Handle, Object};
 use heap::{Heap, HeapConfig};
 use maps::{Meta, PageHash, ValueRef};
@@ -157,6 +158,8 @@ pub struct ShardConfig {
     pub databases: usize,
     pub heap: HeapConfig,
     pub map: maps::Config,
+    /// The encoding thresholds (`Shard::set_limits` changes them later).
+    pub limits: Limits,
 }
 
 impl Default for ShardConfig {
@@ -165,6 +168,7 @@ impl Default for ShardConfig {
             databases: 16,
             heap: HeapConfig::default(),
             map: maps::Config::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -205,6 +209,8 @@ pub struct Shard {
     pub(crate) dbs: Vec<Db>,
     pub(crate) shapes: ShapeTree,
     map_config: maps::Config,
+    /// The encoding thresholds every edit reads.
+    pub(crate) limits: Limits,
     /// The value bytes of the entry being written (TTL prefix + payload).
     pub(crate) value_buf: Vec<u8>,
     /// The payload of the string being written.
@@ -230,12 +236,23 @@ impl Shard {
             dbs: (0..config.databases).map(|_| Db::default()).collect(),
             shapes: ShapeTree::default(),
             map_config: config.map,
+            limits: config.limits,
             value_buf: Vec::with_capacity(256),
             string_buf: Vec::with_capacity(256),
             expired_keys: 0,
             #[cfg(test)]
             puts_before_failure: None,
         })
+    }
+
+    /// The encoding thresholds edits follow from now on (CONFIG SET of Redis's
+    /// `*-max-listpack-*` & co.); stored values convert at their next write, as in Redis.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
     }
 
     pub fn heap(&self) -> &Heap {

@@ -208,6 +208,7 @@ fn a_builder_out_of_heap_leaves_the_key_and_frees_what_it_built() {
             ..HeapConfig::default()
         },
         map: maps::Config::default(),
+        ..ShardConfig::default()
     })
     .unwrap();
     shard.put_string(0, b"dst", b"old", Ttl::Clear, 0).unwrap();

@@ -6,8 +6,9 @@
 //! fields (small → flat → pages on a long string, pages → flat with the shrink), and big integer /
 //! string hashes of up to ~4000 fields (flat → pages past 32 KiB). After every step the touched
 //! key is compared whole, its encoding checked against the rules the module doc states, its OBJECT
-//! ENCODING against Redis 7.0's rule (listpack until it ever held more than 512 pairs or a
-//! string longer than 64 B), and at the end every key is deleted and the shape tree must be back to its root: a hold leaked or
+//! ENCODING against Redis 7.0's rule (listpack until a write left it with more pairs than
+//! hash-max-listpack-entries or wrote a string longer than hash-max-listpack-value: 512 and 64,
+//! or thresholds changed every 2,000 steps in the second test), and at the end every key is deleted and the shape tree must be back to its root: a hold leaked or
 //! released twice by a conversion would show there; `Shard::validate` (every encoding's own
 //! invariants, the counts per encoding, the shape holds) runs after every step. `IntHash` has its
 //! own model test with its invariant validator. Set `DENSEKV_SEED` to change the seed.
@@ -16,7 +17,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, HashMap};
 use store::types::hash::{self, ints::IntHash};
-use store::{Encoding, Hash, Shard, ShardConfig};
+use store::{Encoding, Hash, Limits, Shard, ShardConfig};
 
 fn seed() -> u64 {
     std::env::var("DENSEKV_SEED")
@@ -123,13 +124,33 @@ fn check(
 }
 
 #[test]
+fn hash_encodings_match_a_btreemap() {
+    run(seed(), 120_000, false);
+}
+
+#[test]
+fn hash_encodings_follow_configured_thresholds() {
+    run(seed() ^ 0x11, 40_000, true);
+}
+
+/// Thresholds a configuration may set, from none to past every internal bound.
+fn random_limits(rng: &mut SmallRng) -> Limits {
+    let entries = [0, 1, 3, 8, 9, 40, 512, 5000];
+    let values = [0, 2, 10, 64, 65, 200, 1000];
+    Limits {
+        hash_listpack_entries: entries[rng.gen_range(0..entries.len())],
+        hash_listpack_value: values[rng.gen_range(0..values.len())],
+        ..Limits::default()
+    }
+}
+
 #[allow(
     clippy::too_many_lines,
     reason = "a test reads as one scenario: its steps or its table of cases stay together"
 )]
-fn hash_encodings_match_a_btreemap() {
-    let seed = seed();
+fn run(seed: u64, steps: usize, vary_limits: bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
+    let mut limits = Limits::default();
     let mut shard = Shard::new(&ShardConfig::default()).expect("shard");
     let keys: Vec<Vec<u8>> = ["u0", "u1", "u2", "n0", "n1", "r0", "r1", "b0", "i0", "g0"]
         .iter()
@@ -141,7 +162,11 @@ fn hash_encodings_match_a_btreemap() {
     let mut tags_seen = std::collections::HashSet::new();
     // Operation kinds switched on and off per phase, so hashes both grow large and drain.
     let mut weights = [4u32, 3, 2, 1];
-    for step in 0..120_000 {
+    for step in 0..steps {
+        if vary_limits && step % 2_000 == 0 {
+            limits = random_limits(&mut rng);
+            shard.set_limits(limits);
+        }
         if step % 5_000 == 0 {
             for w in &mut weights {
                 *w = rng.gen_range(0..5);
@@ -182,9 +207,10 @@ fn hash_encodings_match_a_btreemap() {
                 let mut want = 0;
                 let sticky = hashtable.entry(key.clone()).or_default();
                 for (f, v) in pairs {
-                    *sticky |= f.len() > hash::VALUE_BYTES_MAX || v.len() > hash::VALUE_BYTES_MAX;
+                    *sticky |= f.len() > limits.hash_listpack_value
+                        || v.len() > limits.hash_listpack_value;
                     want += usize::from(model.insert(f, v).is_none());
-                    *sticky |= model.len() > hash::LISTPACK_ENTRIES_MAX;
+                    *sticky |= model.len() > limits.hash_listpack_entries;
                 }
                 assert_eq!(created, want, "step {step}: new fields");
             }

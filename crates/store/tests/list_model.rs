@@ -29,6 +29,7 @@ fn element(rng: &mut SmallRng, pool: bool) -> Vec<u8> {
         0..=4 => 0,
         5..=9 => rng.gen_range(126..130),
         10 => rng.gen_range(CHUNK_MAX_BYTES - 10..CHUNK_MAX_BYTES + 300),
+        11 if rng.gen_bool(0.1) => rng.gen_range(4090..4400),
         11..=14 => rng.gen_range(200..3000),
         _ => rng.gen_range(1..20),
     };
@@ -44,16 +45,25 @@ fn compare(list: &ListObj, model: &VecDeque<Vec<u8>>) {
 }
 
 #[test]
+fn list_matches_vecdeque() {
+    run(seed(), 200, ListObj::new());
+}
+
+/// The chunk bounds of `list-max-listpack-size` -1 and -5 (4 and 64 KiB).
+#[test]
+fn lists_of_other_chunk_bounds_match_vecdeque() {
+    run(seed() ^ 0x4, 60, ListObj::with_chunk_bytes(4096));
+    run(seed() ^ 0x64, 60, ListObj::with_chunk_bytes(65536));
+}
+
 #[allow(
     clippy::too_many_lines,
     reason = "a test reads as one scenario: its steps or its table of cases stay together"
 )]
-fn list_matches_vecdeque() {
-    let seed = seed();
+fn run(seed: u64, rounds: usize, mut list: ListObj) {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut list = ListObj::new();
     let mut model: VecDeque<Vec<u8>> = VecDeque::new();
-    for round in 0..200 {
+    for round in 0..rounds {
         let enabled: Vec<bool> = (0..12).map(|_| rng.gen_bool(0.6)).collect();
         let pool = rng.gen_bool(0.5);
         for _ in 0..400 {
@@ -192,6 +202,15 @@ fn pushes_at_one_end_fill_whole_chunks() {
     assert!(per_element < 12.5, "{per_element} bytes per element");
     assert_eq!(list.get(0), Some(&b"0000099999"[..]));
     assert_eq!(list.get(99_999), Some(&b"0000000000"[..]));
+    // The other bounds fill their chunks the same way: 341 entries per 4 KiB, 5461 per 64 KiB.
+    for (bytes, per_chunk) in [(4096, 341), (65536, 5461)] {
+        let mut list = ListObj::with_chunk_bytes(bytes);
+        for i in 0..100_000u32 {
+            list.push_back(format!("{i:010}").as_bytes());
+        }
+        list.validate().unwrap();
+        assert_eq!(list.chunk_count(), 100_000usize.div_ceil(per_chunk));
+    }
 }
 
 #[test]

@@ -54,6 +54,7 @@ fn new_shard(seed: u64) -> Shard {
             seed: Some(seed),
             ..maps::Config::default()
         },
+        ..ShardConfig::default()
     })
     .unwrap()
 }

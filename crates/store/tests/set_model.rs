@@ -14,7 +14,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeSet;
 use store::types::set;
-use store::{Encoding, Set, Shard, ShardConfig, StoreError, Ttl};
+use store::{Encoding, Limits, Set, Shard, ShardConfig, StoreError, Ttl};
 
 const KEYS: usize = 4;
 
@@ -29,6 +29,7 @@ fn shard(seed: u64) -> Shard {
             seed: Some(seed),
             ..maps::Config::default()
         },
+        ..ShardConfig::default()
     })
     .unwrap()
 }
@@ -119,11 +120,15 @@ fn add(shard: &mut Shard, key: &[u8], members: &[&[u8]]) -> Result<usize, StoreE
     clippy::too_many_lines,
     reason = "a test reads as one scenario: its steps or its table of cases stay together"
 )]
-fn run(seed: u64) {
+fn run(seed: u64, vary_limits: bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut shard = shard(seed);
     let mut models: Vec<BTreeSet<Vec<u8>>> = vec![BTreeSet::new(); KEYS];
     let mut ints_ever = [true; KEYS];
+    // A write left the set with more than set-max-intset-entries members (Redis's intset is a
+    // hashtable from then on).
+    let mut passed = [false; KEYS];
+    let mut limits = Limits::default();
     let mut counter = 0u64;
     let mut random = move || {
         counter = counter.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -132,6 +137,11 @@ fn run(seed: u64) {
         z ^ (z >> 31)
     };
     for _round in 0..30 {
+        if vary_limits {
+            let choices = [0, 1, 5, 100, 512, 600, 2000];
+            limits.set_intset_entries = choices[rng.gen_range(0..choices.len())];
+            shard.set_limits(limits);
+        }
         let pool = [
             Pool::Ints,
             Pool::WideInts,
@@ -162,7 +172,9 @@ fn run(seed: u64) {
                     }
                     if before == 0 {
                         ints_ever[k] = true;
+                        passed[k] = false;
                     }
+                    passed[k] |= model.len() > limits.set_intset_entries;
                     if adds.iter().any(|m| store::canonical_i64(m).is_none()) {
                         ints_ever[k] = false;
                     }
@@ -213,6 +225,7 @@ fn run(seed: u64) {
                     }
                     b.finish(0, &key, None).unwrap();
                     ints_ever[k] = copy.iter().all(|m| store::canonical_i64(m).is_some());
+                    passed[k] = copy.len() > limits.set_intset_entries;
                     models[k] = copy.into_iter().collect();
                 }
                 4 if enabled[4] => {
@@ -225,7 +238,16 @@ fn run(seed: u64) {
                 }
                 _ => {}
             }
-            check(&mut shard, &key, &models[k], ints_ever[k], &mut rng, pool);
+            let intset = ints_ever[k] && !passed[k];
+            check(
+                &mut shard,
+                &key,
+                &models[k],
+                ints_ever[k],
+                intset,
+                &mut rng,
+                pool,
+            );
         }
     }
     for k in 0..KEYS {
@@ -243,6 +265,7 @@ fn check(
     key: &[u8],
     model: &BTreeSet<Vec<u8>>,
     ints_ever: bool,
+    intset: bool,
     rng: &mut SmallRng,
     pool: Pool,
 ) {
@@ -254,11 +277,9 @@ fn check(
             assert_eq!(&got, model);
             let t = encoding_of(shard, key).unwrap();
             check_encoding(t, model, ints_ever);
-            let want = if t == Encoding::SetIntset {
-                "intset"
-            } else {
-                "hashtable"
-            };
+            // Redis's rule: an intset while every member ever added was an integer and no write
+            // left more than set-max-intset-entries members.
+            let want = if intset { "intset" } else { "hashtable" };
             assert_eq!(shard.object_encoding(0, key, 0), Some(want));
             let probe = member(rng, pool);
             let answer = shard
@@ -288,7 +309,18 @@ fn sets_match_the_model() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x5E7_0002);
     for i in 0..6 {
-        run(seed + i);
+        run(seed + i, false);
+    }
+}
+
+#[test]
+fn sets_follow_configured_intset_limits() {
+    let seed = std::env::var("DENSEKV_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x5E7_0102);
+    for i in 0..4 {
+        run(seed + i, true);
     }
 }
 

@@ -8,7 +8,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use store::types::zset_tree::{Tree, cmp_key};
-use store::{Edit, Encoding, Shard, ShardConfig, StoreError, ZSet, ZSetView};
+use store::{Edit, Encoding, Limits, Shard, ShardConfig, StoreError, ZSet, ZSetView};
 
 fn seed() -> u64 {
     std::env::var("DENSEKV_SEED")
@@ -294,4 +294,53 @@ fn builder_chooses_the_encoding_by_size() {
     assert_eq!(negative_zeros, Some(200 - 128));
     assert!(shard.remove(0, b"k", 0));
     shard.validate().unwrap();
+}
+
+/// Thresholds changed every 500 steps (as CONFIG SET changes them): OBJECT ENCODING follows
+/// Redis's rule, listpack until an insert leaves more than `zset-max-listpack-entries` members or
+/// adds one longer than `zset-max-listpack-value`, then skiplist until the key is gone.
+#[test]
+fn packed_follows_configured_thresholds() {
+    let mut rng = SmallRng::seed_from_u64(seed() ^ 0x1177);
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let mut limits = Limits::default();
+    let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+    let mut passed = false;
+    let mut seen = [false; 2];
+    for step in 0..20_000 {
+        if step % 500 == 0 {
+            limits.zset_listpack_entries = [0, 1, 5, 40, 128, 300][rng.gen_range(0..6)];
+            limits.zset_listpack_value = [0, 3, 64, 100, 300][rng.gen_range(0..5)];
+            shard.set_limits(limits);
+        }
+        let space = [5, 40, 150, 1_000][(step / 2_000) % 4];
+        let op = random_op(&mut rng, space, model.len());
+        if let Op::Set(m, _) = &op
+            && !model.contains_key(m)
+        {
+            passed |= model.len() + 1 > limits.zset_listpack_entries
+                || m.len() > limits.zset_listpack_value;
+        }
+        let want = model_apply(&mut model, &op);
+        let got = shard
+            .update::<ZSet, _>(0, b"z", 0, true, |z| apply(z, &op))
+            .unwrap()
+            .unwrap();
+        assert_eq!(got, want, "step {step}: {op:?}");
+        if model.is_empty() {
+            passed = false;
+        } else {
+            let name = if passed { "skiplist" } else { "listpack" };
+            assert_eq!(
+                shard.object_encoding(0, b"z", 0),
+                Some(name),
+                "step {step}: {op:?} under {limits:?}"
+            );
+            seen[usize::from(passed)] = true;
+        }
+        shard
+            .validate()
+            .unwrap_or_else(|e| panic!("step {step}: {e}"));
+    }
+    assert_eq!(seen, [true, true], "both encodings seen");
 }

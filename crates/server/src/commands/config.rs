@@ -141,8 +141,24 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             return ctx.error(&set_failed(name, &reason));
         }
     }
+    if applies.iter().any(|(a, _)| *a == Apply::EncodingLimits) {
+        share_limits(ctx, effects::store_limits(&next));
+    }
     *ctx.server.config.write() = next;
     ctx.ok();
+}
+
+/// Hands new encoding thresholds to every shard: through the locks EXEC holds (all of them),
+/// else taking each in turn (CONFIG SET names no keys, so it holds none of its own).
+fn share_limits(ctx: &mut Ctx<'_, '_>, limits: store::Limits) {
+    let mut held = ctx.locks.iter_mut().peekable();
+    if held.peek().is_some() {
+        held.for_each(|shard| shard.set_limits(limits));
+        return;
+    }
+    for shard in crate::command::Locks::all(ctx.server).iter_mut() {
+        shard.set_limits(limits);
+    }
 }
 
 /// Puts the working directory back (the one side effect a set itself has: `dir`'s chdir).

@@ -39,9 +39,9 @@
 //! 8-byte doubles), nothing LZF-compressed. It equals Redis's figure for strings of up to 20
 //! bytes; Redis writes small collections as listpack blobs and compresses, so its figures for
 //! those differ. `lru` and `lru_seconds_idle` are 0: densekv keeps no access clock until eviction
-//! brings one. Lists add Redis's `ql_*` fields from densekv's chunks (8 KiB of entries each, which
-//! is Redis's `list-max-listpack-size -2`): `ql_nodes` chunks, `ql_avg_node` elements per chunk,
-//! `ql_listpack_max:-2`, `ql_compressed:0`, `ql_uncompressed_size` bytes of entries.
+//! brings one. Lists add Redis's `ql_*` fields from densekv's chunks: `ql_nodes` chunks,
+//! `ql_avg_node` elements per chunk, `ql_listpack_max` the `list-max-listpack-size` level of the
+//! list's chunk bound (-2 for 8 KiB), `ql_compressed:0`, `ql_uncompressed_size` bytes of entries.
 //!
 //! # The digest
 //! `computeDatasetDigest` ported: for each non-empty database (empty ones are skipped), the
@@ -423,8 +423,9 @@ fn object_line(e: &Entry<'_>, fast: bool) -> String {
         let nodes = list.chunk_count();
         let _ = write!(
             line,
-            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:-2 ql_compressed:0 ql_uncompressed_size:{}",
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 ql_uncompressed_size:{}",
             list.len() as f64 / nodes as f64,
+            listpack_max(list.chunk_bytes()),
             list.entry_bytes()
         );
     }
@@ -506,6 +507,11 @@ fn sdslen(ctx: &mut Ctx<'_, '_>, key: &[u8]) {
 enum Describe {
     Listpack,
     Quicklist { full: bool },
+}
+
+/// The `list-max-listpack-size` level (-1 … -5) of a chunk bound of 4 … 64 KiB.
+fn listpack_max(chunk_bytes: usize) -> i32 {
+    -((chunk_bytes / 4096).max(1).ilog2() as i32 + 1)
 }
 
 /// DEBUG LISTPACK / QUICKLIST `<key>`: Redis's lookup (expiring the key if its time passed),

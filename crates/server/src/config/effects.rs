@@ -9,6 +9,8 @@
 //!  supervised            systemd: STATUS/READY=1 datagrams to $NOTIFY_SOCKET; upstart: SIGSTOP
 //!  always-show-logo      the banner, else one "Running mode=…" line
 //!  port, bind            listen again: `net::rebind`
+//!  *-max-listpack-*, set-max-intset-entries, list-max-listpack-size
+//!                        the shards' `store::Limits` (`store_limits`), set by CONFIG SET
 //! ```
 //!
 //! The process's umask is read once at startup (it can only be read by setting it), for CONFIG
@@ -347,7 +349,9 @@ pub fn warn_unbuilt(config: &Config) {
 pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Result<(), String> {
     use super::Apply;
     match apply {
-        Apply::None => {}
+        // Encoding limits are handed to the shards by CONFIG SET itself, which knows the locks
+        // it holds (`commands::config::share_limits`).
+        Apply::None | Apply::EncodingLimits => {}
         Apply::LogLevel => crate::log::set_level(&config.loglevel),
         Apply::SlowLog => server
             .slowlog_slower_than
@@ -371,6 +375,22 @@ pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Resul
         Apply::Port | Apply::Bind => rebind(server, apply, config)?,
     }
     Ok(())
+}
+
+/// The store's encoding thresholds as `config` sets them (Redis's `*-max-listpack-*`,
+/// `set-max-intset-entries`, `list-max-listpack-size`).
+pub fn store_limits(config: &Config) -> store::Limits {
+    let size = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+    store::Limits {
+        hash_listpack_entries: size(config.hash_max_listpack_entries),
+        hash_listpack_value: size(config.hash_max_listpack_value),
+        set_intset_entries: size(config.set_max_intset_entries),
+        zset_listpack_entries: size(config.zset_max_listpack_entries),
+        zset_listpack_value: size(config.zset_max_listpack_value),
+        list_chunk_bytes: store::Limits::list_chunk_bytes_for(i64::from(
+            config.list_max_listpack_size,
+        )),
+    }
 }
 
 fn warn_unbuilt_maxmemory(config: &Config) {

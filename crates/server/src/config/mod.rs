@@ -118,6 +118,9 @@ pub enum Apply {
     Port,
     /// Needs the network loop: listen on the new addresses.
     Bind,
+    /// The shards' encoding thresholds (`effects::store_limits`), handed to every shard once
+    /// the new configuration is in place (it cannot fail).
+    EncodingLimits,
 }
 
 /// An `is_valid` check of a new value: the error is Redis's text.

@@ -62,8 +62,17 @@ const NOTHING_TO_DO: Status = Status::NoEffect(
     "a debugging knob of Redis's loading, saving and watchdog that densekv has no counterpart of",
 );
 const RUNS: Status = Status::Works("");
-const MAPS: Status = Status::Maps(
-    "an encoding threshold: stored and validated; the store's own encoding thresholds do not read it yet",
+const HASH_THRESHOLD: Status = Status::Maps(
+    "records and small maps hold only hashes within it; OBJECT ENCODING says listpack until a write passes it, as Redis converts",
+);
+const INTSET_THRESHOLD: Status = Status::Maps(
+    "the inline intset holds up to min(it, 512) integers, a boxed integer set up to it; OBJECT ENCODING says intset until a write passes it",
+);
+const ZSET_THRESHOLD: Status = Status::Maps(
+    "the packed sorted set (inline, Redis's listpack) holds what is within it (at most 65,535 members), the index the rest",
+);
+const LIST_THRESHOLD: Status = Status::Maps(
+    "the byte bound of a list chunk: -1..-5 are Redis's 4..64 KiB; a positive count keeps Redis's 8 KiB safety bound (chunks are bounded by bytes, not counts)",
 );
 
 /// `maxmemory-policy` (Redis's `MAXMEMORY_*` values).
@@ -370,7 +379,7 @@ directives! {
     io_threads: usize = default_io_threads(); "io-threads", DEBUG | IMMUTABLE, number(Int, 1, 128, INTEGER, None), Status::Works("event-loop threads, each running its clients' commands; default half the cores (1-8)"), None;
     auto_aof_rewrite_percentage: i32 = 100; "auto-aof-rewrite-percentage", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), AOF, None;
     cluster_replica_validity_factor: i32 = 10; "cluster-replica-validity-factor" | "cluster-slave-validity-factor", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), CLUSTER, None;
-    list_max_listpack_size: i32 = -2; "list-max-listpack-size" | "list-max-ziplist-size", MODIFIABLE, number(Int, INT_MIN, INT_MAX, INTEGER, None), MAPS, None;
+    list_max_listpack_size: i32 = -2; "list-max-listpack-size" | "list-max-ziplist-size", MODIFIABLE, number(Int, INT_MIN, INT_MAX, INTEGER, None), LIST_THRESHOLD, EncodingLimits;
     tcp_keepalive: u64 = 300; "tcp-keepalive", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::Works("keepalive probes on every accepted client socket after this many idle seconds, then every third of it, three times, as Redis's anetKeepAlive; a change applies to new connections"), None;
     cluster_migration_barrier: i32 = 1; "cluster-migration-barrier", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), CLUSTER, None;
     active_defrag_cycle_min: i32 = 1; "active-defrag-cycle-min", MODIFIABLE, number(Int, 1, 99, INTEGER, None), DEFRAG, None;
@@ -392,7 +401,7 @@ directives! {
     cluster_announce_tls_port: i32 = 0; "cluster-announce-tls-port", MODIFIABLE, number(Int, 0, 65535, INTEGER, None), CLUSTER, None;
     repl_timeout: i32 = 60; "repl-timeout", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), REPLICATION, None;
     repl_ping_replica_period: i32 = 10; "repl-ping-replica-period" | "repl-ping-slave-period", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), REPLICATION, None;
-    list_compress_depth: i32 = 0; "list-compress-depth", DEBUG | MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), MAPS, None;
+    list_compress_depth: i32 = 0; "list-compress-depth", DEBUG | MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::NoEffect("densekv does not compress list chunks: its density comes from packing, and an LZF pass would cost every read of an inner chunk"), None;
     rdb_key_save_delay: i32 = 0; "rdb-key-save-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), NOTHING_TO_DO, None;
     key_load_delay: i32 = 0; "key-load-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), NOTHING_TO_DO, None;
     active_expire_effort: i32 = 1; "active-expire-effort", MODIFIABLE, number(Int, 1, 10, INTEGER, None), Status::NoEffect("densekv's active expiry has a fixed budget: 25% of each cron period"), None;
@@ -427,13 +436,13 @@ directives! {
     cluster_link_sendbuf_limit: u64 = 0; "cluster-link-sendbuf-limit", MODIFIABLE, number(ULongLong, 0, ULLONG_MAX, MEMORY, None), CLUSTER, None;
 
     // ---- size_t ----
-    hash_max_listpack_entries: u64 = 512; "hash-max-listpack-entries" | "hash-max-ziplist-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MAPS, None;
-    set_max_intset_entries: u64 = 512; "set-max-intset-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MAPS, None;
-    zset_max_listpack_entries: u64 = 128; "zset-max-listpack-entries" | "zset-max-ziplist-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MAPS, None;
+    hash_max_listpack_entries: u64 = 512; "hash-max-listpack-entries" | "hash-max-ziplist-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), HASH_THRESHOLD, EncodingLimits;
+    set_max_intset_entries: u64 = 512; "set-max-intset-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), INTSET_THRESHOLD, EncodingLimits;
+    zset_max_listpack_entries: u64 = 128; "zset-max-listpack-entries" | "zset-max-ziplist-entries", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), ZSET_THRESHOLD, EncodingLimits;
     active_defrag_ignore_bytes: u64 = 100 << 20; "active-defrag-ignore-bytes", MODIFIABLE, number(SizeT, 1, LLONG_MAX, MEMORY, None), DEFRAG, None;
-    hash_max_listpack_value: u64 = 64; "hash-max-listpack-value" | "hash-max-ziplist-value", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), MAPS, None;
+    hash_max_listpack_value: u64 = 64; "hash-max-listpack-value" | "hash-max-ziplist-value", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), HASH_THRESHOLD, EncodingLimits;
     stream_node_max_bytes: u64 = 4096; "stream-node-max-bytes", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), STREAMS, None;
-    zset_max_listpack_value: u64 = 64; "zset-max-listpack-value" | "zset-max-ziplist-value", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), MAPS, None;
+    zset_max_listpack_value: u64 = 64; "zset-max-listpack-value" | "zset-max-ziplist-value", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), ZSET_THRESHOLD, EncodingLimits;
     hll_sparse_max_bytes: u64 = 3000; "hll-sparse-max-bytes", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), HLL, None;
     tracking_table_max_keys: u64 = 1_000_000; "tracking-table-max-keys", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MESSAGING, None;
     client_query_buffer_limit: u64 = 1 << 30; "client-query-buffer-limit", DEBUG | MODIFIABLE, number(SizeT, 1 << 20, LONG_MAX, MEMORY, None), RUNS, None;

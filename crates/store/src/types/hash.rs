@@ -26,10 +26,11 @@
 //! in the same heap) are copied out first.
 //!
 //! (*) OBJECT ENCODING answers as Redis 7.0 would: "listpack" while the hash has never held more
-//! than 512 pairs (hash-max-listpack-entries) nor a field or value longer than 64 B
-//! (hash-max-listpack-value), "hashtable" once it has, and never back (Redis does not convert a
-//! hashtable back). Records and small maps are within those bounds by construction; flat, ints
-//! and pages hashes keep a sticky `hashtable` bit (512 pairs of 64-byte strings need ~70 KB, more
+//! pairs than hash-max-listpack-entries nor a field or value longer than hash-max-listpack-value
+//! (the shard's `Limits`: 512 and 64 by default), "hashtable" once it has, and never back (Redis
+//! does not convert a hashtable back). Records and small maps hold only what is within those
+//! bounds (a write that would pass them converts first); flat, ints and pages hashes keep a
+//! sticky `hashtable` bit (512 pairs of 64-byte strings need ~70 KB, more
 //! than a flat buffer, so even a pages hash may still be a "listpack"). The bit is lost when
 //! RENAME or COPY rebuilds a hash in another shard (the logical view carries no encoding), where
 //! Redis keeps the object's encoding.
@@ -50,6 +51,7 @@ pub mod ints;
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
 use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::Slot;
 use heap::Heap;
@@ -60,7 +62,8 @@ use shape::{ShapeTree, Str, TooComplex, canonical_i64, record};
 
 /// Most pairs a small (SmallMap) hash holds.
 pub const SMALL_PAIRS_MAX: usize = 8;
-/// Longest field or value a record or small hash holds (Redis's hash-max-listpack-value).
+/// Longest field or value a record or small hash holds (Redis's default hash-max-listpack-value;
+/// a lower limit holds them to less).
 pub const VALUE_BYTES_MAX: usize = 64;
 /// Largest record, in bytes (it is rewritten whole on every change).
 pub const RECORD_BYTES_MAX: usize = 512;
@@ -69,9 +72,6 @@ pub const RECORD_BYTES_MAX: usize = 512;
 pub const SHRINK_PAIRS: usize = 4;
 /// Longest field or value a flat hash holds (see the module doc for why 256).
 pub const FLAT_BYTES_MAX: usize = 256;
-/// Redis's hash-max-listpack-entries (512 in 7.0; zsets use 128): past it OBJECT ENCODING says
-/// "hashtable" for good.
-pub const LISTPACK_ENTRIES_MAX: usize = 512;
 
 /// The hash type (`Shard::read::<Hash>`, `Shard::update::<Hash>`).
 #[derive(Debug)]
@@ -108,7 +108,8 @@ fn measure(field: Str<'_>, value: Str<'_>) -> (usize, usize, bool) {
 }
 
 /// Builds the boxed encoding for the distinct pairs `pairs()` yields (called once per pass over
-/// them), in order. `hashtable`: the hash has already passed the listpack bounds.
+/// them), in order. `hashtable`: the hash has passed the listpack bounds (the caller judges the
+/// write being made, as Redis judges only the pairs a command writes).
 fn build<'p, I>(
     heap: &mut Heap,
     pairs: impl Fn() -> I,
@@ -125,8 +126,7 @@ where
         all_ints &= ints;
         bytes += fl + vl + 5;
     }
-    let hashtable = hashtable || count > LISTPACK_ENTRIES_MAX || longest > VALUE_BYTES_MAX;
-    if !hashtable && count <= SMALL_PAIRS_MAX {
+    if !hashtable && count <= SMALL_PAIRS_MAX && longest <= VALUE_BYTES_MAX {
         return build_small(heap, pairs());
     }
     // Integer pairs go to the int table whatever their count: ~8 B per pair where a flat map
@@ -436,7 +436,7 @@ impl Internal for Hash {
         t == tag::HASH_RECORD
     }
 
-    fn new_work(_heap: &mut Heap) -> Result<Work<'static, HashObj>, StoreError> {
+    fn new_work(_heap: &mut Heap, _limits: &Limits) -> Result<Work<'static, HashObj>, StoreError> {
         Ok(Work::Inline(tag::HASH_RECORD, record::empty()))
     }
 
@@ -515,7 +515,8 @@ impl Edit<'_, Hash> {
     }
 
     /// Converts a record copy to the boxed encoding its pairs call for.
-    fn convert_record(&mut self) -> Result<(), StoreError> {
+    /// `hashtable`: the write being made passed the listpack bounds.
+    fn convert_record(&mut self, hashtable: bool) -> Result<(), StoreError> {
         let Work::Inline(_, r) = &self.work else {
             return Ok(());
         };
@@ -524,7 +525,7 @@ impl Edit<'_, Hash> {
         let obj = build(
             self.heap,
             || pairs.iter().map(|&(k, v)| (Str::Bytes(k), v)),
-            false,
+            hashtable,
         )?;
         self.become_owned(obj);
         Ok(())
@@ -533,19 +534,24 @@ impl Edit<'_, Hash> {
     /// HSET of one pair: true when the field is new.
     pub fn set(&mut self, field: &[u8], value: &[u8]) -> Result<bool, StoreError> {
         self.changed = true;
+        let limits = self.limits;
         if let Work::Inline(_, r) = &mut self.work {
-            if canonical_i64(field).is_none() && fits_small(field, value) {
-                match record::set(self.shapes, r, field, value) {
-                    Ok(new) if r.len() <= RECORD_BYTES_MAX => return Ok(new),
-                    Ok(new) => {
-                        self.convert_record()?;
-                        return Ok(new);
+            if canonical_i64(field).is_none()
+                && fits_small(field, value)
+                && limits.hash_pair_fits(field.len(), value.len())
+            {
+                // On `Err(TooComplex)` the record is unchanged: convert, then insert below.
+                if let Ok(new) = record::set(self.shapes, r, field, value) {
+                    // Past the entries bound the hash is Redis's hashtable from this write.
+                    let past = record::len(self.shapes, r) > limits.hash_listpack_entries;
+                    if past || r.len() > RECORD_BYTES_MAX {
+                        self.convert_record(past)?;
                     }
-                    // The record is unchanged: convert, then insert below.
-                    Err(TooComplex) => {}
+                    return Ok(new);
                 }
             }
-            self.convert_record()?;
+            // The pair is judged against the bounds as it goes into the converted hash.
+            self.convert_record(false)?;
         }
         let heap = &mut *self.heap;
         let obj = match &mut self.work {
@@ -553,11 +559,11 @@ impl Edit<'_, Hash> {
             Work::Owned(o) => o,
             Work::Inline(..) => unreachable!("converted above"),
         };
-        if let Some(new) = obj_set(obj, heap, field, value)? {
+        if let Some(new) = obj_set(obj, heap, field, value, &limits)? {
             return Ok(new);
         }
         // The pair does not fit the encoding: rebuild with it included.
-        rebuild_with(obj, heap, field, value)
+        rebuild_with(obj, heap, field, value, &limits)
     }
 
     /// HDEL of one field: true when it was there.
@@ -568,7 +574,7 @@ impl Edit<'_, Hash> {
                     self.changed |= found;
                     return Ok(found);
                 }
-                Err(TooComplex) => self.convert_record()?,
+                Err(TooComplex) => self.convert_record(false)?,
             }
         }
         let (obj, heap) = self.object().expect("converted above");
@@ -615,9 +621,12 @@ fn rebuild_with(
     heap: &mut Heap,
     field: &[u8],
     value: &[u8],
+    limits: &Limits,
 ) -> Result<bool, StoreError> {
     let new = obj.get(heap, field).is_none();
-    let hashtable = obj.is_hashtable();
+    let hashtable = obj.is_hashtable()
+        || !limits.hash_pair_fits(field.len(), value.len())
+        || obj.len() + usize::from(new) > limits.hash_listpack_entries;
     let rebuilt = if let HashObj::Small(m) = obj {
         // At most eight pairs in the heap the new encoding allocates in: copied out first.
         let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = m
@@ -665,18 +674,28 @@ fn rebuild_with(
 }
 
 /// HSET of one pair into a boxed encoding: `Some(new)`, or `None` (nothing changed) when the pair
-/// does not fit the encoding.
+/// does not fit the encoding. A small map takes only what keeps the hash a listpack (it has no
+/// sticky bit); the others set theirs when the pair passes `limits`.
 fn obj_set(
     obj: &mut HashObj,
     heap: &mut Heap,
     field: &[u8],
     value: &[u8],
+    limits: &Limits,
 ) -> Result<Option<bool>, StoreError> {
+    let pair_fits = limits.hash_pair_fits(field.len(), value.len());
+    let past = |len: usize| len > limits.hash_listpack_entries || !pair_fits;
     Ok(match obj {
         HashObj::Pages(p, hashtable) => {
             let new = !p.insert(heap, field, value)?;
-            *hashtable |= p.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+            *hashtable |= past(p.len());
             Some(new)
+        }
+        HashObj::Small(m) if !pair_fits => None,
+        HashObj::Small(m)
+            if m.len() + usize::from(m.get(field).is_none()) > limits.hash_listpack_entries =>
+        {
+            None
         }
         HashObj::Small(m) => match m.insert(heap, field, value)? {
             SmallInsert::Inserted => Some(true),
@@ -685,14 +704,14 @@ fn obj_set(
         },
         HashObj::Ints(t, hashtable) => int_pair(field, value).map(|(k, v)| {
             let new = t.insert(k, v);
-            *hashtable |= t.len() > LISTPACK_ENTRIES_MAX;
+            *hashtable |= past(t.len());
             new
         }),
         HashObj::Flat { map, hashtable } if fits_flat(field, value) => {
             match map.insert(field, value) {
                 FlatInsert::Full => None,
                 done => {
-                    *hashtable |= map.len() > LISTPACK_ENTRIES_MAX || !fits_small(field, value);
+                    *hashtable |= past(map.len());
                     Some(done == FlatInsert::Inserted)
                 }
             }

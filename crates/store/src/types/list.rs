@@ -1,7 +1,7 @@
 //! List values: one encoding, a deque of packed chunks (Redis's quicklist of listpacks).
 //!
 //! ```text
-//!  ListObj { chunks: VecDeque<Chunk>, len }
+//!  ListObj { chunks: VecDeque<Chunk>, len, chunk_max }
 //!
 //!  Chunk { buf: Box<[u8]>, head, tail, count }      32 bytes
 //!   buf: [ gap | entry | entry | … | entry | gap ]
@@ -18,10 +18,12 @@
 //! Invariants (checked by `validate`):
 //! - `head <= tail <= buf.len()`; `buf[head..tail]` is exactly `count` well-formed entries;
 //! - no chunk is empty; `len == Σ count`;
-//! - `tail - head <= CHUNK_MAX_BYTES` unless `count == 1` (one oversized element alone).
+//! - `tail - head <= chunk_max` unless `count == 1` (one oversized element alone).
 //!
-//! Sizing. A chunk holds at most `CHUNK_MAX_BYTES` = 8 KiB of entries, Redis's default
-//! `list-max-listpack-size -2`: the same bound keeps memory per element comparable, and bounds
+//! Sizing. A chunk holds at most `chunk_max` bytes of entries: by default `CHUNK_MAX_BYTES` =
+//! 8 KiB, Redis's default `list-max-listpack-size -2`; a list created under -1 … -5 takes Redis's
+//! 4 … 64 KiB node size and keeps it (as a quicklist keeps its fill; merge and shrink thresholds
+//! scale with it; the figures below are for 8 KiB). The same bound keeps memory per element comparable, and bounds
 //! what one insert or delete in the middle moves (≤ 8 KiB) and what an index scan inside a chunk
 //! reads. A count bound (Redis's positive fill) was rejected: with tiny elements it would make
 //! chunks small and the per-chunk overhead large, and bytes are what memmove and scans cost.
@@ -43,6 +45,7 @@
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
 use crate::encoding::{Encoding, Kind};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::Slot;
 use heap::Heap;
@@ -51,14 +54,14 @@ use shape::ShapeTree;
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 
-/// Most bytes of entries in a chunk (one oversized entry may exceed it, alone).
+/// Most bytes of entries in a chunk by default (one oversized entry may exceed it, alone):
+/// Redis's `list-max-listpack-size -2`. A list takes its bound from the shard's `Limits` when it
+/// is created and keeps it, as a Redis quicklist keeps the fill it was created with.
 pub const CHUNK_MAX_BYTES: usize = 8192;
+/// The largest bound a list may have (`list-max-listpack-size -5`).
+pub const CHUNK_BYTES_CAP: usize = 65536;
 /// Smallest buffer a chunk allocates.
 const CHUNK_MIN_BYTES: usize = 64;
-/// A chunk with fewer bytes than this after a deletion tries to merge with a neighbour.
-const MERGE_BELOW_BYTES: usize = CHUNK_MAX_BYTES / 4;
-/// Two chunks merge only when together they fit in this many bytes (room left for pushes).
-const MERGE_MAX_BYTES: usize = CHUNK_MAX_BYTES * 3 / 4;
 
 const _: () = assert!(size_of::<Chunk>() == 32);
 
@@ -157,8 +160,9 @@ enum Side {
     Back,
 }
 
-fn capacity_for(bytes: usize) -> usize {
-    if bytes > CHUNK_MAX_BYTES {
+/// The buffer for `bytes` of entries in a list whose chunks hold at most `max` bytes.
+fn capacity_for(bytes: usize, max: usize) -> usize {
+    if bytes > max {
         bytes
     } else {
         bytes.max(CHUNK_MIN_BYTES).next_power_of_two()
@@ -209,11 +213,11 @@ impl Chunk {
         self.tail = (before + used) as u32;
     }
 
-    /// Makes `s` bytes of gap on `side`; false when the chunk is too full and a new chunk should
-    /// take the entry instead.
-    fn room(&mut self, side: Side, s: usize) -> bool {
+    /// Makes `s` bytes of gap on `side`; false when the chunk would pass `max` bytes and a new
+    /// chunk should take the entry instead.
+    fn room(&mut self, side: Side, s: usize, max: usize) -> bool {
         let used = self.used();
-        if used + s > CHUNK_MAX_BYTES {
+        if used + s > max {
             return false;
         }
         let gap = match side {
@@ -228,15 +232,15 @@ impl Chunk {
             // Move in place; three quarters of the spare room go to the side that grows.
             let spare = free - s;
             (self.cap(), spare - spare / 4)
-        } else if self.cap() >= CHUNK_MAX_BYTES {
+        } else if self.cap() >= max {
             return false;
         } else {
             // Grow by a quarter (rounded to 16 bytes, the allocator's granule): the slack of a
             // list that stops growing averages ~12% instead of doubling's ~33%, for 4 copies per
-            // byte instead of 2 — chunks are at most 8 KiB. All the spare room goes to the side
+            // byte instead of 2 — chunks are at most 8 KiB by default. All the spare room goes to the side
             // that grows, so a list pushed at one end fills its chunks to the brim.
             let grown = (self.cap() + self.cap() / 4).next_multiple_of(16);
-            let cap = grown.clamp(used + s, CHUNK_MAX_BYTES);
+            let cap = grown.clamp(used + s, max);
             (cap, cap - used - s)
         };
         let before = match side {
@@ -304,7 +308,7 @@ impl Chunk {
 
     /// Replaces the bytes `from..to` of the data with `size` new bytes and returns where they
     /// start (the caller writes them). Moves the shorter side; reallocates when no gap fits.
-    fn splice(&mut self, from: usize, to: usize, size: usize) -> usize {
+    fn splice(&mut self, from: usize, to: usize, size: usize, max: usize) -> usize {
         let (head, tail) = (self.head as usize, self.tail as usize);
         let old = to - from;
         if size <= old {
@@ -332,7 +336,7 @@ impl Chunk {
             return from;
         }
         let used = self.used() + grow;
-        let cap = capacity_for(used + used / 4);
+        let cap = capacity_for(used + used / 4, max);
         let before = (cap - used) / 2;
         let mut buf = vec![0u8; cap].into_boxed_slice();
         let prefix = from - head;
@@ -346,18 +350,18 @@ impl Chunk {
     }
 
     /// Shrinks a buffer that is more than twice the size its data needs.
-    fn fit(&mut self) {
+    fn fit(&mut self, max: usize) {
         let used = self.used();
-        let cap = capacity_for(used + used / 4);
+        let cap = capacity_for(used + used / 4, max);
         if cap * 2 <= self.cap() {
             self.relayout(cap, (cap - used) / 2);
         }
     }
 
     /// Splits off the entries from byte offset `at` into a new chunk.
-    fn split_off(&mut self, at: usize, entries: u32) -> Chunk {
+    fn split_off(&mut self, at: usize, entries: u32, max: usize) -> Chunk {
         let moved = self.tail as usize - at;
-        let cap = capacity_for(moved + moved / 4);
+        let cap = capacity_for(moved + moved / 4, max);
         let mut rest = Chunk::new(cap, Side::Back);
         let before = (cap - moved) / 2;
         rest.buf[before..before + moved].copy_from_slice(&self.buf[at..self.tail as usize]);
@@ -376,10 +380,19 @@ impl Chunk {
 /// A list: a deque of chunks (see the module doc). It lives outside the shard heap (chunks are
 /// global-allocator buffers, counted in `used_memory` by the server's allocator), so a clone
 /// needs no heap.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ListObj {
     chunks: VecDeque<Chunk>,
     len: usize,
+    /// Most bytes of entries in one chunk (`CHUNK_MAX_BYTES` unless the list was created under
+    /// another `list-max-listpack-size`).
+    chunk_max: u32,
+}
+
+impl Default for ListObj {
+    fn default() -> ListObj {
+        ListObj::with_chunk_bytes(CHUNK_MAX_BYTES)
+    }
 }
 
 /// Walks the elements from an index towards the tail (`ListObj::iter_from`).
@@ -445,6 +458,20 @@ impl ListObj {
         ListObj::default()
     }
 
+    /// An empty list whose chunks hold at most `max` bytes (kept within 64 bytes … 64 KiB).
+    pub fn with_chunk_bytes(max: usize) -> ListObj {
+        ListObj {
+            chunks: VecDeque::new(),
+            len: 0,
+            chunk_max: max.clamp(CHUNK_MIN_BYTES, CHUNK_BYTES_CAP) as u32,
+        }
+    }
+
+    /// The byte bound of this list's chunks.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_max as usize
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -482,14 +509,15 @@ impl ListObj {
             Side::Front => self.chunks.front_mut(),
             Side::Back => self.chunks.back_mut(),
         };
+        let max = self.chunk_max as usize;
         if let Some(c) = end
-            && c.room(side, s)
+            && c.room(side, s, max)
         {
             c.push(side, value, s);
             self.len += 1;
             return;
         }
-        let mut fresh = Chunk::new(capacity_for(s), side);
+        let mut fresh = Chunk::new(capacity_for(s, max), side);
         fresh.push(side, value, s);
         match side {
             Side::Front => self.chunks.push_front(fresh),
@@ -630,11 +658,12 @@ impl ListObj {
             return false;
         }
         let (i, k) = self.locate(index);
+        let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
         let from = c.offset_of(k);
         let to = read_forward(&c.buf, from).2;
         let s = entry_size(value.len());
-        let at = c.splice(from, to, s);
+        let at = c.splice(from, to, s, max);
         encode(&mut c.buf[at..at + s], value);
         self.fix_size(i);
         true
@@ -650,21 +679,23 @@ impl ListObj {
             return self.push_back(value);
         }
         let (i, k) = self.locate(index);
+        let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
         let from = c.offset_of(k);
         let s = entry_size(value.len());
-        let at = c.splice(from, from, s);
+        let at = c.splice(from, from, s, max);
         encode(&mut c.buf[at..at + s], value);
         c.count += 1;
         self.len += 1;
         self.fix_size(i);
     }
 
-    /// Splits chunk `i` in halves while it holds more than `CHUNK_MAX_BYTES` and more than one
-    /// entry (after an insert or a set grew it).
+    /// Splits chunk `i` in halves while it holds more than the list's chunk bound and more than
+    /// one entry (after an insert or a set grew it).
     fn fix_size(&mut self, i: usize) {
+        let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
-        if c.used() <= CHUNK_MAX_BYTES || c.count < 2 {
+        if c.used() <= max || c.count < 2 {
             return;
         }
         // The entry boundary nearest the middle byte, keeping one entry on each side.
@@ -678,24 +709,26 @@ impl ListObj {
             at = next;
             entries += 1;
         }
-        let rest = c.split_off(at, entries);
-        c.fit();
+        let rest = c.split_off(at, entries, max);
+        c.fit(max);
         self.chunks.insert(i + 1, rest);
         self.fix_size(i + 1);
         self.fix_size(i);
     }
 
     /// After a deletion in chunk `i`: drops it when empty, merges it with a neighbour when both
-    /// are small, halves its buffer when it is mostly empty.
+    /// are small (under a quarter of the bound, and together under three quarters, leaving room
+    /// for pushes), halves its buffer when it is mostly empty.
     fn settle(&mut self, i: usize) {
+        let max = self.chunk_max as usize;
         let c = &self.chunks[i];
         if c.count == 0 {
             self.chunks.remove(i);
             return;
         }
         let used = c.used();
-        if used < MERGE_BELOW_BYTES {
-            let fits = |j: usize| self.chunks[j].used() + used <= MERGE_MAX_BYTES;
+        if used < max / 4 {
+            let fits = |j: usize| self.chunks[j].used() + used <= max * 3 / 4;
             if i > 0 && fits(i - 1) {
                 return self.merge(i - 1);
             }
@@ -704,7 +737,7 @@ impl ListObj {
             }
         }
         let c = &mut self.chunks[i];
-        if c.cap() > CHUNK_MIN_BYTES && used * 4 < c.cap() && c.cap() <= CHUNK_MAX_BYTES {
+        if c.cap() > CHUNK_MIN_BYTES && used * 4 < c.cap() && c.cap() <= max {
             let cap = c.cap() / 2;
             c.relayout(cap, (cap - used) / 2);
         }
@@ -712,10 +745,11 @@ impl ListObj {
 
     /// Merges chunk `i + 1` into chunk `i` (a fresh buffer, data centred).
     fn merge(&mut self, i: usize) {
+        let max = self.chunk_max as usize;
         let next = self.chunks.remove(i + 1).expect("a neighbour");
         let c = &mut self.chunks[i];
         let used = c.used() + next.used();
-        let cap = capacity_for(used + used / 4).min(CHUNK_MAX_BYTES.max(used));
+        let cap = capacity_for(used + used / 4, max).min(max.max(used));
         let before = (cap - used) / 2;
         let mut buf = vec![0u8; cap].into_boxed_slice();
         buf[before..before + c.used()].copy_from_slice(c.data());
@@ -733,6 +767,7 @@ impl ListObj {
             return;
         }
         let (first, k) = self.locate(start);
+        let max = self.chunk_max as usize;
         let (mut i, mut k, mut left) = (first, k, count);
         while left > 0 {
             let c = &mut self.chunks[i];
@@ -745,7 +780,7 @@ impl ListObj {
                 for _ in 0..n {
                     to = read_forward(&c.buf, to).2;
                 }
-                c.splice(from, to, 0);
+                c.splice(from, to, 0, max);
                 c.count -= n as u32;
                 i += 1;
             }
@@ -860,7 +895,7 @@ impl ListObj {
             if c.count == 0 {
                 return Err(format!("chunk {i} is empty"));
             }
-            if c.used() > CHUNK_MAX_BYTES && c.count > 1 {
+            if c.used() > self.chunk_max as usize && c.count > 1 {
                 return Err(format!("chunk {i}: {} bytes in {}", c.used(), c.count));
             }
             let (mut at, mut n) = (c.head as usize, 0u32);
@@ -919,8 +954,10 @@ impl Internal for List {
         false
     }
 
-    fn new_work(_heap: &mut Heap) -> Result<Work<'static, ListObj>, StoreError> {
-        Ok(Work::Owned(ListObj::new()))
+    fn new_work(_heap: &mut Heap, limits: &Limits) -> Result<Work<'static, ListObj>, StoreError> {
+        Ok(Work::Owned(ListObj::with_chunk_bytes(
+            limits.list_chunk_bytes,
+        )))
     }
 
     fn inline_len(_t: u8, _bytes: &[u8], _shapes: &ShapeTree) -> usize {

@@ -3,22 +3,25 @@
 //!
 //! ```text
 //!  encoding    OBJECT ENCODING  holds                               where
-//!  SetIntset   "intset"         <= 512 integers, sorted, 2/4/8 B    inline bytes
+//!  SetIntset   "intset"         <= min(L, 512) integers, sorted      inline bytes
 //!  SetSmall    "hashtable"      <= 128 members of <= 64 B, hinted   inline bytes
 //!  SetFlat     "hashtable"      members of <= 256 B: maps::FlatMap  boxed, <= 32 KiB
 //!  SetPages    "hashtable"      any members: PageHash, empty values boxed
-//!  SetInts     "hashtable"      integers: maps::IntSet              boxed
+//!  SetInts     "intset" while   integers: maps::IntSet              boxed
+//!              <= L, then "hashtable" for good (a sticky bit)
 //!
+//!  L = set-max-intset-entries (the shard's `Limits`, 512 by default)
 //!  new set, first member:   integer -> INTSET;  <= 64 B -> SMALL;  <= 256 B -> FLAT;  else PAGES
-//!  INTSET + integer, full (512)          -> INTS
+//!  INTSET + integer, full (min(L, 512))   -> INTS
 //!  INTSET + non-integer: fits SMALL      -> SMALL, else FLAT (or PAGES if it does not fit)
 //!  SMALL + member past 128 or > 64 B     -> FLAT (PAGES for a member > 256 B)
 //!  FLAT + member > 256 B, or past 32 KiB -> PAGES
 //!  INTS + non-integer                    -> FLAT if all fit, else PAGES
 //! ```
 //! Redis 7.0 reports every set of strings as "hashtable" (listpack sets came in 7.2), so only
-//! the intset's name differs, and no conversion ever changes what OBJECT ENCODING says except
-//! intset -> hashtable, exactly where Redis converts.
+//! the intset's name differs, and what OBJECT ENCODING says changes only from intset to
+//! hashtable, at the write where Redis converts (past L members, or the first non-integer). An
+//! INTS set within a raised L iterates in table order where Redis's intset is sorted.
 //!
 //! FLAT bounds. The buffer stays <= 32 KiB (`maps::flat::BYTES_MAX`): past it a PageHash, whose
 //! pages fill to ~60-90%, costs no more, and a bigger buffer would make each rebuild (a copy of
@@ -46,6 +49,7 @@ pub mod inline;
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
 use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::Slot;
 use heap::Heap;
@@ -72,8 +76,10 @@ pub enum Set {}
 pub enum SetObj {
     /// Any members: a PageHash whose values are all empty.
     Pages(Box<PageHash>),
-    /// Integers only (`i64` stored as its two's-complement `u64`).
-    Ints(Box<IntSet>),
+    /// Integers only (`i64` stored as its two's-complement `u64`), with the sticky `hashtable`
+    /// bit: the set has passed `set-max-intset-entries` (an integer set past the inline
+    /// intset's 512 but within a raised limit is still Redis's "intset").
+    Ints(Box<IntSet>, bool),
     /// Members of <= `FLAT_MEMBER_BYTES_MAX` bytes in one buffer of <= 32 KiB.
     Flat(FlatMap),
 }
@@ -82,7 +88,7 @@ impl SetObj {
     pub fn destroy(self, heap: &mut Heap) {
         match self {
             SetObj::Pages(p) => p.destroy(heap),
-            SetObj::Ints(s) => s.destroy(heap),
+            SetObj::Ints(s, _) => s.destroy(heap),
             SetObj::Flat(_) => {}
         }
     }
@@ -90,19 +96,22 @@ impl SetObj {
     pub fn memory_bytes(&self) -> usize {
         match self {
             SetObj::Pages(p) => std::mem::size_of::<PageHash>() + p.memory_bytes(),
-            SetObj::Ints(s) => std::mem::size_of::<IntSet>() + s.memory_bytes(),
+            SetObj::Ints(s, _) => std::mem::size_of::<IntSet>() + s.memory_bytes(),
             SetObj::Flat(f) => f.memory_bytes(),
         }
     }
 
     pub fn encoding_name(&self) -> &'static str {
-        "hashtable"
+        match self {
+            SetObj::Ints(_, false) => "intset",
+            _ => "hashtable",
+        }
     }
 
     pub fn encoding(&self) -> Encoding {
         match self {
             SetObj::Pages(_) => Encoding::SetPages,
-            SetObj::Ints(_) => Encoding::SetInts,
+            SetObj::Ints(..) => Encoding::SetInts,
             SetObj::Flat(_) => Encoding::SetFlat,
         }
     }
@@ -110,7 +119,7 @@ impl SetObj {
     pub fn len(&self) -> usize {
         match self {
             SetObj::Pages(p) => p.len(),
-            SetObj::Ints(s) => s.len(),
+            SetObj::Ints(s, _) => s.len(),
             SetObj::Flat(f) => f.len(),
         }
     }
@@ -129,12 +138,21 @@ impl SetObj {
 
     /// Adds `m`; true if it was new. Converts INTS to FLAT or PAGES when `m` is not an
     /// integer, FLAT to PAGES when `m` is too long or the buffer is full.
-    pub fn insert(&mut self, heap: &mut Heap, m: &[u8]) -> Result<bool, StoreError> {
+    pub fn insert(
+        &mut self,
+        heap: &mut Heap,
+        m: &[u8],
+        limits: &Limits,
+    ) -> Result<bool, StoreError> {
         // Bounded: each pass answers or converts one step up (INTS → FLAT → PAGES).
         for _ in 0..3 {
             match self {
-                SetObj::Ints(s) => match canonical_i64(m) {
-                    Some(v) => return Ok(s.insert(heap, v as u64)?),
+                SetObj::Ints(s, hashtable) => match canonical_i64(m) {
+                    Some(v) => {
+                        let added = s.insert(heap, v as u64)?;
+                        *hashtable |= s.len() > limits.set_intset_entries;
+                        return Ok(added);
+                    }
                     None => self.convert(heap)?,
                 },
                 SetObj::Flat(f) if m.len() <= FLAT_MEMBER_BYTES_MAX => match f.insert(m, b"") {
@@ -153,7 +171,7 @@ impl SetObj {
     pub fn remove(&mut self, heap: &mut Heap, m: &[u8]) -> bool {
         match self {
             SetObj::Pages(p) => p.remove(heap, m),
-            SetObj::Ints(s) => canonical_i64(m).is_some_and(|v| s.remove(heap, v as u64)),
+            SetObj::Ints(s, _) => canonical_i64(m).is_some_and(|v| s.remove(heap, v as u64)),
             SetObj::Flat(f) => f.remove(m),
         }
     }
@@ -164,7 +182,7 @@ impl SetObj {
     /// integers are read a bucket at a time, so neither is copied whole.
     fn convert(&mut self, heap: &mut Heap) -> Result<(), StoreError> {
         let next = match &*self {
-            SetObj::Ints(s) => {
+            SetObj::Ints(s, _) => {
                 let members: Vec<i64> = s.iter().map(|v| v as i64).collect();
                 let texts = || members.iter().map(|&v| Str::Int(v));
                 match build_flat(texts()) {
@@ -182,14 +200,17 @@ impl SetObj {
         Ok(())
     }
 
-    /// A new boxed set of the distinct `members`: INTS when they are integers an intset can no
-    /// longer take (a full one overflowing, or more), else FLAT when they fit one, else PAGES.
+    /// A new boxed set of the distinct `members`: INTS when they are integers an inline intset
+    /// can no longer take (a full one overflowing, or more), else FLAT when they fit one, else
+    /// PAGES.
     fn build<'m>(
         heap: &mut Heap,
         members: impl Iterator<Item = Str<'m>> + Clone,
+        limits: &Limits,
     ) -> Result<SetObj, StoreError> {
         let all_ints = members.clone().all(|m| m.as_int().is_some());
-        if all_ints && members.clone().count() >= INTSET_ENTRIES_MAX {
+        let count = members.clone().count();
+        if all_ints && count >= intset_inline_max(limits) {
             let mut s = IntSet::new(heap)?;
             for m in members {
                 if let Err(e) = s.insert(heap, m.as_int().expect("all integers") as u64) {
@@ -197,7 +218,7 @@ impl SetObj {
                     return Err(e.into());
                 }
             }
-            return Ok(SetObj::Ints(Box::new(s)));
+            return Ok(SetObj::Ints(Box::new(s), count > limits.set_intset_entries));
         }
         if let Some(flat) = build_flat(members.clone()) {
             return Ok(SetObj::Flat(flat));
@@ -212,7 +233,7 @@ impl SetObj {
         }
         match self {
             SetObj::Pages(p) => p.validate(heap),
-            SetObj::Ints(s) => s.validate(heap),
+            SetObj::Ints(s, _) => s.validate(heap),
             SetObj::Flat(f) => {
                 if f.iter().any(|(m, _)| m.len() > FLAT_MEMBER_BYTES_MAX) {
                     return Err("flat set member past its bound".into());
@@ -285,7 +306,7 @@ impl<'a> SetView<'a> {
     pub(crate) fn of_obj(set: &'a SetObj, heap: &'a Heap) -> SetView<'a> {
         SetView(match set {
             SetObj::Pages(p) => Inner::Pages(p, heap),
-            SetObj::Ints(s) => Inner::Ints(s),
+            SetObj::Ints(s, _) => Inner::Ints(s),
             SetObj::Flat(f) => Inner::Flat(f),
         })
     }
@@ -446,7 +467,7 @@ impl Internal for Set {
         t == tag::SET_INTSET || t == tag::SET_SMALL
     }
 
-    fn new_work(_heap: &mut Heap) -> Result<Work<'static, SetObj>, StoreError> {
+    fn new_work(_heap: &mut Heap, _limits: &Limits) -> Result<Work<'static, SetObj>, StoreError> {
         let mut empty = Vec::new();
         intset::build(&[], &mut empty);
         Ok(Work::Inline(tag::SET_INTSET, empty))
@@ -502,14 +523,21 @@ enum Step {
     Overflow,
 }
 
-/// Adds `m` to the inline set `cur` with tag `t`, writing the new payload to `out`.
-fn add_one_inline(t: u8, cur: &[u8], m: &[u8], out: &mut Vec<u8>) -> Step {
+/// Most members an inline intset holds under `limits` (Redis converts an intset past
+/// `set-max-intset-entries`; the inline layout stops at `INTSET_ENTRIES_MAX`).
+fn intset_inline_max(limits: &Limits) -> usize {
+    limits.set_intset_entries.min(INTSET_ENTRIES_MAX)
+}
+
+/// Adds `m` to the inline set `cur` with tag `t`, writing the new payload to `out`; an intset
+/// holds at most `intset_max` members.
+fn add_one_inline(t: u8, cur: &[u8], m: &[u8], intset_max: usize, out: &mut Vec<u8>) -> Step {
     let int = canonical_i64(m);
     let fits_small = m.len() <= SMALL_VALUE_MAX_BYTES;
     match (t, int) {
         (tag::SET_INTSET, Some(v)) => match intset::find(cur, v) {
             Ok(_) => Step::Present,
-            Err(_) if intset::len(cur) >= INTSET_ENTRIES_MAX => Step::Overflow,
+            Err(_) if intset::len(cur) >= intset_max => Step::Overflow,
             Err(at) => {
                 intset::insert(cur, at, v, out);
                 Step::Added(tag::SET_INTSET)
@@ -550,7 +578,7 @@ impl Edit<'_, Set> {
     pub fn add(&mut self, m: &[u8]) -> Result<bool, StoreError> {
         if let Work::Inline(t, cur) = &mut self.work {
             let mut out = Vec::with_capacity(cur.len() + m.len() + 2);
-            match add_one_inline(*t, cur, m, &mut out) {
+            match add_one_inline(*t, cur, m, intset_inline_max(&self.limits), &mut out) {
                 Step::Present => return Ok(false),
                 Step::Added(new_tag) => {
                     (*t, *cur) = (new_tag, out);
@@ -560,13 +588,14 @@ impl Edit<'_, Set> {
                 Step::Overflow => {
                     // A threshold is crossed: the set becomes boxed with everything so far.
                     let view = SetView::of_inline(*t, cur);
-                    let obj = SetObj::build(self.heap, view.members().into_iter())?;
+                    let obj = SetObj::build(self.heap, view.members().into_iter(), &self.limits)?;
                     self.become_owned(obj);
                 }
             }
         }
+        let limits = self.limits;
         let (obj, heap) = self.object().expect("boxed above");
-        let added = obj.insert(heap, m)?;
+        let added = obj.insert(heap, m, &limits)?;
         self.changed |= added;
         Ok(added)
     }
@@ -696,7 +725,7 @@ fn pop_boxed(
                 scratch.extend_from_slice(m);
                 p.remove(heap, &scratch);
             }
-            SetObj::Ints(s) => {
+            SetObj::Ints(s, _) => {
                 let v = s.sample(r).expect("count < len: not empty");
                 f(Str::Int(v as i64));
                 s.remove(heap, v);

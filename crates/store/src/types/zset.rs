@@ -7,10 +7,10 @@
 //!  ZSetObj ── map:  PageHash member → score (f64 LE, 8 B) in the shard heap   (ZSCORE: O(1))
 //!          └─ tree: zset_tree::Tree, a counted B+tree over (score, member)    (ranks: O(log n))
 //! ```
-//! Thresholds are Redis's defaults: a set stays packed while it has at most 128 members
-//! (`zset-max-listpack-entries`) and no member is longer than 64 bytes (`zset-max-listpack-value`);
-//! it converts to the index as soon as a write crosses either. Like Redis 7.0 it never converts
-//! back in place. A value built whole (`Shard::zset_builder`) starts as the index when its size
+//! Thresholds are the shard's `Limits` (by default Redis's: a set stays packed while it has at
+//! most 128 members, `zset-max-listpack-entries`, and no member is longer than 64 bytes,
+//! `zset-max-listpack-value`; never more than `PACKED_ENTRIES_CAP` members); it converts to the
+//! index as soon as a write crosses either. Like Redis 7.0 it never converts back in place. A value built whole (`Shard::zset_builder`) starts as the index when its size
 //! is known to pass the thresholds, and packed otherwise, converting when an insert crosses one,
 //! as Redis's ZRANGESTORE and ZUNIONSTORE build theirs.
 //!
@@ -30,6 +30,7 @@ pub mod packed;
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
 use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
+use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::{Shard, Slot};
 use crate::types::zset_tree::{Pos, Tree, cmp_key};
@@ -38,14 +39,15 @@ use maps::PageHash;
 use shape::ShapeTree;
 use std::cmp::Ordering;
 
-/// `zset-max-listpack-entries`.
-pub const PACKED_ENTRIES_MAX: usize = 128;
-/// `zset-max-listpack-value`.
-pub const PACKED_VALUE_MAX: usize = 64;
+/// Most members a packed zset holds whatever `zset-max-listpack-entries` says (its count is a
+/// u16, and every change rewrites the whole payload).
+pub const PACKED_ENTRIES_CAP: usize = u16::MAX as usize;
 
-/// Whether a zset of `count` members whose longest member has `member_len_max` bytes is packed.
-pub fn fits_packed(count: usize, member_len_max: usize) -> bool {
-    count <= PACKED_ENTRIES_MAX && member_len_max <= PACKED_VALUE_MAX
+/// Whether a zset of `count` members whose longest member has `member_len_max` bytes is packed
+/// under `limits`.
+pub fn fits_packed(limits: &Limits, count: usize, member_len_max: usize) -> bool {
+    count <= limits.zset_listpack_entries.min(PACKED_ENTRIES_CAP)
+        && member_len_max <= limits.zset_listpack_value
 }
 
 /// The sorted-set type (`Shard::read::<ZSet>`, `Shard::update::<ZSet>`).
@@ -336,11 +338,9 @@ impl<'a> ZSetView<'a> {
         if entries.len() != packed::count(bytes) || entries.is_empty() {
             return Err("packed count wrong or empty".into());
         }
-        if !fits_packed(
-            entries.len(),
-            entries.iter().map(|e| e.1.len()).max().unwrap_or(0),
-        ) {
-            return Err("packed set past its bounds".into());
+        // The thresholds may have been lowered since it was written: only the cap is an invariant.
+        if entries.len() > PACKED_ENTRIES_CAP {
+            return Err("packed set past its cap".into());
         }
         if entries
             .windows(2)
@@ -453,7 +453,7 @@ impl Internal for ZSet {
         t == tag::ZSET_PACKED
     }
 
-    fn new_work(_heap: &mut Heap) -> Result<Work<'static, ZSetObj>, StoreError> {
+    fn new_work(_heap: &mut Heap, _limits: &Limits) -> Result<Work<'static, ZSetObj>, StoreError> {
         Ok(Work::Inline(tag::ZSET_PACKED, packed::empty()))
     }
 
@@ -523,7 +523,7 @@ impl Edit<'_, ZSet> {
     /// threshold, as Redis's `zsetAdd` does.
     pub fn insert(&mut self, member: &[u8], score: f64) -> Result<(), StoreError> {
         if let Work::Inline(_, b) = &self.work
-            && !fits_packed(packed::count(b) + 1, member.len())
+            && !fits_packed(&self.limits, packed::count(b) + 1, member.len())
         {
             self.convert()?;
         }
@@ -663,8 +663,9 @@ impl Shard {
         count_hint: usize,
         member_bytes_hint: usize,
     ) -> Result<Builder<'_, ZSet>, StoreError> {
+        let limits = self.limits;
         let mut builder = self.builder::<ZSet>()?;
-        if !fits_packed(count_hint, member_bytes_hint) {
+        if !fits_packed(&limits, count_hint, member_bytes_hint) {
             // A closure: the method path is not general over the edit's lifetime.
             #[allow(clippy::redundant_closure_for_method_calls)]
             builder.edit(|z| z.force_index())?;

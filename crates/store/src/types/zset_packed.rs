@@ -1,6 +1,7 @@
 //! The packed sorted-set encoding (`ZSetPacked`, inline in the keyspace entry, "listpack"):
-//! at most 128 members of at most 64 bytes, in (score, member) order, rewritten whole on every
-//! change as Redis's listpack is.
+//! within the shard's `zset-max-listpack-*` limits (by default 128 members of at most 64 bytes;
+//! never more than 65,535), in (score, member) order, rewritten whole on every change as Redis's
+//! listpack is.
 //!
 //! ```text
 //!  +-----------+-------------------------------------------------------------+
