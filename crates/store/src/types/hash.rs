@@ -691,7 +691,7 @@ fn obj_set(
             *hashtable |= past(p.len());
             Some(new)
         }
-        HashObj::Small(m) if !pair_fits => None,
+        HashObj::Small(_) if !pair_fits => None,
         HashObj::Small(m)
             if m.len() + usize::from(m.get(field).is_none()) > limits.hash_listpack_entries =>
         {
