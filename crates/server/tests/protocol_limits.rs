@@ -593,3 +593,35 @@ fn second_server_on_the_same_port_fails_to_start() {
     // The first one still answers.
     assert_eq!(first.connect().cmd(&["PING"]), b"+PONG\r\n");
 }
+
+/// A RANDMEMBER count no reply could hold (2^63 - 1 picks with repetition) is refused with
+/// Redis's out-of-range text; redis-server 7.0 starts on it and grows its output until it is
+/// killed, so this runs against densekv alone. A large count that fits is still answered.
+#[test]
+fn randmember_counts_no_reply_could_hold_are_refused() {
+    let server = Server::densekv(&[]);
+    let mut c = server.connect();
+    c.cmd(&["ZADD", "z", "1", "a"]);
+    c.cmd(&["SADD", "s", "a"]);
+    c.cmd(&["HSET", "h", "f", "v"]);
+    for (cmd, key) in [
+        ("ZRANDMEMBER", "z"),
+        ("SRANDMEMBER", "s"),
+        ("HRANDFIELD", "h"),
+    ] {
+        let reply = c.cmd(&[cmd, key, "-9223372036854775807"]);
+        assert_eq!(show(&reply), "-ERR value is out of range\\r\\n", "{cmd}");
+        // A missing key answers the empty array, as in Redis.
+        let reply = c.cmd(&[cmd, "missing", "-9223372036854775807"]);
+        assert_eq!(show(&reply), "*0\\r\\n", "{cmd} on a missing key");
+        let reply = c.cmd(&[cmd, key, "-100000"]);
+        assert_eq!(decode(&reply).array().len(), 100_000, "{cmd} -100000");
+    }
+    let info = c.cmd(&["INFO", "errorstats"]);
+    assert!(
+        String::from_utf8_lossy(&info).contains("errorstat_ERR:count=3"),
+        "{}",
+        show(&info)
+    );
+    assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+}

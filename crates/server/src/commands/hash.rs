@@ -296,19 +296,29 @@ pub fn hrandfield(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if withvalues && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return ctx.error("ERR value is out of range");
     }
+    let mut answered = true;
     read(ctx, args[1], |h, out| match h {
         None => out.array_len(0),
-        Some(h) => random_fields(&h, out, count, withvalues),
+        Some(h) => answered = random_fields(&h, out, count, withvalues),
     });
+    if !answered {
+        ctx.error(random::TOO_MANY);
+    }
 }
 
-/// HRANDFIELD with a count (`random::plan`'s cases).
-fn random_fields(h: &HashView<'_>, out: &mut ReplyWriter<'_>, count: i64, withvalues: bool) {
+/// HRANDFIELD with a count (`random::plan`'s cases); false when it is too many to answer.
+fn random_fields(
+    h: &HashView<'_>,
+    out: &mut ReplyWriter<'_>,
+    count: i64,
+    withvalues: bool,
+) -> bool {
     let header = |out: &mut ReplyWriter<'_>, n: usize| {
         let resp2_pairs = withvalues && out.protocol() == resp::Protocol::Resp2;
         out.array_len(if resp2_pairs { n * 2 } else { n });
     };
     match random::plan(count, h.len()) {
+        Picks::TooMany => return false,
         Picks::Repeats(n) => {
             header(out, n);
             for _ in 0..n {
@@ -330,6 +340,7 @@ fn random_fields(h: &HashView<'_>, out: &mut ReplyWriter<'_>, count: i64, withva
             }
         }
     }
+    true
 }
 
 pub fn hscan(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -5,7 +5,8 @@
 //! `zrandmemberWithCountCommand`): a negative count picks with repetition; a count of at least
 //! the size returns everything; otherwise `count` distinct elements, found by dropping random
 //! elements from a copy when most are wanted (`count * 3 > size`) and by drawing until enough
-//! are distinct when few are.
+//! are distinct when few are. One case is densekv's own: a negative count whose reply could not
+//! fit the machine's memory (Redis 7.0 starts on it and is killed) is refused (`Picks::TooMany`).
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -44,12 +45,38 @@ pub enum Picks {
     All,
     /// This many distinct elements (fewer than `size`).
     Distinct(usize),
+    /// More picks with repetition than any reply could hold (`repeats_fit`): the command answers
+    /// `TOO_MANY`.
+    TooMany,
+}
+
+/// The reply for `Picks::TooMany` (Redis's text for a count it cannot double).
+pub const TOO_MANY: &str = "ERR value is out of range";
+
+/// Fewest bytes one pick adds to a reply: `$0\r\n\r\n`, an empty element.
+const PICK_REPLY_BYTES_MIN: u64 = 6;
+/// Below this many picks the reply cannot outgrow a machine (6 GiB), so memory is not asked.
+const PICKS_ALWAYS_FIT: u64 = 1 << 30;
+
+/// Whether `n` picks with repetition can be answered: their reply, at least 6 bytes each, fits
+/// the machine's memory. Redis 7.0 starts on any count up to 2^63 - 1 and grows its output
+/// buffer until the process is killed; a count that no server could send is refused instead,
+/// and every count that could be sent is answered as Redis answers it.
+fn repeats_fit(n: u64) -> bool {
+    n < PICKS_ALWAYS_FIT
+        || match crate::commands::server::total_memory() {
+            0 => true,
+            memory => n.saturating_mul(PICK_REPLY_BYTES_MIN) <= memory,
+        }
 }
 
 /// The plan for `count` over `size` elements (`count == 0` is `Repeats(0)`).
 pub fn plan(count: i64, size: usize) -> Picks {
     let n = count.unsigned_abs();
     if count < 0 || n <= 1 {
+        if !repeats_fit(n) {
+            return Picks::TooMany;
+        }
         Picks::Repeats(usize::try_from(n).unwrap_or(usize::MAX))
     } else if n >= size as u64 {
         Picks::All
@@ -99,7 +126,8 @@ mod tests {
         assert_eq!(plan(1, 5), Picks::Repeats(1));
         assert_eq!(plan(5, 5), Picks::All);
         assert_eq!(plan(3, 5), Picks::Distinct(3));
-        assert_eq!(plan(i64::MIN + 1, 5), Picks::Repeats(i64::MAX as usize));
+        assert_eq!(plan(i64::MIN + 1, 5), Picks::TooMany);
+        assert_eq!(plan(-(1 << 20), 5), Picks::Repeats(1 << 20));
         for (wanted, size) in [(2, 100), (90, 100), (1, 2)] {
             let picks = distinct(wanted, size, || (0..size).collect(), || below(size));
             let unique: HashSet<usize> = picks.iter().copied().collect();

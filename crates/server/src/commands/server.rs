@@ -494,7 +494,8 @@ fn keyspace_lines(ctx: &mut Ctx<'_, '_>, databases: usize) -> Vec<String> {
     keyspace
 }
 
-fn total_memory() -> u64 {
+/// The machine's memory in bytes (`MemTotal`), 0 when unknown.
+pub fn total_memory() -> u64 {
     std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {

@@ -138,14 +138,17 @@ pub fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if count == i64::MIN {
         return ctx.error(COUNT_OUT_OF_RANGE);
     }
-    if ctx.read::<Set, _>(args[1], |v, out| random_members(out, v, count)) == Some(None) {
-        ctx.out.array_len(0);
+    match ctx.read::<Set, _>(args[1], |v, out| random_members(out, v, count)) {
+        Some(None) => ctx.out.array_len(0),
+        Some(Some(false)) => ctx.error(random::TOO_MANY),
+        _ => {}
     }
 }
 
-/// SRANDMEMBER with a count (`random::plan`'s cases).
-fn random_members(out: &mut ReplyWriter<'_>, v: SetView<'_>, count: i64) {
+/// SRANDMEMBER with a count (`random::plan`'s cases); false when it is too many to answer.
+fn random_members(out: &mut ReplyWriter<'_>, v: SetView<'_>, count: i64) -> bool {
     match random::plan(count, v.len()) {
+        Picks::TooMany => return false,
         Picks::Repeats(n) => {
             out.array_len(n);
             for _ in 0..n {
@@ -167,6 +170,7 @@ fn random_members(out: &mut ReplyWriter<'_>, v: SetView<'_>, count: i64) {
             }
         }
     }
+    true
 }
 
 pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -354,6 +354,7 @@ pub fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         };
         let entry = |rank: usize| z.iter(rank, false).next().expect("rank below len");
         match random::plan(l, len) {
+            Picks::TooMany => return false,
             Picks::Repeats(n) => {
                 header(out, n);
                 for _ in 0..n {
@@ -374,9 +375,12 @@ pub fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                     .for_each(|(s, m)| emit(out, s, m));
             }
         }
+        true
     });
-    if let Some(None) = found {
-        ctx.out.array_len(0);
+    match found {
+        Some(None) => ctx.out.array_len(0),
+        Some(Some(false)) => ctx.error(random::TOO_MANY),
+        _ => {}
     }
 }
 
