@@ -302,12 +302,17 @@ fn check(
     }
 }
 
-#[test]
-fn sets_match_the_model() {
-    let seed = std::env::var("DENSEKV_SEED")
+/// `DENSEKV_SEED`, or `default`.
+fn seed(default: u64) -> u64 {
+    std::env::var("DENSEKV_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5E7_0002);
+        .unwrap_or(default)
+}
+
+#[test]
+fn sets_match_the_model() {
+    let seed = seed(0x5E7_0002);
     for i in 0..6 {
         run(seed + i, false);
     }
@@ -315,10 +320,7 @@ fn sets_match_the_model() {
 
 #[test]
 fn sets_follow_configured_intset_limits() {
-    let seed = std::env::var("DENSEKV_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5E7_0102);
+    let seed = seed(0x5E7_0102);
     for i in 0..4 {
         run(seed + i, true);
     }
