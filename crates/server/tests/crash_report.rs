@@ -5,7 +5,7 @@
 mod support;
 
 use std::os::unix::process::ExitStatusExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Server;
 
 #[test]
@@ -18,17 +18,9 @@ fn a_panicking_command_aborts_with_a_bug_report() {
     let mut client = server.connect();
     assert_eq!(client.cmd(&["SET", "k", "v"]), b"+OK\r\n");
     client.send(&support::encode(&[b"DEBUG", b"PANIC"]));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = server.exit_status() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the server did not stop after a panic"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = server
+        .wait_exit(Duration::from_secs(10))
+        .expect("the server did not stop after a panic");
     assert_eq!(status.signal(), Some(SIGABRT), "ended by {status}");
     let report = std::fs::read_to_string(&log).unwrap();
     assert!(report.contains("=== DENSEKV BUG REPORT START"), "{report}");

@@ -637,17 +637,9 @@ fn crash_subcommands_write_a_bug_report() {
         server
             .connect()
             .send(&support::encode(&[b"DEBUG", sub.as_bytes()]));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let status = loop {
-            if let Some(status) = server.exit_status() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "DEBUG {sub} did not stop the server"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let status = server
+            .wait_exit(Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("DEBUG {sub} did not stop the server"));
         assert_eq!(status.signal(), Some(6), "DEBUG {sub} ended by {status}");
         let report = std::fs::read_to_string(&log).unwrap();
         assert!(report.contains("=== DENSEKV BUG REPORT START"), "{report}");

@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Server;
 
 fn temp_dir(name: &str) -> std::path::PathBuf {
@@ -34,17 +34,9 @@ fn sigterm_and_sigint_shut_down_cleanly() {
         // SAFETY: kill(2) on the pid of a child this test started and still owns.
         let sent = unsafe { libc::kill(server.pid() as libc::pid_t, signal) };
         assert_eq!(sent, 0);
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = server.exit_status() {
-                break status;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{name}: still running"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let status = server
+            .wait_exit(Duration::from_secs(10))
+            .unwrap_or_else(|| panic!("{name}: still running"));
         assert!(status.success(), "{name}: exited with {status}");
         assert!(
             client.is_closed(Duration::from_secs(5)),

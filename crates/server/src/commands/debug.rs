@@ -299,15 +299,19 @@ fn c_str(arg: &[u8]) -> &[u8] {
     arg.split(|&b| b == 0).next().unwrap_or(arg)
 }
 
-/// C's `atoi` (glibc: `(int) strtol(s, NULL, 10)`): leading space, a sign, digits, the rest
-/// ignored; `strtol` saturates at the `long` range and the cast keeps the low 32 bits.
-fn atoi(arg: &[u8]) -> i32 {
-    let s = c_str(arg);
+/// `s` after its leading white space (as C's number parsers skip it).
+fn after_space(s: &[u8]) -> &[u8] {
     let start = s
         .iter()
         .position(|&b| !crate::number::is_space(b))
         .unwrap_or(s.len());
-    let s = &s[start..];
+    &s[start..]
+}
+
+/// C's `atoi` (glibc: `(int) strtol(s, NULL, 10)`): leading space, a sign, digits, the rest
+/// ignored; `strtol` saturates at the `long` range and the cast keeps the low 32 bits.
+fn atoi(arg: &[u8]) -> i32 {
+    let s = after_space(c_str(arg));
     let (negative, digits) = match s.first() {
         Some(b'-') => (true, &s[1..]),
         Some(b'+') => (false, &s[1..]),
@@ -327,12 +331,7 @@ const STRTOD_PREFIX_MAX: usize = 512;
 
 /// C's `strtod(s, NULL)`: the longest prefix (after leading space) that is a number, else 0.
 fn strtod(arg: &[u8]) -> f64 {
-    let s = c_str(arg);
-    let start = s
-        .iter()
-        .position(|&b| !crate::number::is_space(b))
-        .unwrap_or(s.len());
-    let s = &s[start..];
+    let s = after_space(c_str(arg));
     let end = s
         .iter()
         .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.')))

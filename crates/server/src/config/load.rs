@@ -380,8 +380,8 @@ enum LineError {
     Nested(ConfigError),
 }
 
-/// Redis's `sdstrim(line, " \t\r\n")`.
-fn trim(line: &[u8]) -> &[u8] {
+/// Redis's `sdstrim(line, " \t\r\n")` (loading and CONFIG REWRITE trim lines alike).
+pub(super) fn trim(line: &[u8]) -> &[u8] {
     let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
     let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
     let end = line

@@ -17,6 +17,7 @@
 //!
 //! Lines the rewrite does not understand (rename-command, include) keep their place and text.
 
+use super::load::trim;
 use super::value::{enum_names, format_memory, format_number, repr, yes_no};
 use super::{Config, DIRECTIVES, Directive, Kind, flag, lookup, num, table::defaults};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -144,17 +145,6 @@ impl Rewrite {
         }
         out
     }
-}
-
-/// Redis's `sdstrim(line, "\r\n\t ")`.
-fn trim(line: &[u8]) -> &[u8] {
-    let blank = |b: &u8| matches!(b, b'\r' | b'\n' | b'\t' | b' ');
-    let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
-    let end = line
-        .iter()
-        .rposition(|b| !blank(b))
-        .map_or(start, |e| e + 1);
-    &line[start..end]
 }
 
 fn split(line: &[u8]) -> Option<Vec<Vec<u8>>> {

@@ -211,6 +211,20 @@ impl Server {
         self.child.try_wait().ok().flatten()
     }
 
+    /// How the process ended, waiting up to `timeout` for it to end (`None`: still running).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.exit_status() {
+                return Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The server's resident set size in KiB (Linux `VmRSS`).
     pub fn rss_kib(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
