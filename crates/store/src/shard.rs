@@ -251,10 +251,6 @@ impl Shard {
         self.limits = limits;
     }
 
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
     pub fn heap(&self) -> &Heap {
         &self.heap
     }
