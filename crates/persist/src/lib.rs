@@ -13,12 +13,16 @@
 //! | `ziplist.rs` | ziplists (Redis ≤ 6's): validate and read |
 //! | `intset.rs` | intsets: write and validate |
 //! | `zipmap.rs` | zipmaps (Redis ≤ 2.6 hashes): validate and read |
+//! | `value.rs` | one value: its RDB type and object, from a store view and back into a shard |
+//! | `dump.rs` | DUMP payloads: a value, the RDB version and a CRC-64 |
 
 pub mod codec;
 pub mod crc64;
+pub mod dump;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
+pub mod value;
 pub mod ziplist;
 pub mod zipmap;
 
