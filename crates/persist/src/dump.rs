@@ -9,10 +9,10 @@
 //! object does not read back (RESTORE: "Bad data format"). Bytes between the object and the
 //! footer are ignored, as Redis's loader ignores them.
 
+use crate::FormatError;
 use crate::codec::{RDB_VERSION, Reader};
 use crate::crc64::crc64;
 use crate::value::{self, Value};
-use crate::FormatError;
 use store::View;
 
 /// Bytes of the footer: the RDB version and the CRC-64.

@@ -25,9 +25,10 @@
 //! be mirrored: liblzf leaves its table uninitialised (stack garbage), which can, rarely, let it
 //! find a match a fresh table would not; densekv always starts from an empty table, which is what
 //! liblzf does in the common case. (Checked against redis-server 7.0.15 on 2,100 strings of
-//! 21 bytes to 70 KB, compressible and not: same bytes, same raw fallbacks.) The table is a fresh
-//! zeroed allocation per call (512 KiB on 64-bit) because that keeps `compress` a pure function;
-//! if RDB saves of many small strings show the cost, a reusable table is the fix.
+//! 21 bytes to 70 KB, compressible and not: same bytes, same raw fallbacks.) The table is one per
+//! thread, reused: each slot holds `generation << 32 | position`, and a slot written by an
+//! earlier call (another generation) reads as empty, so every call sees a fresh table without
+//! clearing 512 KiB (an RDB save compresses millions of short strings).
 //!
 //! Redis stores a string compressed only when `lzf_compress` succeeds with an output buffer of
 //! `len - 4` bytes (`rdbSaveLzfStringObject`): compression has to save at least four bytes.
@@ -71,7 +72,21 @@ pub fn compress(input: &[u8]) -> Option<Vec<u8>> {
     if input.len() <= 4 {
         return None;
     }
-    Compressor::new(input, input.len() - 4).run()
+    // Positions are stamped in 32 bits: a longer input (4 GiB; strings stop at 512 MiB unless
+    // proto-max-bulk-len is raised past it) is stored raw.
+    if input.len() > u32::MAX as usize {
+        return None;
+    }
+    TABLE.with(|cell| {
+        let mut guard = cell.borrow_mut();
+        let (table, generation) = &mut *guard;
+        if table.is_empty() || *generation == u64::from(u32::MAX) {
+            *table = vec![0; HASH_SLOTS];
+            *generation = 0;
+        }
+        *generation += 1;
+        Compressor::new(input, input.len() - 4, table, *generation).run()
+    })
 }
 
 /// liblzf's hash of the three bytes at a position: only the low 24 bits of `v` matter, since the
@@ -93,13 +108,19 @@ struct Compressor<'a> {
     /// The output must stay within this many bytes (Redis passes `len - 4`).
     budget: usize,
     literal_count: usize,
-    /// Last position seen per hash slot; 0 means empty, which costs nothing because liblzf never
-    /// references position 0 either (`ref > in_data`).
-    table: Vec<usize>,
+    /// Last position seen per hash slot, stamped with `generation`; 0 means empty, which costs
+    /// nothing because liblzf never references position 0 either (`ref > in_data`).
+    table: &'a mut [u64],
+    generation: u64,
+}
+
+thread_local! {
+    /// The hash table `compress` reuses, and the generation of its last call.
+    static TABLE: std::cell::RefCell<(Vec<u64>, u64)> = const { std::cell::RefCell::new((Vec::new(), 0)) };
 }
 
 impl<'a> Compressor<'a> {
-    fn new(input: &'a [u8], budget: usize) -> Self {
+    fn new(input: &'a [u8], budget: usize, table: &'a mut [u64], generation: u64) -> Self {
         let mut out = Vec::with_capacity(budget + 1);
         out.push(0); // header of the first literal run
         Compressor {
@@ -107,8 +128,23 @@ impl<'a> Compressor<'a> {
             out,
             budget,
             literal_count: 0,
-            table: vec![0; HASH_SLOTS],
+            table,
+            generation,
         }
+    }
+
+    /// The position last stored in `slot` by this call (0: none).
+    fn slot(&self, slot: usize) -> usize {
+        let stamped = self.table[slot];
+        if stamped >> 32 == self.generation {
+            (stamped & u64::from(u32::MAX)) as usize
+        } else {
+            0
+        }
+    }
+
+    fn remember(&mut self, slot: usize, pos: usize) {
+        self.table[slot] = self.generation << 32 | pos as u64;
     }
 
     fn run(mut self) -> Option<Vec<u8>> {
@@ -116,8 +152,8 @@ impl<'a> Compressor<'a> {
         let mut pos = 0;
         while pos + 2 < input.len() {
             let slot = hash_slot(three_bytes(input, pos));
-            let candidate = self.table[slot];
-            self.table[slot] = pos;
+            let candidate = self.slot(slot);
+            self.remember(slot, pos);
             if candidate > 0 && pos - candidate - 1 < OFFSET_LIMIT && self.matches3(candidate, pos)
             {
                 let len = self.match_len(candidate, pos);
@@ -128,7 +164,7 @@ impl<'a> Compressor<'a> {
                 }
                 // VERY_FAST: hash the two positions just before the cursor as well.
                 for back in [2, 1] {
-                    self.table[hash_slot(three_bytes(input, pos - back))] = pos - back;
+                    self.remember(hash_slot(three_bytes(input, pos - back)), pos - back);
                 }
             } else {
                 if self.out.len() >= self.budget {

@@ -34,13 +34,16 @@ const CONTAINER_PACKED: u64 = 2;
 /// A node holding one large element as a plain string (`QUICKLIST_NODE_CONTAINER_PLAIN`).
 const CONTAINER_PLAIN: u64 = 1;
 
+/// Hash pairs: (field, value).
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A value read from RDB bytes, owned, in Redis's terms.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     String(Vec<u8>),
     List(Vec<Vec<u8>>),
     Set(Vec<Vec<u8>>),
-    Hash(Vec<(Vec<u8>, Vec<u8>)>),
+    Hash(Pairs),
     /// (member, score) in any order.
     ZSet(Vec<(Vec<u8>, f64)>),
 }
@@ -66,14 +69,14 @@ pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool)
         View::Set(s) => {
             out.push(rdb_type::SET);
             codec::put_len(out, s.len() as u64);
-            for m in s.iter() {
+            for m in s {
                 m.with_bytes(|m| codec::put_string(out, m, compress));
             }
         }
         View::Hash(h) if encoding == "listpack" => {
             out.push(rdb_type::HASH_LISTPACK);
             let mut lp = listpack::Writer::new();
-            for (f, v) in h.iter() {
+            for (f, v) in h {
                 push_str(&mut lp, f);
                 push_str(&mut lp, v);
             }
@@ -82,7 +85,7 @@ pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool)
         View::Hash(h) => {
             out.push(rdb_type::HASH);
             codec::put_len(out, h.len() as u64);
-            for (f, v) in h.iter() {
+            for (f, v) in h {
                 f.with_bytes(|f| codec::put_string(out, f, compress));
                 v.with_bytes(|v| codec::put_string(out, v, compress));
             }
@@ -100,7 +103,7 @@ pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool)
             out.push(rdb_type::ZSET_2);
             codec::put_len(out, z.len() as u64);
             // Highest rank first, as Redis walks its skiplist from the tail.
-            for (score, member) in z.iter(0, true) {
+            for (score, member) in z.iter(z.len() - 1, true) {
                 codec::put_string(out, member, compress);
                 codec::put_binary_double(out, score);
             }
@@ -134,7 +137,11 @@ fn double2ll(d: f64) -> Option<i64> {
 /// Redis's `d2string` for a score `double2ll` refused: inf, -inf or `%.17g`.
 fn d2string(d: f64) -> Vec<u8> {
     if d.is_infinite() {
-        return if d > 0.0 { b"inf".to_vec() } else { b"-inf".to_vec() };
+        return if d > 0.0 {
+            b"inf".to_vec()
+        } else {
+            b"-inf".to_vec()
+        };
     }
     resp::double::g17(d).as_bytes().to_vec()
 }
@@ -148,7 +155,7 @@ fn write_list_nodes<'a>(out: &mut Vec<u8>, items: impl Iterator<Item = &'a [u8]>
     for item in items {
         let size = item.len() + 11;
         if bytes > 0 && bytes + size > LIST_NODE_BYTES_MAX {
-            nodes.push(std::mem::replace(&mut lp, listpack::Writer::new()).finish());
+            nodes.push(std::mem::take(&mut lp).finish());
             bytes = 0;
         }
         lp.push_str(item);
@@ -230,7 +237,7 @@ fn read_strings(r: &mut Reader<'_>) -> Result<Vec<Vec<u8>>, FormatError> {
     Ok(out)
 }
 
-fn read_hash(r: &mut Reader<'_>) -> Result<Vec<(Vec<u8>, Vec<u8>)>, FormatError> {
+fn read_hash(r: &mut Reader<'_>) -> Result<Pairs, FormatError> {
     let n = count(r)?;
     let mut pairs = Vec::with_capacity(n);
     for _ in 0..n {
@@ -284,15 +291,20 @@ fn texts(entries: &[Entry<'_>]) -> Vec<Vec<u8>> {
     entries.iter().map(text).collect()
 }
 
-fn hash_pairs(entries: &[Entry<'_>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, FormatError> {
-    if entries.len() % 2 != 0 {
+fn hash_pairs(entries: &[Entry<'_>]) -> Result<Pairs, FormatError> {
+    if entries.len() % 2 == 1 {
         return Err(FormatError("odd number of hash entries"));
     }
-    distinct_pairs(entries.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect())
+    distinct_pairs(
+        entries
+            .chunks(2)
+            .map(|p| (text(&p[0]), text(&p[1])))
+            .collect(),
+    )
 }
 
 fn zset_pairs(entries: &[Entry<'_>]) -> Result<Vec<(Vec<u8>, f64)>, FormatError> {
-    if entries.len() % 2 != 0 {
+    if entries.len() % 2 == 1 {
         return Err(FormatError("odd number of zset entries"));
     }
     let mut pairs = Vec::with_capacity(entries.len() / 2);
@@ -331,9 +343,7 @@ fn distinct(items: Vec<Vec<u8>>, what: &'static str) -> Result<Vec<Vec<u8>>, For
     }
 }
 
-fn distinct_pairs(
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
-) -> Result<Vec<(Vec<u8>, Vec<u8>)>, FormatError> {
+fn distinct_pairs(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Pairs, FormatError> {
     let mut seen = HashSet::with_capacity(pairs.len());
     if pairs.iter().all(|(f, _)| seen.insert(f.as_slice())) {
         Ok(pairs)
@@ -358,7 +368,9 @@ pub fn store(
         }
         Value::List(items) => {
             let mut b = shard.builder::<store::List>()?;
-            items.iter().for_each(|v| b.push_back(v));
+            for v in items {
+                b.push_back(v);
+            }
             b.finish(db, key, expire_at)
         }
         Value::Set(members) => {

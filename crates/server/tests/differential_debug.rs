@@ -21,10 +21,8 @@
 #[macro_use]
 mod support;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
-use support::dataset::{DATABASES, dataset};
+use support::dataset::dataset;
 use support::diff::{Check, Cmd, Twin, seed};
 use support::{Client, Server, decode, show};
 

@@ -36,9 +36,19 @@ fn int(reply: &[u8]) -> i64 {
 fn restore_into(to: &mut Client, who: &str, key: &[u8], payload: &[u8], digest: &[u8], ttl: i64) {
     let ttl = ttl.max(0).to_string();
     let reply = to.command(&[b"RESTORE", key, ttl.as_bytes(), payload, b"REPLACE"]);
-    assert_eq!(reply, b"+OK\r\n", "{who}: RESTORE {}", String::from_utf8_lossy(key));
+    assert_eq!(
+        reply,
+        b"+OK\r\n",
+        "{who}: RESTORE {}",
+        String::from_utf8_lossy(key)
+    );
     let got = to.command(&[b"DEBUG", b"DIGEST-VALUE", key]);
-    assert_eq!(got, digest, "{who}: value of {}", String::from_utf8_lossy(key));
+    assert_eq!(
+        got,
+        digest,
+        "{who}: value of {}",
+        String::from_utf8_lossy(key)
+    );
 }
 
 #[test]
@@ -89,8 +99,21 @@ fn payloads_redis_defines_byte_for_byte_are_identical() {
         cmd!["SET", "s:long", long],
         cmd!["SADD", "set:intset", "1", "-5", "70000", "3"],
         cmd!["SADD", "set:intset64", "1", "9223372036854775807"],
-        cmd!["HSET", "h:lp", "name", "ann", "age", "42", "neg", "-7", "big", "12345678901234"],
-        cmd!["ZADD", "z:lp", "1", "a", "2.5", "b", "-0", "c", "inf", "d", "1e300", "e"],
+        cmd![
+            "HSET",
+            "h:lp",
+            "name",
+            "ann",
+            "age",
+            "42",
+            "neg",
+            "-7",
+            "big",
+            "12345678901234"
+        ],
+        cmd![
+            "ZADD", "z:lp", "1", "a", "2.5", "b", "-0", "c", "inf", "d", "1e300", "e"
+        ],
         cmd!["ZADD", "z:int", "100", "x", "-3", "y"],
     ];
     twin.run(&setup);
@@ -119,7 +142,11 @@ fn restore_errors_match_redis() {
         args(&["RESTORE", "k", "0"], &good, &["IDLETIME", "-1"]),
         args(&["RESTORE", "k", "0"], &good, &["IDLETIME", "x"]),
         args(&["RESTORE", "k", "0"], &good, &["FREQ", "256"]),
-        args(&["RESTORE", "k", "0"], &good, &["FREQ", "1", "IDLETIME", "1"]),
+        args(
+            &["RESTORE", "k", "0"],
+            &good,
+            &["FREQ", "1", "IDLETIME", "1"],
+        ),
         args(&["RESTORE", "k", "0"], &good, &["IDLETIME"]),
         args(&["RESTORE", "busy", "0"], &good, &[]),
         args(&["RESTORE", "k", "-1"], &good, &[]),
@@ -130,7 +157,11 @@ fn restore_errors_match_redis() {
         args(&["RESTORE", "k", "0"], &bad_type, &[]),
         args(&["RESTORE", "k", "0"], &bad_len, &[]),
         args(&["RESTORE", "k", "0"], &empty_list, &[]),
-        args(&["RESTORE", "k", "0"], &good, &["REPLACE", "ABSTTL", "FREQ", "5"]),
+        args(
+            &["RESTORE", "k", "0"],
+            &good,
+            &["REPLACE", "ABSTTL", "FREQ", "5"],
+        ),
         args(&["RESTORE", "busy", "1", "REPLACE"], &good, &["ABSTTL"]),
         args(&["RESTORE", "gone", "1"], &good, &["ABSTTL"]),
         args(&["RESTORE", "t", "100000"], &good, &["IDLETIME", "10"]),

@@ -165,4 +165,3 @@ pub fn dataset(seed: u64) -> Vec<(usize, Vec<Vec<u8>>, Vec<Cmd>)> {
     }
     dbs
 }
-
