@@ -774,6 +774,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
         c::debug::COMMANDS,
         c::introspect::COMMANDS,
         c::keys::COMMANDS,
+        c::dump::COMMANDS,
         c::string::COMMANDS,
         c::transaction::COMMANDS,
         c::hash::COMMANDS,

@@ -8,6 +8,7 @@ pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod debug;
+pub mod dump;
 pub mod hash;
 pub mod introspect;
 pub mod keys;

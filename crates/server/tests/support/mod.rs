@@ -15,6 +15,7 @@
 // Each test binary uses a different part of the harness.
 #![allow(dead_code)]
 
+pub mod dataset;
 pub mod diff;
 
 use std::collections::HashSet;

@@ -1,0 +1,49 @@
+//! Redis's on-disk formats, written and read by densekv: the RDB value codec (what DUMP, RESTORE
+//! and the RDB file share) over the store's typed API. The store and the crates below it stay
+//! free of I/O; this crate turns values into Redis's bytes and back, and treats every byte it
+//! reads as hostile (lengths checked against the input before anything is allocated, every
+//! embedded structure validated as Redis's `sanitize-dump-payload yes` does).
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `crc64.rs` | Redis's CRC-64 (Jones polynomial, reflected), the RDB and DUMP trailer |
+//! | `lzf.rs` | LZF compression, as Redis's bundled liblzf (strings over 20 bytes) |
+//! | `codec.rs` | RDB primitives: lengths, strings (integer, raw, LZF), doubles; a bounded reader |
+//! | `listpack.rs` | listpacks (Redis 7's small hashes, zsets and list nodes): write and validate |
+//! | `ziplist.rs` | ziplists (Redis ≤ 6's): validate and read |
+//! | `intset.rs` | intsets: write and validate |
+//! | `zipmap.rs` | zipmaps (Redis ≤ 2.6 hashes): validate and read |
+//! | `value.rs` | one value: its RDB type and object, from a store view and back into a shard |
+//! | `dump.rs` | DUMP payloads: a value, the RDB version and a CRC-64 |
+
+pub mod codec;
+pub mod crc64;
+pub mod dump;
+pub mod intset;
+pub mod listpack;
+pub mod lzf;
+pub mod value;
+pub mod ziplist;
+pub mod zipmap;
+
+use std::fmt;
+
+/// What is wrong with bytes that claim to be in one of Redis's formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FormatError(pub &'static str);
+
+impl fmt::Display for FormatError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl std::error::Error for FormatError {}
+
+/// One element of a listpack or ziplist: Redis stores an element that is the canonical text of
+/// an integer as the integer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry<'a> {
+    Int(i64),
+    Str(&'a [u8]),
+}
