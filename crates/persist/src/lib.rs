@@ -15,6 +15,7 @@
 //! | `zipmap.rs` | zipmaps (Redis ≤ 2.6 hashes): validate and read |
 //! | `value.rs` | one value: its RDB type and object, from a store view and back into a shard |
 //! | `dump.rs` | DUMP payloads: a value, the RDB version and a CRC-64 |
+//! | `rdb.rs` | RDB files: header, AUX fields, databases, keys with expiries, EOF and CRC-64 |
 
 pub mod codec;
 pub mod crc64;
@@ -22,6 +23,7 @@ pub mod dump;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
+pub mod rdb;
 pub mod value;
 pub mod ziplist;
 pub mod zipmap;

@@ -51,30 +51,41 @@ pub enum Value {
 /// Writes the type byte and the object of `view`, whose OBJECT ENCODING is `encoding` (Redis's
 /// name, which picks the compact form exactly where redis-server would have it).
 pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool) {
+    out.push(rdb_type_of(view, encoding));
+    write_object(out, view, encoding, compress);
+}
+
+/// The RDB type `view` is written as (`rdbSaveObjectType`).
+pub fn rdb_type_of(view: &View<'_>, encoding: &str) -> u8 {
     match view {
-        View::String(s) => {
-            out.push(rdb_type::STRING);
-            s.with_bytes(|b| codec::put_string(out, b, compress));
-        }
-        View::List(l) => {
-            out.push(rdb_type::LIST_QUICKLIST_2);
-            write_list_nodes(out, l.iter_from(0), compress);
-        }
-        View::Set(s) if encoding == "intset" => {
-            out.push(rdb_type::SET_INTSET);
+        View::String(_) => rdb_type::STRING,
+        View::List(_) => rdb_type::LIST_QUICKLIST_2,
+        View::Set(_) if encoding == "intset" => rdb_type::SET_INTSET,
+        View::Set(_) => rdb_type::SET,
+        View::Hash(_) if encoding == "listpack" => rdb_type::HASH_LISTPACK,
+        View::Hash(_) => rdb_type::HASH,
+        View::ZSet(_) if encoding == "listpack" => rdb_type::ZSET_LISTPACK,
+        View::ZSet(_) => rdb_type::ZSET_2,
+    }
+}
+
+/// Writes the object of `view` in the form `rdb_type_of` names (`rdbSaveObject`).
+pub fn write_object(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool) {
+    match (view, rdb_type_of(view, encoding)) {
+        (View::String(s), _) => s.with_bytes(|b| codec::put_string(out, b, compress)),
+        (View::List(l), _) => write_list_nodes(out, l.iter_from(0), compress),
+        (View::Set(s), rdb_type::SET_INTSET) => {
             let mut values: Vec<i64> = s.iter().map(|m| m.as_int().expect("intset")).collect();
             values.sort_unstable();
             codec::put_string(out, &intset::encode(&values), compress);
         }
-        View::Set(s) => {
-            out.push(rdb_type::SET);
+        (View::Set(s), _) => {
             codec::put_len(out, s.len() as u64);
             for m in s {
                 m.with_bytes(|m| codec::put_string(out, m, compress));
             }
         }
-        View::Hash(h) if encoding == "listpack" => {
-            out.push(rdb_type::HASH_LISTPACK);
+        (View::Hash(h), rdb_type::HASH_LISTPACK) => {
             let mut lp = listpack::Writer::new();
             for (f, v) in h {
                 push_str(&mut lp, f);
@@ -82,16 +93,14 @@ pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool)
             }
             codec::put_string(out, &lp.finish(), compress);
         }
-        View::Hash(h) => {
-            out.push(rdb_type::HASH);
+        (View::Hash(h), _) => {
             codec::put_len(out, h.len() as u64);
             for (f, v) in h {
                 f.with_bytes(|f| codec::put_string(out, f, compress));
                 v.with_bytes(|v| codec::put_string(out, v, compress));
             }
         }
-        View::ZSet(z) if encoding == "listpack" => {
-            out.push(rdb_type::ZSET_LISTPACK);
+        (View::ZSet(z), rdb_type::ZSET_LISTPACK) => {
             let mut lp = listpack::Writer::new();
             for (score, member) in z.iter(0, false) {
                 lp.push_str(member);
@@ -99,8 +108,7 @@ pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool)
             }
             codec::put_string(out, &lp.finish(), compress);
         }
-        View::ZSet(z) => {
-            out.push(rdb_type::ZSET_2);
+        (View::ZSet(z), _) => {
             codec::put_len(out, z.len() as u64);
             // Highest rank first, as Redis walks its skiplist from the tail.
             for (score, member) in z.iter(z.len() - 1, true) {

@@ -1,0 +1,278 @@
+//! RDB files (`rdbSaveRio`, `rdbLoadRio`): a whole dataset, version 10, as redis-server 7.0 writes
+//! and reads it. The writer takes the store's entries database by database; the reader hands
+//! back each key's database, name, owned `Value` and expiry, for the caller to store.
+//!
+//! ```text
+//!  "REDIS0010"                                  magic and 4-digit version (ASCII)
+//!  FA aux-key aux-value  …                      AUX: redis-ver, redis-bits, ctime, used-mem,
+//!                                               aof-base (strings; integers int-encoded)
+//!  per non-empty database:
+//!    FE db                                      SELECTDB (a length)
+//!    FB db-size expires-size                    RESIZEDB (two lengths)
+//!    per key: [FC ms: u64 LE]                   EXPIRETIME_MS when the key has a TTL
+//!             type key object                   value.rs (the key is an RDB string)
+//!  FF                                           EOF
+//!  CRC-64 of every byte before: u64 LE          0 when rdbchecksum is off
+//! ```
+//! The reader also takes what older files hold: EXPIRETIME (FD, seconds: u32 LE), IDLE (F8, a
+//! length) and FREQ (F9, one byte), which it reads and ignores (densekv keeps no access clock
+//! yet), versions 1 to 10, and files without a checksum (version < 5, or a stored CRC of 0, which
+//! Redis writes when `rdbchecksum no`). A module's aux data (F7) or values, functions (F5, F6)
+//! and streams are refused by name: densekv has none of them yet. Every byte is hostile input
+//! (`value.rs` checks the values); a file that ends early, names a database past `databases`, or
+//! fails its checksum is an error, and nothing read before the error is kept by the caller's
+//! contract (load into a fresh keyspace, swap on success).
+
+use crate::FormatError;
+use crate::codec::{self, RDB_VERSION, Reader, opcode};
+use crate::crc64::crc64;
+use crate::value::{self, Value};
+use std::io::{self, Write};
+use store::Entry;
+
+/// The file's first bytes before the version digits.
+const MAGIC: &[u8] = b"REDIS";
+/// The Redis version densekv's files claim (`redis-ver`): the release whose format they follow.
+pub const REDIS_VER: &str = "7.0.15";
+
+/// What the writer is told about the server (the AUX fields and the options).
+#[derive(Clone, Copy, Debug)]
+pub struct SaveOptions {
+    /// LZF for strings over 20 bytes (`rdbcompression`).
+    pub compress: bool,
+    /// Write the CRC-64 trailer; 0 when off (`rdbchecksum`).
+    pub checksum: bool,
+    /// Unix seconds of the save (`ctime`).
+    pub ctime_secs: u64,
+    /// Bytes of memory in use (`used-mem`).
+    pub used_mem_bytes: u64,
+}
+
+/// Writes an RDB file to `out`, record by record, keeping the running CRC.
+#[derive(Debug)]
+pub struct Writer<W: Write> {
+    out: W,
+    crc: u64,
+    options: SaveOptions,
+    /// The record being built (written and checksummed whole).
+    record: Vec<u8>,
+}
+
+impl<W: Write> Writer<W> {
+    /// Starts a file: the magic, the version and the AUX fields.
+    pub fn new(out: W, options: SaveOptions) -> io::Result<Writer<W>> {
+        let mut w = Writer {
+            out,
+            crc: 0,
+            options,
+            record: Vec::with_capacity(4096),
+        };
+        w.record
+            .extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
+        w.aux(b"redis-ver", REDIS_VER.as_bytes());
+        w.aux_int(b"redis-bits", 64);
+        w.aux_int(b"ctime", options.ctime_secs as i64);
+        w.aux_int(b"used-mem", options.used_mem_bytes as i64);
+        w.aux_int(b"aof-base", 0);
+        w.flush_record()?;
+        Ok(w)
+    }
+
+    fn aux(&mut self, key: &[u8], value: &[u8]) {
+        self.record.push(opcode::AUX);
+        codec::put_string(&mut self.record, key, false);
+        codec::put_string(&mut self.record, value, false);
+    }
+
+    fn aux_int(&mut self, key: &[u8], value: i64) {
+        self.record.push(opcode::AUX);
+        codec::put_string(&mut self.record, key, false);
+        codec::put_int_string(&mut self.record, value);
+    }
+
+    fn flush_record(&mut self) -> io::Result<()> {
+        self.crc = crc64(self.crc, &self.record);
+        self.out.write_all(&self.record)?;
+        self.record.clear();
+        Ok(())
+    }
+
+    /// Starts database `db`, which holds `keys` keys of which `expires` have a TTL.
+    pub fn select_db(&mut self, db: usize, keys: usize, expires: usize) -> io::Result<()> {
+        self.record.push(opcode::SELECTDB);
+        codec::put_len(&mut self.record, db as u64);
+        self.record.push(opcode::RESIZEDB);
+        codec::put_len(&mut self.record, keys as u64);
+        codec::put_len(&mut self.record, expires as u64);
+        self.flush_record()
+    }
+
+    /// Writes one key of the current database.
+    pub fn entry(&mut self, e: &Entry<'_>) -> io::Result<()> {
+        if let Some(at) = e.expire_at_ms {
+            self.record.push(opcode::EXPIRETIME_MS);
+            codec::put_millis_le(&mut self.record, at);
+        }
+        let compress = self.options.compress;
+        let encoding = e.object_encoding();
+        self.record.push(value::rdb_type_of(&e.view, encoding));
+        codec::put_string(&mut self.record, e.key, compress);
+        value::write_object(&mut self.record, &e.view, encoding, compress);
+        self.flush_record()
+    }
+
+    /// Ends the file (EOF and the checksum) and hands back the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.record.push(opcode::EOF);
+        self.flush_record()?;
+        let crc = if self.options.checksum { self.crc } else { 0 };
+        self.out.write_all(&crc.to_le_bytes())?;
+        Ok(self.out)
+    }
+}
+
+/// Why a file could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// Not an RDB file, or a version densekv cannot read.
+    Version(String),
+    /// The bytes are not a valid RDB file (what is wrong, and the key when one was being read).
+    Format(FormatError, Option<Vec<u8>>),
+    /// A database past the configured `databases`.
+    Database(u64),
+    /// The checksum does not match.
+    Checksum,
+    /// Something densekv has no place for yet (modules, functions, streams).
+    Unsupported(&'static str),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Version(v) => write!(f, "Can't handle RDB format version {v}"),
+            LoadError::Format(e, None) => write!(f, "Bad RDB data: {e}"),
+            LoadError::Format(e, Some(k)) => {
+                write!(f, "Bad RDB data: {e} (key {})", String::from_utf8_lossy(k))
+            }
+            LoadError::Database(db) => write!(
+                f,
+                "Data file was created with a server configured to handle more than {db} databases"
+            ),
+            LoadError::Checksum => f.write_str("Wrong RDB checksum"),
+            LoadError::Unsupported(what) => write!(
+                f,
+                "The RDB file holds {what}, which densekv does not support yet"
+            ),
+        }
+    }
+}
+
+/// What a load found besides the keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Loaded {
+    pub version: u16,
+    pub keys: usize,
+    /// The AUX fields, in file order.
+    pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+/// Reads a whole RDB file, calling `key(db, name, value, expire_at_ms)` for every key, with
+/// `databases` the highest database count the caller can store.
+pub fn read(
+    bytes: &[u8],
+    databases: usize,
+    mut key: impl FnMut(usize, &[u8], Value, Option<u64>),
+) -> Result<Loaded, LoadError> {
+    let version = check_header(bytes)?;
+    let format = |e| LoadError::Format(e, None);
+    let mut r = Reader::new(&bytes[9..]);
+    let mut loaded = Loaded {
+        version,
+        ..Loaded::default()
+    };
+    let (mut db, mut expire_at) = (0usize, None);
+    loop {
+        let op = r.u8().map_err(format)?;
+        match op {
+            opcode::EOF => break,
+            opcode::SELECTDB => {
+                let n = r.len_value().map_err(format)?;
+                if n >= databases as u64 {
+                    return Err(LoadError::Database(databases as u64));
+                }
+                db = n as usize;
+            }
+            opcode::RESIZEDB => {
+                r.len_value().map_err(format)?;
+                r.len_value().map_err(format)?;
+            }
+            opcode::AUX => {
+                let k = r.string().map_err(format)?.into_owned();
+                let v = r.string().map_err(format)?.into_owned();
+                loaded.aux.push((k, v));
+            }
+            opcode::EXPIRETIME_MS => expire_at = Some(r.millis_le().map_err(format)?),
+            opcode::EXPIRETIME => {
+                expire_at = Some(u64::from(r.seconds_le().map_err(format)?) * 1000);
+            }
+            opcode::IDLE => drop(r.len_value().map_err(format)?),
+            opcode::FREQ => drop(r.u8().map_err(format)?),
+            opcode::MODULE_AUX => return Err(LoadError::Unsupported("module data")),
+            opcode::FUNCTION | opcode::FUNCTION2 => {
+                return Err(LoadError::Unsupported("functions"));
+            }
+            t => {
+                let name = r.string().map_err(format)?.into_owned();
+                let v = value::read(t, &mut r).map_err(|e| match e {
+                    FormatError("streams are not supported yet") => {
+                        LoadError::Unsupported("streams")
+                    }
+                    FormatError("module values are not supported") => {
+                        LoadError::Unsupported("module values")
+                    }
+                    e => LoadError::Format(e, Some(name.clone())),
+                })?;
+                key(db, &name, v, expire_at.take());
+                loaded.keys += 1;
+            }
+        }
+    }
+    check_trailer(bytes, version, r.pos())?;
+    Ok(loaded)
+}
+
+/// The version of a file starting `REDISnnnn`.
+fn check_header(bytes: &[u8]) -> Result<u16, LoadError> {
+    if bytes.len() < 9 || &bytes[..5] != MAGIC {
+        return Err(LoadError::Version(
+            "(wrong signature trying to load DB from file)".into(),
+        ));
+    }
+    let digits = std::str::from_utf8(&bytes[5..9]).unwrap_or("");
+    match digits.parse::<u16>() {
+        Ok(v) if (1..=RDB_VERSION).contains(&v) && digits.bytes().all(|b| b.is_ascii_digit()) => {
+            Ok(v)
+        }
+        _ => Err(LoadError::Version(digits.to_string())),
+    }
+}
+
+/// The CRC after EOF (`body_len` bytes after the header): versions ≥ 5 have one; 0 means none
+/// was computed.
+fn check_trailer(bytes: &[u8], version: u16, body_len: usize) -> Result<(), LoadError> {
+    if version < 5 {
+        return Ok(());
+    }
+    let end = 9 + body_len;
+    let Some(stored) = bytes.get(end..end + 8) else {
+        return Err(LoadError::Format(
+            FormatError("the checksum is missing"),
+            None,
+        ));
+    };
+    let stored = u64::from_le_bytes(stored.try_into().expect("8 bytes"));
+    if stored != 0 && stored != crc64(0, &bytes[..end]) {
+        return Err(LoadError::Checksum);
+    }
+    Ok(())
+}
