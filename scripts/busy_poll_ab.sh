@@ -22,7 +22,7 @@ echo "round: $(printf 'spin=%s ' "${spins[@]}")redis  (rps/srv ms/cli ms) | rps 
 for round in $(seq "$rounds"); do
   ports=(); pids=()
   for s in "${spins[@]}"; do
-    p=$(free_port); "$densekv" --busy-poll-us "$s" --port "$p" >/dev/null 2>&1 & pids+=($!); ports+=("$p")
+    p=$(free_port); "$densekv" --busy-poll-us "$s" --port "$p" --save '' >/dev/null 2>&1 & pids+=($!); ports+=("$p")
   done
   p=$(free_port); redis-server --port "$p" --save '' --appendonly no >/dev/null 2>&1 & pids+=($!); ports+=("$p")
   sleep 0.5

@@ -23,11 +23,11 @@ trap 'rm -f "$out"' EXIT
 servers="densekv redis"
 [ -n "${BASE_BIN:-}" ] && servers="base densekv redis"
 for _ in $(seq "$rounds"); do
-  pd=$(free_port); "$densekv" --busy-poll-us 0 --port "$pd" >/dev/null 2>&1 & d=$!
+  pd=$(free_port); "$densekv" --busy-poll-us 0 --port "$pd" --save '' >/dev/null 2>&1 & d=$!
   pr=$(free_port); redis-server --port "$pr" --save '' --appendonly no >/dev/null 2>&1 & r=$!
   pb=""; b=""
   if [ -n "${BASE_BIN:-}" ]; then
-    pb=$(free_port); "$BASE_BIN" --busy-poll-us 0 --port "$pb" >/dev/null 2>&1 & b=$!
+    pb=$(free_port); "$BASE_BIN" --busy-poll-us 0 --port "$pb" --save '' >/dev/null 2>&1 & b=$!
   fi
   sleep 0.5
   for t in ${tests//,/ }; do

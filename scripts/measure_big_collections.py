@@ -46,7 +46,7 @@ sb=sum(len(f'm:{i}') for i in range(1_000_000))/1e6
 mb=sum(len(f'f{i}')+len(f'v{i}') for i in range(100))/100
 import os
 DENSEKV=os.environ.get('DENSEKV_BIN','target/release/densekv')
-for name,cmd in [('densekv',[DENSEKV]),('redis',['redis-server','--save','','--appendonly','no'])]:
+for name,cmd in [('densekv',[DENSEKV,'--save','']),('redis',['redis-server','--save','','--appendonly','no'])]:
     print(name,'hash 1M f<i>->v<i>: B/pair %.1f overhead %.1f'%run(cmd,big_hash,1e6,hb))
     print(name,'1000 sets x 1000 m:<i>: B/member %.1f overhead %.1f'%run(cmd,many_sets,1e6,sb))
     print(name,'10000 hashes x 100 f<i>->v<i>: B/field %.1f overhead %.1f'%run(cmd,many_hashes,1e6,mb))

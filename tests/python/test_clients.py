@@ -40,7 +40,7 @@ def server():
     for _ in range(10):
         port = free_port()
         proc = subprocess.Popen(
-            [str(binary), "--port", str(port), "--bind", "127.0.0.1"],
+            [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )

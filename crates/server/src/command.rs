@@ -337,6 +337,25 @@ impl<'c> Ctx<'_, 'c> {
         self.error(e.reply_text());
     }
 
+    /// Runs `f` with every shard, in shard order: through the locks EXEC holds (all of them),
+    /// else taking them all (a command that names no keys holds none of its own).
+    pub fn with_all_shards<R>(&mut self, f: impl FnOnce(&Server, &mut [&mut Shard]) -> R) -> R {
+        let mut all;
+        let locks = if self.locks.iter_mut().next().is_some() {
+            &mut *self.locks
+        } else {
+            all = Locks::all(self.server);
+            &mut all
+        };
+        let mut shards: Vec<&mut Shard> = locks.iter_mut().collect();
+        assert_eq!(
+            shards.len(),
+            self.server.shard_count(),
+            "every shard or none is held"
+        );
+        f(self.server, &mut shards)
+    }
+
     /// The key was modified: WATCH and the dirty counter learn of it.
     pub fn touch(&self, db: usize, key: &[u8]) {
         self.server.touch(db, key);
@@ -771,6 +790,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
     [
         c::connection::COMMANDS,
         c::server::COMMANDS,
+        c::persistence::COMMANDS,
         c::debug::COMMANDS,
         c::introspect::COMMANDS,
         c::keys::COMMANDS,

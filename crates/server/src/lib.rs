@@ -35,6 +35,7 @@ pub mod log;
 pub mod longdouble;
 pub mod net;
 pub mod number;
+pub mod persistence;
 pub mod server;
 
 pub use config::Config;
@@ -52,6 +53,8 @@ pub fn run(config: Config) -> Result<(), String> {
     clock::init();
     command::set_renames(&config.renames);
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
+    log::notice("Server initialized");
+    persistence::load_at_startup(&server)?;
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
     let mut polls = Vec::new();
     for _ in 0..threads {

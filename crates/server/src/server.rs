@@ -143,6 +143,8 @@ pub struct Server {
     pub shutdown: AtomicBool,
     pub started: Instant,
     pub started_unix_ms: u64,
+    /// The last save and the dirty counter then (`persistence.rs`).
+    pub persistence: crate::persistence::State,
     /// Highest `used_memory` seen (INFO, MEMORY STATS and the cron update it).
     pub used_memory_peak: AtomicU64,
     /// Samples of (ms, total commands) for `instantaneous_ops_per_sec`.
@@ -233,6 +235,7 @@ impl Server {
             shutdown: AtomicBool::new(false),
             started: Instant::now(),
             started_unix_ms: unix_ms(),
+            persistence: crate::persistence::State::new(),
             used_memory_peak: AtomicU64::new(0),
             ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,

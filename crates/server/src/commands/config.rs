@@ -148,17 +148,9 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.ok();
 }
 
-/// Hands new encoding thresholds to every shard: through the locks EXEC holds (all of them),
-/// else taking each in turn (CONFIG SET names no keys, so it holds none of its own).
+/// Hands new encoding thresholds to every shard.
 fn share_limits(ctx: &mut Ctx<'_, '_>, limits: store::Limits) {
-    let mut held = ctx.locks.iter_mut().peekable();
-    if held.peek().is_some() {
-        held.for_each(|shard| shard.set_limits(limits));
-        return;
-    }
-    for shard in crate::command::Locks::all(ctx.server).iter_mut() {
-        shard.set_limits(limits);
-    }
+    ctx.with_all_shards(|_, shards| shards.iter_mut().for_each(|s| s.set_limits(limits)));
 }
 
 /// Puts the working directory back (the one side effect a set itself has: `dir`'s chdir).

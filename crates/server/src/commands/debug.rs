@@ -28,7 +28,9 @@
 //!
 //! HTSTATS's and HTSTATS-KEY's `full`, OBJECT's `fast` and DICT-RESIZING are later Redis's
 //! forms (7.0.15 refuses them as unknown); densekv takes them so test suites of later versions
-//! run. RELOAD and LOADAOF stay unknown until densekv persists anything.
+//! run. RELOAD saves, flushes and loads the RDB file as Redis does (`crate::persistence`); with
+//! NOFLUSH and without MERGE a key in both is replaced where Redis would stop the server.
+//! LOADAOF stays unknown until densekv has an append-only file.
 //!
 //! # DEBUG OBJECT's fields
 //! `Value at` is where the value lives (the boxed object, or the payload in its page);
@@ -108,6 +110,19 @@ const HELP: &[&str] = &[
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
     "    true, false.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+    "    * MERGE: conflicting keys will be loaded from RDB.",
+    "    * NOFLUSH: the existing database will not be removed before load, but",
+    "      conflicting keys will generate an exception and kill the server.",
+    "    * NOSAVE: the database will be loaded from an existing RDB file.",
+    "    Examples:",
+    "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+    "      the database.",
+    "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+    "      existing RDB file.",
+    "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+    "      file to the database.",
     "SDSLEN <key>",
     "    Show low level SDS string info representing `key` and value.",
     "SEGFAULT",
@@ -199,6 +214,7 @@ fn run_inspection(ctx: &mut Ctx<'_, '_>, sub: &[u8], args: &[&[u8]]) -> bool {
 fn run_control(ctx: &mut Ctx<'_, '_>, sub: &[u8], args: &[&[u8]]) -> bool {
     match (sub, args.len()) {
         (b"segfault" | b"panic" | b"oom" | b"assert", _) => crash(sub),
+        (b"reload", _) => reload(ctx, args),
         (b"log", 3) => {
             let text = String::from_utf8_lossy(c_str(args[2]));
             crate::log::warning(&format!("DEBUG LOG: {text}"));
@@ -506,6 +522,49 @@ fn sdslen(ctx: &mut Ctx<'_, '_>, key: &[u8]) {
 enum Describe {
     Listpack,
     Quicklist { full: bool },
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save (unless NOSAVE), flush (unless NOFLUSH) and
+/// load the RDB file back, replying as Redis's `debugCommand` does.
+fn reload(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (mut flush, mut save) = (true, true);
+    for &opt in &args[2..] {
+        if is(opt, "merge") {
+            // Loading replaces a key of the same name whether or not MERGE is given.
+        } else if is(opt, "noflush") {
+            flush = false;
+        } else if is(opt, "nosave") {
+            save = false;
+        } else {
+            return ctx
+                .error("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.");
+        }
+    }
+    let reloaded = ctx.with_all_shards(|server, shards| {
+        if save && crate::persistence::save(server, shards).is_err() {
+            return Err("ERR");
+        }
+        if flush {
+            for shard in shards.iter_mut() {
+                (0..shard.databases()).for_each(|db| shard.flush(db));
+            }
+        }
+        match crate::persistence::load(server, shards) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err("ERR Error trying to load the RDB dump"),
+            Err(e) => {
+                crate::log::warning(&e);
+                Err("ERR Error trying to load the RDB dump")
+            }
+        }
+    });
+    match reloaded {
+        Ok(()) => {
+            crate::log::warning("DB reloaded by DEBUG RELOAD");
+            ctx.ok();
+        }
+        Err(e) => ctx.error(e),
+    }
 }
 
 /// The `list-max-listpack-size` level (-1 … -5) of a chunk bound of 4 … 64 KiB.

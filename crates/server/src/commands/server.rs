@@ -380,13 +380,18 @@ fn info_memory(t: &mut String, mem: &Memory, rss: u64, peak: u64, config: &Confi
     }
 }
 
-/// Writes INFO's persistence section: nothing is saved, so only the change count varies.
+/// Writes INFO's persistence section (`crate::persistence` keeps the figures; there is no
+/// background save or AOF yet, so their fields are at rest).
 fn info_persistence(t: &mut String, server: &Server) {
+    let p = &server.persistence;
     let _ = write!(
         t,
-        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
-        server.hot.get(|c| &c.dirty),
-        server.started_unix_ms / 1000
+        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
+        crate::persistence::changes_since_save(server),
+        p.last_save_secs.load(Ordering::Relaxed),
+        p.saves.load(Ordering::Relaxed),
+        p.last_load_keys_expired.load(Ordering::Relaxed),
+        p.last_load_keys_loaded.load(Ordering::Relaxed),
     );
 }
 
@@ -567,6 +572,12 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             shard.flush(db);
         }
     }
+    // Redis's flushAllDataAndResetRDB: with save points the empty dataset is saved at once (a
+    // failure is only logged), and the flush itself then counts as one change.
+    if !ctx.server.config.read().save.is_empty() {
+        let _ = ctx.with_all_shards(crate::persistence::save);
+    }
+    ctx.server.hot.add(|c| &c.dirty, 1);
     ctx.ok();
 }
 
@@ -638,22 +649,38 @@ pub fn time(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
 }
 
 pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let mut save = false;
+    let (mut save, mut nosave, mut force, mut abort, mut other) =
+        (false, false, false, false, false);
     for &a in &args[1..] {
         if is(a, "save") {
             save = true;
-        } else if is(a, "nosave") || is(a, "now") || is(a, "force") {
+        } else if is(a, "nosave") {
+            nosave = true;
+        } else if is(a, "force") {
+            force = true;
+        } else if is(a, "now") {
+            other = true;
         } else if is(a, "abort") {
-            return ctx.error("ERR No shutdown in progress.");
+            abort = true;
         } else {
             return ctx.syntax_error();
         }
     }
-    if save {
-        crate::log::warning("SHUTDOWN SAVE refused: RDB snapshots are not supported yet");
-        return ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+    if (abort && (save || nosave || force || other)) || (save && nosave) {
+        return ctx.syntax_error();
+    }
+    if abort {
+        return ctx.error("ERR No shutdown in progress.");
     }
     crate::log::warning("User requested shutdown...");
+    if crate::persistence::saves_at_shutdown(ctx.server, save, nosave) {
+        let may_exit = ctx.with_all_shards(|server, shards| {
+            crate::persistence::save_before_exit(server, shards, force)
+        });
+        if !may_exit {
+            return ctx.error("ERR Errors trying to SHUTDOWN. Check logs.");
+        }
+    }
     ctx.server.shutdown.store(true, Ordering::Relaxed);
     ctx.server.wake_all();
     ctx.client.close_now = true;

@@ -329,7 +329,7 @@ pub fn warn_unbuilt(config: &Config) {
     if !config.save.is_empty() {
         let points = String::from_utf8_lossy(&super::special::save_get(config)).into_owned();
         crate::log::warning(&format!(
-            "RDB snapshots are not built yet: the save points ({points}) have no effect and the data lives in memory only."
+            "Background saving is not built yet: the save points ({points}) save only at shutdown and on FLUSHALL, not on their timers."
         ));
     }
     if config.appendonly {

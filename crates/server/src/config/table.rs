@@ -282,12 +282,12 @@ fn default_io_threads() -> usize {
 
 directives! {
     // ---- bools ----
-    rdbchecksum: bool = true; "rdbchecksum", IMMUTABLE, yesno(None), RDB, None;
+    rdbchecksum: bool = true; "rdbchecksum", IMMUTABLE, yesno(None), Status::Works("the CRC-64 trailer of RDB files (0 when off)"), None;
     daemonize: bool = false; "daemonize", IMMUTABLE, yesno(None), Status::Works("forks into the background after reading the configuration (not when supervised)"), None;
     io_threads_do_reads: bool = false; "io-threads-do-reads", DEBUG | IMMUTABLE, yesno(None), Status::NoEffect("densekv's io-threads always read, parse and run their clients' commands"), None;
     always_show_logo: bool = false; "always-show-logo", IMMUTABLE, yesno(None), Status::Works("the startup banner, also when the log is not a terminal"), None;
     protected_mode: bool = true; "protected-mode", MODIFIABLE, yesno(None), Status::Works("non-loopback clients are refused while no password is set"), None;
-    rdbcompression: bool = true; "rdbcompression", MODIFIABLE, yesno(None), RDB, None;
+    rdbcompression: bool = true; "rdbcompression", MODIFIABLE, yesno(None), Status::Works("LZF for strings over 20 bytes in RDB files and DUMP payloads"), None;
     rdb_del_sync_files: bool = false; "rdb-del-sync-files", MODIFIABLE, yesno(None), RDB, None;
     activerehashing: bool = true; "activerehashing", MODIFIABLE, yesno(None), Status::NoEffect("PageHash splits pages incrementally and never rehashes a table"), None;
     stop_writes_on_bgsave_error: bool = true; "stop-writes-on-bgsave-error", MODIFIABLE, yesno(None), RDB, None;
@@ -339,7 +339,7 @@ directives! {
     cluster_config_file: String = "nodes.conf".into(); "cluster-config-file", IMMUTABLE, string(false, None), CLUSTER, None;
     cluster_announce_hostname: String = String::new(); "cluster-announce-hostname", MODIFIABLE, string(true, Some(sp::valid_hostname)), CLUSTER, None;
     syslog_ident: String = "redis".into(); "syslog-ident", IMMUTABLE, string(false, None), Status::Works("the syslog(3) identity"), None;
-    dbfilename: String = "dump.rdb".into(); "dbfilename", MODIFIABLE | PROTECTED, string(false, Some(sp::valid_db_filename)), RDB, None;
+    dbfilename: String = "dump.rdb".into(); "dbfilename", MODIFIABLE | PROTECTED, string(false, Some(sp::valid_db_filename)), Status::Works("the RDB file SAVE and shutdown write and startup loads, in dir"), None;
     appendfilename: String = "appendonly.aof".into(); "appendfilename", IMMUTABLE, string(false, Some(sp::valid_aof_filename)), AOF, None;
     appenddirname: String = "appendonlydir".into(); "appenddirname", IMMUTABLE, string(false, Some(sp::valid_aof_dirname)), AOF, None;
     server_cpulist: String = String::new(); "server_cpulist", IMMUTABLE, string(true, None), CPULIST, None;
@@ -370,8 +370,8 @@ directives! {
     enable_module_command: i32 = 0; "enable-module-command", IMMUTABLE, enumeration(PROTECTED_ACTION, None), Status::NoEffect("densekv has no MODULE command"), None;
     cluster_preferred_endpoint_type: i32 = 0; "cluster-preferred-endpoint-type", MODIFIABLE, enumeration(ENDPOINT_TYPE, None), CLUSTER, None;
     propagation_error_behavior: i32 = 0; "propagation-error-behavior", MODIFIABLE, enumeration(PROPAGATION_ERROR, None), Status::NoEffect("nothing is propagated: densekv has no replication and no AOF yet"), None;
-    shutdown_on_sigint: i32 = 0; "shutdown-on-sigint", MODIFIABLE | MULTI_ARG, enumeration(SHUTDOWN_ON_SIG, Some(sp::valid_shutdown_flags)), Status::Works("every value shuts down at once: densekv has no RDB to save and no replicas to wait for"), None;
-    shutdown_on_sigterm: i32 = 0; "shutdown-on-sigterm", MODIFIABLE | MULTI_ARG, enumeration(SHUTDOWN_ON_SIG, Some(sp::valid_shutdown_flags)), Status::Works("every value shuts down at once: densekv has no RDB to save and no replicas to wait for"), None;
+    shutdown_on_sigint: i32 = 0; "shutdown-on-sigint", MODIFIABLE | MULTI_ARG, enumeration(SHUTDOWN_ON_SIG, Some(sp::valid_shutdown_flags)), Status::Works("save, nosave and force steer the final RDB save as in Redis; now changes nothing (there are no replicas to wait for)"), None;
+    shutdown_on_sigterm: i32 = 0; "shutdown-on-sigterm", MODIFIABLE | MULTI_ARG, enumeration(SHUTDOWN_ON_SIG, Some(sp::valid_shutdown_flags)), Status::Works("save, nosave and force steer the final RDB save as in Redis; now changes nothing (there are no replicas to wait for)"), None;
 
     // ---- int ----
     databases: usize = 16; "databases", IMMUTABLE, number(Int, 1, INT_MAX, INTEGER, None), RUNS, None;
@@ -477,7 +477,7 @@ directives! {
 
     // ---- specials ----
     dir: String = String::new(); "dir", MODIFIABLE | PROTECTED | DENY_LOADING, special(sp::dir_set, sp::dir_get, sp::dir_rewrite), Status::Works("the working directory (chdir), where files are written"), None;
-    save: Vec<(i64, i64)> = vec![(3600, 1), (300, 100), (60, 10000)]; "save", MODIFIABLE | MULTI_ARG, special(sp::save_set, sp::save_get, sp::save_rewrite), RDB, None;
+    save: Vec<(i64, i64)> = vec![(3600, 1), (300, 100), (60, 10000)]; "save", MODIFIABLE | MULTI_ARG, special(sp::save_set, sp::save_get, sp::save_rewrite), Status::Works("with save points, shutdown (SHUTDOWN, SIGTERM, SIGINT) and FLUSHALL save the RDB file as in Redis; the timed saves need BGSAVE, which is planned"), None;
     output_limit_normal: (u64, u64, u64) = (0, 0, 0); "client-output-buffer-limit", MODIFIABLE | MULTI_ARG, special(sp::obuf_set, sp::obuf_get, sp::obuf_rewrite), Status::Works("the normal class; replica and pubsub limits are kept for when those clients exist"), None;
     oom_score_adj_values: [i32; 3] = [0, 200, 800]; "oom-score-adj-values", MODIFIABLE | MULTI_ARG, special(sp::oom_set, sp::oom_get, sp::oom_rewrite), Status::Works("the primary's value is used (densekv forks no children and is never a replica)"), OomScore;
     notify_keyspace_events: i32 = 0; "notify-keyspace-events", MODIFIABLE, special(sp::notify_set, sp::notify_get, sp::notify_rewrite), MESSAGING, None;

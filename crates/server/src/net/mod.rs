@@ -301,17 +301,35 @@ fn register_listeners(
     Ok(listeners)
 }
 
-/// Whether the server is to stop: by SHUTDOWN, or by a signal, which this turns into one (the
-/// thread that does so logs it as Redis's signal handler does).
+/// Whether the server is to stop: by SHUTDOWN, or by a signal, which the one thread that takes
+/// it turns into one as Redis's signal handler and `prepareForShutdown` do: log it, save if
+/// `shutdown-on-sig*` or the `save` points say so, and keep running if that save fails.
 fn shutting_down(server: &Server) -> bool {
-    let signal = SIGNALLED.load(Ordering::Relaxed);
-    if signal != 0 && !server.shutdown.swap(true, Ordering::Relaxed) {
-        let name = if signal == libc::SIGINT {
-            "SIGINT"
-        } else {
-            "SIGTERM"
+    let signal = SIGNALLED.swap(0, Ordering::Relaxed);
+    if signal != 0 && !server.shutdown.load(Ordering::Relaxed) {
+        let (name, flags) = {
+            let c = server.config.read();
+            if signal == libc::SIGINT {
+                ("SIGINT", c.shutdown_on_sigint)
+            } else {
+                ("SIGTERM", c.shutdown_on_sigterm)
+            }
         };
         crate::log::warning(&format!("Received {name} scheduling shutdown..."));
+        let (save, nosave, force) = (flags & 1 != 0, flags & 2 != 0, flags & 8 != 0);
+        let may_exit = !crate::persistence::saves_at_shutdown(server, save, nosave) || {
+            let mut all = crate::command::Locks::all(server);
+            let mut shards: Vec<&mut store::Shard> = all.iter_mut().collect();
+            crate::persistence::save_before_exit(server, &mut shards, force)
+        };
+        if may_exit {
+            server.shutdown.store(true, Ordering::Relaxed);
+            server.wake_all();
+        } else {
+            crate::log::warning(&format!(
+                "{name} received but errors trying to shut down the server, check the logs for more information"
+            ));
+        }
     }
     server.shutdown.load(Ordering::Relaxed)
 }
