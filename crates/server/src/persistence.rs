@@ -160,19 +160,19 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
     let now = unix_ms();
     let databases = shards.first().map_or(0, |s| s.databases());
     let (mut expired, mut failed) = (0usize, None);
+    let mut batch: Vec<Record> = Vec::with_capacity(LOAD_BATCH);
     let loaded = rdb::read(&bytes, databases, |db, key, value, expire_at| {
         if expire_at.is_some_and(|at| at <= now) {
             expired += 1;
             return;
         }
-        let shard = &mut *shards[server.shard_of(key)];
-        if let Err(e) = persist::value::store(&value, shard, db, key, expire_at)
-            && failed.is_none()
-        {
-            failed = Some(e);
+        batch.push((db, key.to_vec(), value, expire_at));
+        if batch.len() == LOAD_BATCH {
+            store_batch(server, shards, &mut batch, &mut failed);
         }
     })
     .map_err(|e| e.to_string())?;
+    store_batch(server, shards, &mut batch, &mut failed);
     if let Some(e) = failed {
         return Err(e.to_string());
     }
@@ -186,6 +186,36 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
         .last_load_keys_expired
         .store(expired as u64, Ordering::Relaxed);
     Ok(Some(stored))
+}
+
+/// A key read from the file: database, name, value, expiry.
+type Record = (usize, Vec<u8>, persist::value::Value, Option<u64>);
+
+/// Keys stored per batch: their lookups are prefetched stage by stage first, as a pipeline's
+/// are (`net/prefetch.rs`), so the cache misses of one key overlap the others'. (A 1M-key load
+/// spent half its time in the lookup's misses and the page's memmove without it.)
+const LOAD_BATCH: usize = 16;
+
+/// Stores `batch` (emptying it) in the shards; the first failure is kept in `failed`.
+fn store_batch(
+    server: &Server,
+    shards: &mut [&mut Shard],
+    batch: &mut Vec<Record>,
+    failed: &mut Option<store::StoreError>,
+) {
+    for stage in 0..3 {
+        for (db, key, ..) in batch.iter() {
+            shards[server.shard_of(key)].prefetch(*db, key, stage);
+        }
+    }
+    for (db, key, value, expire_at) in batch.drain(..) {
+        let shard = &mut *shards[server.shard_of(&key)];
+        if let Err(e) = persist::value::store(&value, shard, db, &key, expire_at)
+            && failed.is_none()
+        {
+            *failed = Some(e);
+        }
+    }
 }
 
 /// Redis's log lines of a load.
