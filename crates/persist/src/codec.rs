@@ -155,7 +155,7 @@ pub fn put_len(out: &mut Vec<u8>, len: u64) {
 /// 32-bit integer, else LZF when `compress` (Redis's `rdbcompression`) and it pays, else raw.
 pub fn put_string(out: &mut Vec<u8>, s: &[u8], compress: bool) {
     if s.len() <= INT_TEXT_MAX_BYTES
-        && let Some(v) = parse_canonical_int(s)
+        && let Some(v) = resp::string2ll(s)
         && put_int_encoded(out, v)
     {
         return;
@@ -209,28 +209,6 @@ fn put_int_encoded(out: &mut Vec<u8>, v: i64) -> bool {
         return false;
     }
     true
-}
-
-/// `string2ll` for the short strings integer encoding considers: `0`, or an optional `-`, a
-/// digit 1-9, then digits. Exactly the strings whose value prints back as the same bytes.
-fn parse_canonical_int(s: &[u8]) -> Option<i64> {
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, s),
-    };
-    let (&first, rest) = digits.split_first()?;
-    if !(b'1'..=b'9').contains(&first) || !rest.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: i64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(i64::from(d - b'0'))?;
-    }
-    // i64::MIN's magnitude does not fit; callers only pass ≤ 11 bytes, far from it.
-    Some(if negative { -v } else { v })
 }
 
 /// What a length byte announced: a length, or a special string encoding (`RDB_ENC_*`).

@@ -105,14 +105,9 @@ fn read_signed_le(bytes: &[u8]) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_hex::hex;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-
-    fn hex(text: &str) -> Vec<u8> {
-        text.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
 
     // Intsets from Redis 7.0.15's DUMP (type byte 11), RDB string header and trailer removed.
     const REDIS_CASES: [(&[i64], &str); 4] = [

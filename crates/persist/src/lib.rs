@@ -30,6 +30,21 @@ pub mod zipmap;
 
 use std::fmt;
 
+/// The format tests' fixtures: hex bytes separated by spaces, `78*63` being the byte 0x78
+/// repeated 63 times (Redis's bytes printed that way, so long strings stay readable).
+#[cfg(test)]
+mod test_hex {
+    pub fn hex(text: &str) -> Vec<u8> {
+        let mut out = Vec::new();
+        for token in text.split_whitespace() {
+            let (byte, times) = token.split_once('*').unwrap_or((token, "1"));
+            let byte = u8::from_str_radix(byte, 16).unwrap();
+            out.extend(std::iter::repeat_n(byte, times.parse().unwrap()));
+        }
+        out
+    }
+}
+
 /// What is wrong with bytes that claim to be in one of Redis's formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FormatError(pub &'static str);

@@ -52,9 +52,6 @@ const HEADER_SIZE: usize = 6;
 const EOF: u8 = 0xFF;
 /// The header's count once Redis stops counting.
 const COUNT_UNKNOWN: u16 = u16::MAX;
-/// `lpStringToInt64` refuses text of 21 bytes or more (`LONG_STR_SIZE`): no canonical i64 is
-/// longer than 20 bytes (`-9223372036854775808`).
-const INT_TEXT_LEN_MAX: usize = 20;
 /// Redis's backlen is at most 5 bytes of 7 bits.
 const BACKLEN_SIZE_MAX: usize = 5;
 
@@ -90,7 +87,8 @@ impl Writer {
     /// # Panics
     /// If `s` is 4 GiB or longer, which no listpack can hold.
     pub fn push_str(&mut self, s: &[u8]) {
-        match parse_canonical_int(s) {
+        // `lpStringToInt64` is Redis's `string2ll`: canonical decimal text within i64.
+        match resp::string2ll(s) {
             Some(v) => self.push_int(v),
             None => self.push_string(s),
         }
@@ -362,40 +360,6 @@ fn decode_backlen(lp: &[u8], last: usize) -> Option<u64> {
         }
     }
     None
-}
-
-/// The integer whose canonical decimal text is `s`, as `lpStringToInt64` (Redis's `string2ll`)
-/// decides: an optional `-`, no leading zero unless the text is `"0"`, no `+`, no spaces, no
-/// `"-0"`, and within i64. Anything else stays a string so that it reads back unchanged.
-pub(crate) fn parse_canonical_int(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || s.len() > INT_TEXT_LEN_MAX {
-        return None;
-    }
-    if s == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match s.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, s),
-    };
-    if !matches!(digits.first(), Some(b'1'..=b'9')) {
-        return None;
-    }
-    let mut magnitude = 0u64;
-    for &d in digits {
-        if !d.is_ascii_digit() {
-            return None;
-        }
-        magnitude = magnitude
-            .checked_mul(10)?
-            .checked_add(u64::from(d - b'0'))?;
-    }
-    if negative {
-        // -(2^63) is the one magnitude that fits negated but not positive.
-        0i64.checked_sub_unsigned(magnitude)
-    } else {
-        i64::try_from(magnitude).ok()
-    }
 }
 
 #[cfg(test)]
@@ -749,13 +713,13 @@ mod tests {
             ("-4096", -4096),
         ];
         for (text, v) in yes {
-            assert_eq!(parse_canonical_int(text.as_bytes()), Some(v), "{text}");
+            assert_eq!(resp::string2ll(text.as_bytes()), Some(v), "{text}");
         }
         for text in NOT_INTS {
-            assert_eq!(parse_canonical_int(text.as_bytes()), None, "{text}");
+            assert_eq!(resp::string2ll(text.as_bytes()), None, "{text}");
         }
-        assert_eq!(parse_canonical_int(b"18446744073709551616"), None);
-        assert_eq!(parse_canonical_int(b"-18446744073709551615"), None);
+        assert_eq!(resp::string2ll(b"18446744073709551616"), None);
+        assert_eq!(resp::string2ll(b"-18446744073709551615"), None);
     }
 
     /// Seeded model test: random elements (integers of every width, their text, look-alikes,
@@ -779,7 +743,7 @@ mod tests {
                     Entry::Int(v) => assert_eq!(v.to_string().as_bytes(), &text[..]),
                     Entry::Str(s) => {
                         assert_eq!(s, &text[..]);
-                        assert_eq!(parse_canonical_int(s), None);
+                        assert_eq!(resp::string2ll(s), None);
                     }
                 }
             }

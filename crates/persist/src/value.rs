@@ -48,6 +48,30 @@ pub enum Value {
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
+impl Value {
+    /// The same value with its elements in a fixed order where Redis defines none (set
+    /// members, hash pairs, zset members by name), for comparing values read from different
+    /// servers.
+    #[must_use]
+    pub fn sorted(&self) -> Value {
+        match self.clone() {
+            Value::Set(mut m) => {
+                m.sort();
+                Value::Set(m)
+            }
+            Value::Hash(mut p) => {
+                p.sort();
+                Value::Hash(p)
+            }
+            Value::ZSet(mut p) => {
+                p.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::ZSet(p)
+            }
+            other => other,
+        }
+    }
+}
+
 /// Writes the type byte and the object of `view`, whose OBJECT ENCODING is `encoding` (Redis's
 /// name, which picks the compact form exactly where redis-server would have it).
 pub fn write(out: &mut Vec<u8>, view: &View<'_>, encoding: &str, compress: bool) {

@@ -197,12 +197,7 @@ fn read_u32_le(bytes: &[u8], at: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        text.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
+    use crate::test_hex::hex;
 
     /// A ziplist as Redis ≤ 6 wrote it (`ziplistPush` at the tail): smallest encodings, 1-byte
     /// prevlen below 254. Test-only: densekv never writes ziplists.

@@ -122,12 +122,7 @@ fn read_len(zm: &[u8], pos: usize, end: usize) -> Result<(u64, usize), FormatErr
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(text: &str) -> Vec<u8> {
-        text.split_whitespace()
-            .map(|b| u8::from_str_radix(b, 16).unwrap())
-            .collect()
-    }
+    use crate::test_hex::hex;
 
     /// A zipmap as Redis ≤ 2.6 wrote it, with `free` spare bytes after each value. Test-only.
     fn build(count: u8, entries: &[(&[u8], &[u8])], free: u8) -> Vec<u8> {
