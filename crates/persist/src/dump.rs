@@ -38,7 +38,7 @@ pub fn create(view: &View<'_>, encoding: &str, compress: bool) -> Vec<u8> {
 }
 
 /// The value a payload holds.
-pub fn read(payload: &[u8]) -> Result<Value, PayloadError> {
+pub fn read(payload: &[u8]) -> Result<Value<'_>, PayloadError> {
     if payload.len() < FOOTER_BYTES {
         return Err(PayloadError::VersionOrChecksum);
     }

@@ -27,6 +27,7 @@ use crate::FormatError;
 use crate::codec::{self, RDB_VERSION, Reader, opcode};
 use crate::crc64::crc64;
 use crate::value::{self, Value};
+use std::borrow::Cow;
 use std::io::{self, Write};
 use store::Entry;
 
@@ -177,11 +178,12 @@ pub struct Loaded {
 }
 
 /// Reads a whole RDB file, calling `key(db, name, value, expire_at_ms)` for every key, with
-/// `databases` the highest database count the caller can store.
-pub fn read(
-    bytes: &[u8],
+/// `databases` the highest database count the caller can store. Names and raw string values
+/// borrow `bytes`.
+pub fn read<'a>(
+    bytes: &'a [u8],
     databases: usize,
-    mut key: impl FnMut(usize, &[u8], Value, Option<u64>),
+    mut key: impl FnMut(usize, Cow<'a, [u8]>, Value<'a>, Option<u64>),
 ) -> Result<Loaded, LoadError> {
     let version = check_header(bytes)?;
     let format = |e| LoadError::Format(e, None);
@@ -222,7 +224,7 @@ pub fn read(
                 return Err(LoadError::Unsupported("functions"));
             }
             t => {
-                let name = r.string().map_err(format)?.into_owned();
+                let name = r.string().map_err(format)?;
                 let v = value::read(t, &mut r).map_err(|e| match e {
                     FormatError("streams are not supported yet") => {
                         LoadError::Unsupported("streams")
@@ -230,9 +232,9 @@ pub fn read(
                     FormatError("module values are not supported") => {
                         LoadError::Unsupported("module values")
                     }
-                    e => LoadError::Format(e, Some(name.clone())),
+                    e => LoadError::Format(e, Some(name.to_vec())),
                 })?;
-                key(db, &name, v, expire_at.take());
+                key(db, name, v, expire_at.take());
                 loaded.keys += 1;
             }
         }

@@ -24,6 +24,7 @@
 
 use crate::codec::{self, Reader, rdb_type};
 use crate::{Entry, FormatError, intset, listpack, ziplist, zipmap};
+use std::borrow::Cow;
 use std::collections::HashSet;
 use store::{Shard, StoreError, Str, Ttl, View};
 
@@ -37,10 +38,11 @@ const CONTAINER_PLAIN: u64 = 1;
 /// Hash pairs: (field, value).
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// A value read from RDB bytes, owned, in Redis's terms.
+/// A value read from RDB bytes, in Redis's terms. A string borrows the input where it is stored
+/// raw (most keys' values), so loading a file allocates nothing for it; collections are owned.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
-    String(Vec<u8>),
+pub enum Value<'a> {
+    String(Cow<'a, [u8]>),
     List(Vec<Vec<u8>>),
     Set(Vec<Vec<u8>>),
     Hash(Pairs),
@@ -48,12 +50,24 @@ pub enum Value {
     ZSet(Vec<(Vec<u8>, f64)>),
 }
 
-impl Value {
+impl Value<'_> {
+    /// The same value owning its bytes.
+    #[must_use]
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::String(s) => Value::String(Cow::Owned(s.into_owned())),
+            Value::List(l) => Value::List(l),
+            Value::Set(m) => Value::Set(m),
+            Value::Hash(p) => Value::Hash(p),
+            Value::ZSet(p) => Value::ZSet(p),
+        }
+    }
+
     /// The same value with its elements in a fixed order where Redis defines none (set
     /// members, hash pairs, zset members by name), for comparing values read from different
     /// servers.
     #[must_use]
-    pub fn sorted(&self) -> Value {
+    pub fn sorted(&self) -> Value<'static> {
         match self.clone() {
             Value::Set(mut m) => {
                 m.sort();
@@ -67,7 +81,7 @@ impl Value {
                 p.sort_by(|a, b| a.0.cmp(&b.0));
                 Value::ZSet(p)
             }
-            other => other,
+            other => other.into_owned(),
         }
     }
 }
@@ -204,9 +218,9 @@ fn write_list_nodes<'a>(out: &mut Vec<u8>, items: impl Iterator<Item = &'a [u8]>
 }
 
 /// Reads the object of RDB type `t` (its type byte already read).
-pub fn read(t: u8, r: &mut Reader<'_>) -> Result<Value, FormatError> {
+pub fn read<'a>(t: u8, r: &mut Reader<'a>) -> Result<Value<'a>, FormatError> {
     let value = match t {
-        rdb_type::STRING => Value::String(r.string()?.into_owned()),
+        rdb_type::STRING => Value::String(r.string()?),
         rdb_type::LIST => Value::List(read_strings(r)?),
         rdb_type::SET => Value::Set(distinct(read_strings(r)?, "duplicate set members")?),
         rdb_type::ZSET | rdb_type::ZSET_2 => Value::ZSet(read_zset(r, t == rdb_type::ZSET_2)?),
@@ -242,7 +256,7 @@ pub fn read(t: u8, r: &mut Reader<'_>) -> Result<Value, FormatError> {
     Ok(value)
 }
 
-fn value_len(v: &Value) -> usize {
+fn value_len(v: &Value<'_>) -> usize {
     match v {
         Value::String(_) => 1,
         Value::List(l) | Value::Set(l) => l.len(),
@@ -387,7 +401,7 @@ fn distinct_pairs(pairs: Vec<(Vec<u8>, Vec<u8>)>) -> Result<Pairs, FormatError> 
 /// Stores `value` under `key` of `shard` with `expire_at`, replacing whatever was there, in the
 /// encoding the shard would choose for it. On `Err` the key keeps its old value.
 pub fn store(
-    value: &Value,
+    value: &Value<'_>,
     shard: &mut Shard,
     db: usize,
     key: &[u8],

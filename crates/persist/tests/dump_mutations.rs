@@ -141,10 +141,12 @@ fn older_encodings() -> Vec<Vec<u8>> {
 }
 
 /// Stores `v` in a fresh shard, dumps it and reads it back.
-fn round_trip(v: &Value) -> Value {
+fn round_trip(v: &Value<'_>) -> Value<'static> {
     let mut s = Shard::new(&ShardConfig::default()).unwrap();
     value::store(v, &mut s, 0, b"k", None).expect("an accepted value stores");
-    dump::read(&payload_of(&mut s, b"k")).expect("densekv's own payload reads back")
+    dump::read(&payload_of(&mut s, b"k"))
+        .expect("densekv's own payload reads back")
+        .into_owned()
 }
 
 #[test]

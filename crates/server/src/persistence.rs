@@ -166,7 +166,7 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
             expired += 1;
             return;
         }
-        batch.push((db, key.to_vec(), value, expire_at));
+        batch.push((db, key, value, expire_at));
         if batch.len() == LOAD_BATCH {
             store_batch(server, shards, &mut batch, &mut failed);
         }
@@ -188,8 +188,14 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
     Ok(Some(stored))
 }
 
-/// A key read from the file: database, name, value, expiry.
-type Record = (usize, Vec<u8>, persist::value::Value, Option<u64>);
+/// A key read from the file: database, name, value, expiry (borrowing the file's bytes where
+/// they are stored raw).
+type Record<'a> = (
+    usize,
+    std::borrow::Cow<'a, [u8]>,
+    persist::value::Value<'a>,
+    Option<u64>,
+);
 
 /// Keys stored per batch: their lookups are prefetched stage by stage first, as a pipeline's
 /// are (`net/prefetch.rs`), so the cache misses of one key overlap the others'. (A 1M-key load
@@ -200,7 +206,7 @@ const LOAD_BATCH: usize = 16;
 fn store_batch(
     server: &Server,
     shards: &mut [&mut Shard],
-    batch: &mut Vec<Record>,
+    batch: &mut Vec<Record<'_>>,
     failed: &mut Option<store::StoreError>,
 ) {
     for stage in 0..3 {

@@ -27,7 +27,7 @@ use store::{Shard, ShardConfig};
 use support::{Client, Server, decode};
 
 /// (db, key) → (value, expiry).
-type Dataset = BTreeMap<(usize, Vec<u8>), (Value, Option<u64>)>;
+type Dataset = BTreeMap<(usize, Vec<u8>), (Value<'static>, Option<u64>)>;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("densekv-rdb-{}-{name}", std::process::id()));
@@ -62,12 +62,12 @@ fn distinct(rng: &mut SmallRng, n: usize, ints: bool) -> Vec<Vec<u8>> {
     seen.into_iter().collect()
 }
 
-fn random_value(rng: &mut SmallRng) -> Value {
+fn random_value(rng: &mut SmallRng) -> Value<'static> {
     let n = *[1usize, 3, 60, 129, 513, 1500]
         .get(rng.gen_range(0..6))
         .unwrap();
     match rng.gen_range(0..5) {
-        0 => Value::String(element(rng)),
+        0 => Value::String(element(rng).into()),
         1 => Value::List((0..n).map(|_| element(rng)).collect()),
         2 => {
             let ints = rng.gen_bool(0.5);
@@ -200,7 +200,7 @@ fn write_with_redis(c: &mut Client, data: &Dataset) {
             args = a;
         };
         match v {
-            Value::String(s) => push("SET", vec![s.clone()]),
+            Value::String(s) => push("SET", vec![s.to_vec()]),
             Value::List(l) => push("RPUSH", l.clone()),
             Value::Set(m) => push("SADD", m.clone()),
             Value::Hash(p) => push(
@@ -240,7 +240,7 @@ fn redis_server_files_load_in_densekv() {
         let bytes = std::fs::read(dir.join("dump.rdb")).unwrap();
         let mut got = Dataset::new();
         let loaded = rdb::read(&bytes, 16, |db, key, v, expiry| {
-            got.insert((db, key.to_vec()), (v, expiry));
+            got.insert((db, key.to_vec()), (v.into_owned(), expiry));
         })
         .expect("redis-server's file reads");
         assert_eq!(loaded.keys, data.len());
