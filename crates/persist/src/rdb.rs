@@ -1,6 +1,7 @@
 //! RDB files (`rdbSaveRio`, `rdbLoadRio`): a whole dataset, version 10, as redis-server 7.0 writes
 //! and reads it. The writer takes the store's entries database by database; the reader hands
-//! back each key's database, name, owned `Value` and expiry, for the caller to store.
+//! back each key's database, name, `Value` and expiry for the caller to store (names and raw
+//! strings borrow the file's bytes; collections are owned).
 //!
 //! ```text
 //!  "REDIS0010"                                  magic and 4-digit version (ASCII)

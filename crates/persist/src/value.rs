@@ -1,6 +1,7 @@
 //! One value as Redis's RDB holds it: a type byte, then the object (`rdbSaveObjectType` and
-//! `rdbSaveObject`), written from the store's logical view and read back into an owned `Value`
-//! that the store's builders take. DUMP payloads and RDB files share this layer.
+//! `rdbSaveObject`), written from the store's logical view and read back into a `Value` (a raw
+//! string borrowed from the input, collections owned) that the store's builders take. DUMP
+//! payloads and RDB files share this layer.
 //!
 //! ```text
 //!  written (Redis 7.0's choices, by the encoding OBJECT ENCODING names):
