@@ -365,20 +365,9 @@ fn decode_backlen(lp: &[u8], last: usize) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_hex::hex;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
-
-    /// Hex bytes separated by spaces; `78*63` is the byte 0x78 repeated 63 times (the fixtures
-    /// below are Redis's bytes printed that way, so long strings stay readable).
-    fn hex(text: &str) -> Vec<u8> {
-        let mut out = Vec::new();
-        for token in text.split_whitespace() {
-            let (byte, times) = token.split_once('*').unwrap_or((token, "1"));
-            let byte = u8::from_str_radix(byte, 16).unwrap();
-            out.extend(std::iter::repeat_n(byte, times.parse().unwrap()));
-        }
-        out
-    }
 
     fn write(elements: &[&[u8]]) -> Vec<u8> {
         let mut w = Writer::new();

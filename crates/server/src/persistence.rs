@@ -166,13 +166,13 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
             expired += 1;
             return;
         }
-        batch.push((db, key, value, expire_at));
+        batch.push((server.shard_of(&key), db, key, value, expire_at));
         if batch.len() == LOAD_BATCH {
-            store_batch(server, shards, &mut batch, &mut failed);
+            store_batch(shards, &mut batch, &mut failed);
         }
     })
     .map_err(|e| e.to_string())?;
-    store_batch(server, shards, &mut batch, &mut failed);
+    store_batch(shards, &mut batch, &mut failed);
     if let Some(e) = failed {
         return Err(e.to_string());
     }
@@ -188,9 +188,10 @@ pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>,
     Ok(Some(stored))
 }
 
-/// A key read from the file: database, name, value, expiry (borrowing the file's bytes where
-/// they are stored raw).
+/// A key read from the file: its shard (hashed once), database, name, value, expiry (borrowing
+/// the file's bytes where they are stored raw).
 type Record<'a> = (
+    usize,
     usize,
     std::borrow::Cow<'a, [u8]>,
     persist::value::Value<'a>,
@@ -204,18 +205,17 @@ const LOAD_BATCH: usize = 16;
 
 /// Stores `batch` (emptying it) in the shards; the first failure is kept in `failed`.
 fn store_batch(
-    server: &Server,
     shards: &mut [&mut Shard],
     batch: &mut Vec<Record<'_>>,
     failed: &mut Option<store::StoreError>,
 ) {
     for stage in 0..3 {
-        for (db, key, ..) in batch.iter() {
-            shards[server.shard_of(key)].prefetch(*db, key, stage);
+        for (shard, db, key, ..) in batch.iter() {
+            shards[*shard].prefetch(*db, key, stage);
         }
     }
-    for (db, key, value, expire_at) in batch.drain(..) {
-        let shard = &mut *shards[server.shard_of(&key)];
+    for (shard, db, key, value, expire_at) in batch.drain(..) {
+        let shard = &mut *shards[shard];
         if let Err(e) = persist::value::store(&value, shard, db, &key, expire_at)
             && failed.is_none()
         {
