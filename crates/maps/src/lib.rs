@@ -74,16 +74,18 @@ impl From<heap::HeapError> for MapError {
 /// it; its tag values are the store's `encoding.rs`).
 ///
 /// ```text
-///  bit  7 6 5 | 4       | 3 2 1 0
-///       LFU   | has TTL | value type / encoding tag
+///  bit  7     | 6 5 | 4       | 3 2 1 0
+///       epoch | LFU | has TTL | value type / encoding tag
 /// ```
+/// The epoch bit marks which side of a running snapshot an entry is on (the store's
+/// `snapshot.rs`); the maps copy it with the entry like every other bit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Meta(pub u8);
 
 impl Meta {
-    /// Meta from its parts (`tag < 16`, `lfu < 8`).
+    /// Meta from its parts (`tag < 16`, `lfu < 4`), epoch bit clear.
     pub fn new(tag: u8, has_ttl: bool, lfu: u8) -> Self {
-        assert!(tag < 16 && lfu < 8);
+        assert!(tag < 16 && lfu < 4);
         Meta(tag | (u8::from(has_ttl) << 4) | (lfu << 5))
     }
 
@@ -96,22 +98,33 @@ impl Meta {
     }
 
     pub fn lfu(self) -> u8 {
-        self.0 >> 5
+        (self.0 >> 5) & 3
+    }
+
+    pub fn epoch(self) -> bool {
+        self.0 & 128 != 0
     }
 
     #[must_use]
     pub fn with_tag(self, tag: u8) -> Self {
-        Self::new(tag, self.has_ttl(), self.lfu())
+        assert!(tag < 16);
+        Meta((self.0 & !15) | tag)
     }
 
     #[must_use]
     pub fn with_ttl(self, has_ttl: bool) -> Self {
-        Self::new(self.tag(), has_ttl, self.lfu())
+        Meta((self.0 & !16) | (u8::from(has_ttl) << 4))
     }
 
     #[must_use]
     pub fn with_lfu(self, lfu: u8) -> Self {
-        Self::new(self.tag(), self.has_ttl(), lfu)
+        assert!(lfu < 4);
+        Meta((self.0 & !(3 << 5)) | (lfu << 5))
+    }
+
+    #[must_use]
+    pub fn with_epoch(self, epoch: bool) -> Self {
+        Meta((self.0 & !128) | (u8::from(epoch) << 7))
     }
 }
 

@@ -613,11 +613,16 @@ impl PageHash {
 
     /// Sets the meta byte of `key` in place; false if absent.
     pub fn set_meta(&mut self, heap: &Heap, key: &[u8], meta: Meta) -> bool {
+        self.update_meta(heap, key, |_| meta)
+    }
+
+    /// Replaces the meta byte of `key` in place by `f(meta)`, with one lookup; false if absent.
+    pub fn update_meta(&mut self, heap: &Heap, key: &[u8], f: impl FnOnce(Meta) -> Meta) -> bool {
         let (_, loc) = self.find(heap, key);
         let Some(loc) = loc else { return false };
         let mut entry = [0u8; ENTRY_BUF_BYTES];
         entry[..loc.len].copy_from_slice(self.table.entry(&loc));
-        entry[0] = meta.0;
+        entry[0] = f(Meta(entry[0])).0;
         let same_size = self.table.replace(&loc, &entry[..loc.len]);
         assert!(same_size, "same-size replace always fits");
         true

@@ -83,7 +83,7 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
             }
             3 if enabled[0] => {
                 let v = bytes(&mut rng, huge);
-                let meta = Meta::new(rng.gen_range(0..16), rng.r#gen(), rng.gen_range(0..8));
+                let meta = Meta::new(rng.gen_range(0..16), rng.r#gen(), rng.gen_range(0..4));
                 let existed = map.insert_with_meta(&mut heap, key, &v, meta).unwrap();
                 assert_eq!(existed, model.insert(key.clone(), (v, meta)).is_some());
             }

@@ -37,6 +37,19 @@ const MAGIC: &[u8] = b"REDIS";
 /// The Redis version densekv's files claim (`redis-ver`): the release whose format they follow.
 pub const REDIS_VER: &str = "7.0.15";
 
+/// Appends one key's record to `out`: its expiry (EXPIRETIME_MS) if it has one, the value's
+/// type, the key and the object; LZF for strings over 20 bytes when `compress`.
+pub fn encode_entry(out: &mut Vec<u8>, e: &Entry<'_>, compress: bool) {
+    if let Some(at) = e.expire_at_ms {
+        out.push(opcode::EXPIRETIME_MS);
+        codec::put_millis_le(out, at);
+    }
+    let encoding = e.object_encoding();
+    out.push(value::rdb_type_of(&e.view, encoding));
+    codec::put_string(out, e.key, compress);
+    value::write_object(out, &e.view, encoding, compress);
+}
+
 /// What the writer is told about the server (the AUX fields and the options).
 #[derive(Clone, Copy, Debug)]
 pub struct SaveOptions {
@@ -101,26 +114,32 @@ impl<W: Write> Writer<W> {
 
     /// Starts database `db`, which holds `keys` keys of which `expires` have a TTL.
     pub fn select_db(&mut self, db: usize, keys: usize, expires: usize) -> io::Result<()> {
+        self.select(db, Some((keys, expires)))
+    }
+
+    /// Starts database `db`: SELECTDB, then RESIZEDB when its (keys, expires) are given (a file
+    /// may select a database more than once; a loader takes the sizes as a hint).
+    pub fn select(&mut self, db: usize, sizes: Option<(usize, usize)>) -> io::Result<()> {
         self.record.push(opcode::SELECTDB);
         codec::put_len(&mut self.record, db as u64);
-        self.record.push(opcode::RESIZEDB);
-        codec::put_len(&mut self.record, keys as u64);
-        codec::put_len(&mut self.record, expires as u64);
+        if let Some((keys, expires)) = sizes {
+            self.record.push(opcode::RESIZEDB);
+            codec::put_len(&mut self.record, keys as u64);
+            codec::put_len(&mut self.record, expires as u64);
+        }
         self.flush_record()
     }
 
     /// Writes one key of the current database.
     pub fn entry(&mut self, e: &Entry<'_>) -> io::Result<()> {
-        if let Some(at) = e.expire_at_ms {
-            self.record.push(opcode::EXPIRETIME_MS);
-            codec::put_millis_le(&mut self.record, at);
-        }
-        let compress = self.options.compress;
-        let encoding = e.object_encoding();
-        self.record.push(value::rdb_type_of(&e.view, encoding));
-        codec::put_string(&mut self.record, e.key, compress);
-        value::write_object(&mut self.record, &e.view, encoding, compress);
+        encode_entry(&mut self.record, e, self.options.compress);
         self.flush_record()
+    }
+
+    /// Writes keys of the current database already encoded by `encode_entry`.
+    pub fn records(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.crc = crc64(self.crc, bytes);
+        self.out.write_all(bytes)
     }
 
     /// Ends the file (EOF and the checksum) and hands back the output.

@@ -163,7 +163,26 @@ fn check(
         let text = b"Command not allowed inside a transaction".to_vec();
         return refuse(Text::Formatted(text));
     }
+    if (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
+        && crate::bgsave::writes_denied(server)
+    {
+        return refuse(Text::Shared(MISCONF));
+    }
     Ok((index, spec))
+}
+
+/// Redis's `shared.bgsaveerr`.
+const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
+
+/// The flags dispatch's checks go by: a command's own, and for EXEC also those of every
+/// queued command (Redis's `mstate.cmd_flags`).
+fn flags_of(state: &ClientState, spec: &Spec) -> u32 {
+    match &state.multi {
+        Some(queue) if spec.name == "exec" => queue
+            .iter()
+            .fold(spec.flags, |f, q| f | COMMANDS[q.index].flags),
+        _ => spec.flags,
+    }
 }
 
 fn route(

@@ -23,6 +23,7 @@
 //! per core and route requests to it.
 
 pub mod alloc;
+pub mod bgsave;
 pub mod blocking;
 pub mod client;
 pub mod clock;
@@ -53,6 +54,7 @@ pub fn run(config: Config) -> Result<(), String> {
     clock::init();
     command::set_renames(&config.renames);
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
+    server.set_handle();
     log::notice("Server initialized");
     persistence::load_at_startup(&server)?;
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;

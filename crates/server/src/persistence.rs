@@ -12,15 +12,15 @@
 //! A save holds every shard's lock from start to end, so the file is the dataset at one
 //! instant, and a client's write waits for it: this is SAVE's blocking contract. A crash at any
 //! point leaves the previous file whole (the rename is the commit). The background save
-//! (BGSAVE, and the `save` points that trigger it) needs a snapshot that does not stop writers;
-//! until it exists, `save` points act only at shutdown and on FLUSHALL, as they do in Redis.
+//! (BGSAVE, and the `save` points that trigger it) is `bgsave.rs`; it shares the options, the
+//! commit and the incremental fsync written here.
 
 use crate::server::{Server, unix_ms};
 use persist::rdb::{self, SaveOptions};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use store::Shard;
 
 /// What INFO persistence and LASTSAVE report.
@@ -35,12 +35,25 @@ pub struct State {
     /// Keys the last load stored and skipped as expired (`rdb_last_load_keys_*`).
     pub last_load_keys_loaded: AtomicU64,
     pub last_load_keys_expired: AtomicU64,
+    /// The running background save (`bgsave.rs`).
+    pub bgsave: crate::bgsave::Running,
+    /// BGSAVE SCHEDULE (or BGSAVE in a transaction) asked for a save the cron starts.
+    pub bgsave_scheduled: AtomicBool,
+    /// Whether the last background save worked (`rdb_last_bgsave_status`); a SAVE that works
+    /// sets it too, as Redis's `rdbSave` does.
+    pub last_bgsave_ok: AtomicBool,
+    /// Seconds the last background save took (`rdb_last_bgsave_time_sec`; -1: none yet).
+    pub last_bgsave_secs: AtomicI64,
+    /// Unix seconds when a background save was last started (the retry delay's clock).
+    pub last_bgsave_try_secs: AtomicU64,
 }
 
 impl State {
     pub fn new() -> State {
         State {
             last_save_secs: AtomicU64::new(unix_ms() / 1000),
+            last_bgsave_ok: AtomicBool::new(true),
+            last_bgsave_secs: AtomicI64::new(-1),
             ..State::default()
         }
     }
@@ -56,21 +69,9 @@ pub fn changes_since_save(server: &Server) -> u64 {
 /// the caller holds every shard. `Err` is what the log gets.
 pub fn save(server: &Server, shards: &mut [&mut Shard]) -> Result<(), String> {
     let dirty = server.hot.get(|c| &c.dirty);
-    let (filename, options) = {
-        let c = server.config.read();
-        let used_mem_bytes = shards
-            .iter()
-            .map(|s| s.heap().stats().allocated_bytes)
-            .sum();
-        let options = SaveOptions {
-            compress: c.rdbcompression,
-            checksum: c.rdbchecksum,
-            ctime_secs: unix_ms() / 1000,
-            used_mem_bytes,
-        };
-        (c.dbfilename.clone(), options)
-    };
-    let result = write_file(&filename, shards, options);
+    let (filename, options) = save_options(server, shards);
+    let incremental = server.config.read().rdb_save_incremental_fsync;
+    let result = write_file(&filename, shards, options, incremental);
     let state = &server.persistence;
     state.saves.fetch_add(1, Ordering::Relaxed);
     match &result {
@@ -79,11 +80,83 @@ pub fn save(server: &Server, shards: &mut [&mut Shard]) -> Result<(), String> {
             state
                 .last_save_secs
                 .store(unix_ms() / 1000, Ordering::Relaxed);
+            state.last_bgsave_ok.store(true, Ordering::Relaxed);
             crate::log::notice("DB saved on disk");
         }
         Err(e) => crate::log::warning(e),
     }
     result
+}
+
+/// The file name and the writer's options of a save starting now.
+pub fn save_options(server: &Server, shards: &[&mut Shard]) -> (String, SaveOptions) {
+    let c = server.config.read();
+    let used_mem_bytes = shards
+        .iter()
+        .map(|s| s.heap().stats().allocated_bytes)
+        .sum();
+    let options = SaveOptions {
+        compress: c.rdbcompression,
+        checksum: c.rdbchecksum,
+        ctime_secs: unix_ms() / 1000,
+        used_mem_bytes,
+    };
+    (c.dbfilename.clone(), options)
+}
+
+/// Bytes written between two fsyncs of a file being saved, with `rdb-save-incremental-fsync`
+/// (Redis's REDIS_AUTOSYNC_BYTES): the final fsync then has little left to flush, so it does
+/// not stall the disk for everyone at once.
+pub const SYNC_EVERY_BYTES: u64 = 32 << 20;
+
+/// A file being saved, fsynced every `every` bytes.
+#[derive(Debug)]
+pub struct SyncEvery {
+    file: File,
+    every: Option<u64>,
+    unsynced: u64,
+}
+
+impl SyncEvery {
+    pub fn new(file: File, every: Option<u64>) -> SyncEvery {
+        SyncEvery {
+            file,
+            every,
+            unsynced: 0,
+        }
+    }
+
+    /// The final fsync.
+    pub fn finish(self) -> std::io::Result<()> {
+        self.file.sync_all()
+    }
+}
+
+impl Write for SyncEvery {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.unsynced += n as u64;
+        if self.every.is_some_and(|every| self.unsynced >= every) {
+            self.file.sync_data()?;
+            self.unsynced = 0;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Commits a written and fsynced temp file: renames it to `filename` and fsyncs the directory.
+pub fn commit(temp: &str, filename: &str) -> Result<(), String> {
+    let failed = |what: &str, e: std::io::Error| {
+        format!("Failed {what} ({}): {e}", Path::new(filename).display())
+    };
+    std::fs::rename(temp, filename).map_err(|e| failed("renaming the temp RDB file", e))?;
+    File::open(".")
+        .and_then(|d| d.sync_all())
+        .map_err(|e| failed("syncing the directory", e))
 }
 
 /// Writes the file through a temporary one, fsyncs it, renames it into place and fsyncs the
@@ -92,6 +165,7 @@ fn write_file(
     filename: &str,
     shards: &mut [&mut Shard],
     options: SaveOptions,
+    incremental: bool,
 ) -> Result<(), String> {
     let temp = format!("temp-{}.rdb", std::process::id());
     let failed = |what: &str, e: std::io::Error| {
@@ -105,21 +179,20 @@ fn write_file(
             "Failed opening the temp RDB file {temp} (in server root dir {cwd}) for saving: {e}"
         )
     })?;
-    let mut w = rdb::Writer::new(BufWriter::with_capacity(1 << 20, file), options)
+    let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
+    let mut w = rdb::Writer::new(BufWriter::with_capacity(1 << 20, out), options)
         .map_err(|e| failed("writing the RDB header", e))?;
     write_keyspace(&mut w, shards).map_err(|e| failed("writing the keyspace", e))?;
-    let file = w
-        .finish()
+    w.finish()
         .and_then(|mut b| b.flush().map(|()| b))
         .map_err(|e| failed("writing the RDB file", e))?
         .into_inner()
-        .map_err(|e| failed("flushing the RDB file", e.into_error()))?;
-    file.sync_all()
+        .map_err(|e| failed("flushing the RDB file", e.into_error()))?
+        .finish()
         .map_err(|e| failed("syncing the RDB file", e))?;
-    std::fs::rename(&temp, filename).map_err(|e| failed("renaming the temp RDB file", e))?;
-    File::open(".")
-        .and_then(|d| d.sync_all())
-        .map_err(|e| failed("syncing the directory", e))
+    commit(&temp, filename).inspect_err(|_| {
+        let _ = std::fs::remove_file(&temp);
+    })
 }
 
 fn write_keyspace<W: Write>(
@@ -270,8 +343,14 @@ pub fn load_at_startup(server: &Server) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether a shutdown saves: SAVE and NOSAVE decide, else the configured `save` points.
-pub fn saves_at_shutdown(server: &Server, save: bool, nosave: bool) -> bool {
+/// The start of a shutdown (Redis's `prepareForShutdown`): a running background save is
+/// aborted and its temp file removed, as Redis kills its child; then whether the shutdown
+/// saves: SAVE and NOSAVE decide, else the configured `save` points.
+pub fn begin_shutdown(server: &Server, save: bool, nosave: bool) -> bool {
+    if crate::bgsave::running(server).is_some() {
+        crate::log::warning("There is a background save in progress. Aborting it!");
+        crate::bgsave::abort(server);
+    }
     !nosave && (save || !server.config.read().save.is_empty())
 }
 

@@ -171,6 +171,8 @@ pub struct Server {
     pub active_expire_enabled: AtomicBool,
     /// DEBUG PAUSE-CRON: the cron's keyspace work (active expiry) stops until it is cleared.
     pub cron_paused: AtomicBool,
+    /// The `Arc` the server runs in (`handle`), for threads that outlive a command.
+    me: std::sync::OnceLock<std::sync::Weak<Server>>,
 }
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
@@ -242,7 +244,19 @@ impl Server {
             wakers: RwLock::new(Vec::new()),
             active_expire_enabled: AtomicBool::new(true),
             cron_paused: AtomicBool::new(false),
+            me: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Records the `Arc` the server runs in, so `handle` can give it to background threads.
+    pub fn set_handle(self: &Arc<Server>) {
+        let _ = self.me.set(Arc::downgrade(self));
+    }
+
+    /// The server's `Arc` (for a thread that outlives the command starting it, as BGSAVE's do);
+    /// `None` before `set_handle`.
+    pub fn handle(&self) -> Option<Arc<Server>> {
+        self.me.get().and_then(std::sync::Weak::upgrade)
     }
 
     pub fn shard_count(&self) -> usize {

@@ -178,6 +178,7 @@ impl Shard {
     ) -> Result<Option<R>, StoreError> {
         let mut f = Some(f);
         let limits = self.limits;
+        self.preserve(db, key);
         let found = self.with_slot(db, key, now_ms, |slot| locate::<T, R>(slot, limits, &mut f))?;
         match found {
             Found::Done(result, before, after, empty) => {

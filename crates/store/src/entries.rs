@@ -63,7 +63,7 @@ impl Entry<'_> {
 }
 
 /// The `Entry` of a stored entry read from its page.
-fn entry_of<'a>(
+pub(crate) fn entry_of<'a>(
     key: &'a [u8],
     entry: EntryRef<'a>,
     heap: &'a Heap,

@@ -16,6 +16,7 @@
 //! | `shard.rs` | raw entries: lookup with lazy expiry, the one write and the one take |
 //! | `walk.rs` | SCAN steps, random keys, active expiry |
 //! | `entries.rs` | every stored entry as it is (expired or not): a walk and a peek, typed |
+//! | `snapshot.rs` | point-in-time snapshots of a running shard (the forkless BGSAVE) |
 //! | `strings.rs` | string reads and writes, the INCR read-modify-write |
 //! | `limits.rs` | the configurable encoding thresholds (Redis's `*-max-listpack-*` & co.) |
 //! | `edit.rs` | `read::<T>`, `update::<T>`, builders: creation, conversion, deletion, once |
@@ -42,6 +43,7 @@ mod keyops;
 mod limits;
 mod object;
 mod shard;
+mod snapshot;
 mod strings;
 pub mod types;
 mod value;
@@ -56,6 +58,7 @@ pub use keyops::{Relocated, copy_between, rename_between};
 pub use limits::Limits;
 pub use shape::{Str, canonical_i64};
 pub use shard::{ExpireRound, Members, Shard, ShardConfig, Ttl};
+pub use snapshot::SnapshotSink;
 pub use types::hash::{Hash, HashView};
 pub use types::list::{List, ListObj};
 pub use types::set::{Set, SetView};

@@ -216,6 +216,11 @@ pub struct Shard {
     /// The payload of the string being written.
     pub(crate) string_buf: Vec<u8>,
     pub(crate) expired_keys: u64,
+    /// The epoch bit of entries that are saved or newer than the running snapshot; with none
+    /// running, every entry's (`snapshot.rs`).
+    pub(crate) fresh: bool,
+    /// The running snapshot, if any.
+    pub(crate) snapshot: Option<Box<crate::snapshot::Snapshot>>,
     /// Test hook: the number of `put_raw` calls that succeed before one fails (then it is
     /// cleared), to check that every operation leaves the keyspace whole when a write fails.
     #[cfg(test)]
@@ -240,6 +245,8 @@ impl Shard {
             value_buf: Vec::with_capacity(256),
             string_buf: Vec::with_capacity(256),
             expired_keys: 0,
+            fresh: false,
+            snapshot: None,
             #[cfg(test)]
             puts_before_failure: None,
         })
@@ -410,13 +417,14 @@ impl Shard {
                 return Err(StoreError::OutOfMemory);
             }
         }
+        self.preserve(db, key);
         self.keys_mut(db)?;
         self.value_buf.clear();
         if let Some(at) = expire_at {
             self.value_buf.extend_from_slice(&at.to_le_bytes());
         }
         self.value_buf.extend_from_slice(payload);
-        let meta = Meta::new(t, expire_at.is_some(), 0);
+        let meta = self.new_meta(t, expire_at.is_some());
         let d = &mut self.dbs[db];
         let keys = d.keys.as_mut().expect("created above");
         // What the overwritten entry owned, released after the write.
@@ -483,6 +491,7 @@ impl Shard {
 
     /// Removes `key`'s entry, expired or not, and hands over what it owns.
     pub(crate) fn take_raw(&mut self, db: usize, key: &[u8]) -> Option<Taken> {
+        self.preserve(db, key);
         let d = &mut self.dbs[db];
         let (bytes, meta) = d.keys.as_mut()?.take(&mut self.heap, key)?;
         let entry = split_value(ValueRef {
@@ -528,6 +537,7 @@ impl Shard {
 
     /// Removes every key of `db`, giving its pages back to the heap.
     pub fn flush(&mut self, db: usize) {
+        self.drain(db);
         let d = &mut self.dbs[db];
         if let Some(keys) = d.keys.take() {
             destroy_entries(keys, &mut self.heap, &mut self.shapes);
@@ -537,6 +547,8 @@ impl Shard {
 
     /// Exchanges the whole keyspaces of `a` and `b` (SWAPDB); cannot fail.
     pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        self.drain(a);
+        self.drain(b);
         self.dbs.swap(a, b);
     }
 
@@ -618,8 +630,15 @@ impl Shard {
                 ));
             }
         }
+        self.validate_snapshot()?;
         self.shapes
             .check_holds(|s| holds.get(&s).copied().unwrap_or(0))
+    }
+
+    /// The meta of an entry written now: tag `t`, the TTL bit, and the epoch bit of entries
+    /// newer than any running snapshot.
+    pub(crate) fn new_meta(&self, t: u8, has_ttl: bool) -> Meta {
+        Meta::new(t, has_ttl, 0).with_epoch(self.fresh)
     }
 }
 

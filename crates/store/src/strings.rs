@@ -6,7 +6,6 @@ use crate::encoding::{Encoding, tag};
 use crate::error::StoreError;
 use crate::shard::{Shard, Ttl, split_value};
 use crate::value::{self, encode_int, is_string, str_of};
-use maps::Meta;
 use shape::Str;
 
 impl Shard {
@@ -106,6 +105,8 @@ impl Shard {
         f: impl FnOnce(Option<Str<'_>>) -> Result<i64, E>,
     ) -> Result<(Result<i64, E>, Option<(Option<Encoding>, bool)>), StoreError> {
         let mut f = Some(f);
+        self.preserve(db, key);
+        let new_meta = self.new_meta(tag::STR_INT, false);
         for _ in 0..2 {
             self.keys_mut(db)?;
             let keys = self.dbs[db].keys.as_mut().expect("created above");
@@ -128,7 +129,7 @@ impl Shard {
                         }
                         meta.with_tag(tag::STR_INT)
                     }
-                    None => Meta::new(tag::STR_INT, false, 0),
+                    None => new_meta,
                 };
                 encode_int(new?, out);
                 write = Some((

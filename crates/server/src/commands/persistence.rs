@@ -1,22 +1,58 @@
 //! Persistence commands (Redis's `rdb.c`, `db.c`): SAVE writes the RDB file while every shard
 //! is held, so it is the dataset at one instant and writers wait for it (SAVE's contract);
-//! LASTSAVE reports when the last save succeeded. The file side is `crate::persistence`.
+//! BGSAVE starts the forkless background save, whose file is the dataset at the instant it
+//! replied (`crate::bgsave`); LASTSAVE reports when the last save succeeded. The file side is
+//! `crate::persistence`.
 
+use crate::bgsave::{self, Started};
 use crate::command::{
     ADMIN, Ctx, FAST, LOADING, NO_ASYNC_LOADING, NO_MULTI, NOKEYS, NOSCRIPT, STALE, Spec, table,
 };
+use std::sync::atomic::Ordering;
 
 pub static COMMANDS: &[Spec] = table! {
     // name      arity, flags,                                    keys,   member, handler
     "save",      1,     NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI, NOKEYS, 0,      save;
+    "bgsave",    -1,    NO_ASYNC_LOADING | ADMIN | NOSCRIPT,      NOKEYS, 0,      bgsave;
     "lastsave",  1,     LOADING | STALE | FAST,                   NOKEYS, 0,      lastsave;
 };
 
+const IN_PROGRESS: &str = "ERR Background save already in progress";
+
 pub fn save(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    if bgsave::running(ctx.server).is_some() {
+        return ctx.error(IN_PROGRESS);
+    }
     match ctx.with_all_shards(crate::persistence::save) {
         Ok(()) => ctx.ok(),
         // Redis replies its bare shared error; the reason is in the log.
         Err(_) => ctx.error("ERR"),
+    }
+}
+
+/// BGSAVE [SCHEDULE]: inside a transaction the save is scheduled for the cron, as Redis does
+/// while EXEC runs.
+pub fn bgsave(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    match args {
+        [_] => {}
+        [_, schedule] if schedule.eq_ignore_ascii_case(b"schedule") => {}
+        _ => return ctx.error("ERR syntax error"),
+    }
+    if bgsave::running(ctx.server).is_some() {
+        return ctx.error(IN_PROGRESS);
+    }
+    if ctx.client.in_exec {
+        let state = &ctx.server.persistence;
+        state.bgsave_scheduled.store(true, Ordering::Relaxed);
+        return ctx.out.simple(b"Background saving scheduled");
+    }
+    match ctx.with_all_shards(bgsave::start) {
+        Ok(Started::Started) => ctx.out.simple(b"Background saving started"),
+        Ok(Started::InProgress) => ctx.error(IN_PROGRESS),
+        Err(e) => {
+            crate::log::warning(&e);
+            ctx.error("ERR");
+        }
     }
 }
 
@@ -25,6 +61,6 @@ pub fn lastsave(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         .server
         .persistence
         .last_save_secs
-        .load(std::sync::atomic::Ordering::Relaxed);
+        .load(Ordering::Relaxed);
     ctx.out.integer(secs as i64);
 }

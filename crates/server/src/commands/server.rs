@@ -380,19 +380,37 @@ fn info_memory(t: &mut String, mem: &Memory, rss: u64, peak: u64, config: &Confi
     }
 }
 
-/// Writes INFO's persistence section (`crate::persistence` keeps the figures; there is no
-/// background save or AOF yet, so their fields are at rest).
+/// Writes INFO's persistence section (`crate::persistence` and `crate::bgsave` keep the
+/// figures). There is no fork, so the copy-on-write fields are 0; the AOF's are at rest.
 fn info_persistence(t: &mut String, server: &Server) {
     let p = &server.persistence;
+    let job = crate::bgsave::running(server);
+    let (processed, total) = job.as_ref().map_or((0, 0), |j| {
+        (j.keys_saved.load(Ordering::Relaxed), j.keys_total)
+    });
+    let perc = if total == 0 {
+        0.0
+    } else {
+        processed as f64 * 100.0 / total as f64
+    };
     let _ = write!(
         t,
-        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\nrdb_last_bgsave_time_sec:-1\r\nrdb_current_bgsave_time_sec:-1\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_last_write_status:ok\r\n",
+        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:{perc:.2}\r\ncurrent_save_keys_processed:{processed}\r\ncurrent_save_keys_total:{total}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
         crate::persistence::changes_since_save(server),
+        u8::from(job.is_some()),
         p.last_save_secs.load(Ordering::Relaxed),
+        if p.last_bgsave_ok.load(Ordering::Relaxed) {
+            "ok"
+        } else {
+            "err"
+        },
+        p.last_bgsave_secs.load(Ordering::Relaxed),
+        job.as_ref().map_or(-1, |j| j.elapsed_secs() as i64),
         p.saves.load(Ordering::Relaxed),
         p.last_load_keys_expired.load(Ordering::Relaxed),
         p.last_load_keys_loaded.load(Ordering::Relaxed),
     );
+    t.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n");
 }
 
 /// Writes INFO's stats section: connection, command, traffic, keyspace and error counters.
@@ -567,6 +585,8 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     touch_existing_watched(ctx, None);
+    // Redis kills a running background save here: the flushed data is not saved after all.
+    crate::bgsave::abort(ctx.server);
     for shard in ctx.locks.iter_mut() {
         for db in 0..shard.databases() {
             shard.flush(db);
@@ -673,7 +693,7 @@ pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.error("ERR No shutdown in progress.");
     }
     crate::log::warning("User requested shutdown...");
-    if crate::persistence::saves_at_shutdown(ctx.server, save, nosave) {
+    if crate::persistence::begin_shutdown(ctx.server, save, nosave) {
         let may_exit = ctx.with_all_shards(|server, shards| {
             crate::persistence::save_before_exit(server, shards, force)
         });

@@ -326,12 +326,6 @@ pub fn banner(config: &Config) {
 /// Warns about settings densekv accepts but does not act on yet, where acting on them matters
 /// to the data: persistence and the memory limit.
 pub fn warn_unbuilt(config: &Config) {
-    if !config.save.is_empty() {
-        let points = String::from_utf8_lossy(&super::special::save_get(config)).into_owned();
-        crate::log::warning(&format!(
-            "Background saving is not built yet: the save points ({points}) save only at shutdown and on FLUSHALL, not on their timers."
-        ));
-    }
     if config.appendonly {
         crate::log::warning(
             "The append-only file is not built yet: appendonly yes has no effect and the data lives in memory only.",

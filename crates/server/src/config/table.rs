@@ -37,7 +37,6 @@ const LLONG_MAX: i64 = i64::MAX;
 const ULLONG_MAX: i64 = -1;
 
 // What the statuses say, once each.
-const RDB: Status = Status::Planned("RDB persistence (snapshots, SAVE/BGSAVE, loading at startup)");
 const AOF: Status = Status::Planned("the append-only file");
 const EVICTION: Status = Status::Planned("eviction (maxmemory and its policies)");
 const MESSAGING: Status =
@@ -288,9 +287,9 @@ directives! {
     always_show_logo: bool = false; "always-show-logo", IMMUTABLE, yesno(None), Status::Works("the startup banner, also when the log is not a terminal"), None;
     protected_mode: bool = true; "protected-mode", MODIFIABLE, yesno(None), Status::Works("non-loopback clients are refused while no password is set"), None;
     rdbcompression: bool = true; "rdbcompression", MODIFIABLE, yesno(None), Status::Works("LZF for strings over 20 bytes in RDB files and DUMP payloads"), None;
-    rdb_del_sync_files: bool = false; "rdb-del-sync-files", MODIFIABLE, yesno(None), RDB, None;
+    rdb_del_sync_files: bool = false; "rdb-del-sync-files", MODIFIABLE, yesno(None), Status::Works("RDB files made only for replication are deleted; densekv has no replication, so every RDB file it writes is the persistence file and is kept"), None;
     activerehashing: bool = true; "activerehashing", MODIFIABLE, yesno(None), Status::NoEffect("PageHash splits pages incrementally and never rehashes a table"), None;
-    stop_writes_on_bgsave_error: bool = true; "stop-writes-on-bgsave-error", MODIFIABLE, yesno(None), RDB, None;
+    stop_writes_on_bgsave_error: bool = true; "stop-writes-on-bgsave-error", MODIFIABLE, yesno(None), Status::Works("after a failed background save, with save points, writes and PING get MISCONF until a save works"), None;
     set_proc_title: bool = true; "set-proc-title", IMMUTABLE, yesno(None), PROC_TITLE, None;
     dynamic_hz: bool = true; "dynamic-hz", MODIFIABLE, yesno(None), Status::NoEffect("the cron runs at `hz` whatever the number of clients"), None;
     lazyfree_lazy_eviction: bool = false; "lazyfree-lazy-eviction", DEBUG | MODIFIABLE, yesno(None), LAZYFREE, None;
@@ -303,7 +302,7 @@ directives! {
     aof_rewrite_incremental_fsync: bool = true; "aof-rewrite-incremental-fsync", MODIFIABLE, yesno(None), AOF, None;
     no_appendfsync_on_rewrite: bool = false; "no-appendfsync-on-rewrite", MODIFIABLE, yesno(None), AOF, None;
     cluster_require_full_coverage: bool = true; "cluster-require-full-coverage", MODIFIABLE, yesno(None), CLUSTER, None;
-    rdb_save_incremental_fsync: bool = true; "rdb-save-incremental-fsync", MODIFIABLE, yesno(None), RDB, None;
+    rdb_save_incremental_fsync: bool = true; "rdb-save-incremental-fsync", MODIFIABLE, yesno(None), Status::Works("a file being saved is fsynced every 32 MiB"), None;
     aof_load_truncated: bool = true; "aof-load-truncated", MODIFIABLE, yesno(None), AOF, None;
     aof_use_rdb_preamble: bool = true; "aof-use-rdb-preamble", MODIFIABLE, yesno(None), AOF, None;
     aof_timestamp_enabled: bool = false; "aof-timestamp-enabled", MODIFIABLE, yesno(None), AOF, None;
@@ -402,7 +401,7 @@ directives! {
     repl_timeout: i32 = 60; "repl-timeout", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), REPLICATION, None;
     repl_ping_replica_period: i32 = 10; "repl-ping-replica-period" | "repl-ping-slave-period", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), REPLICATION, None;
     list_compress_depth: i32 = 0; "list-compress-depth", DEBUG | MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::NoEffect("densekv does not compress list chunks: its density comes from packing, and an LZF pass would cost every read of an inner chunk"), None;
-    rdb_key_save_delay: i32 = 0; "rdb-key-save-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), NOTHING_TO_DO, None;
+    rdb_key_save_delay: i32 = 0; "rdb-key-save-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), Status::Works("the background save's walk sleeps this many µs per key (ns when negative), outside every lock (a testing knob, as in Redis)"), None;
     key_load_delay: i32 = 0; "key-load-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), NOTHING_TO_DO, None;
     active_expire_effort: i32 = 1; "active-expire-effort", MODIFIABLE, number(Int, 1, 10, INTEGER, None), Status::NoEffect("densekv's active expiry has a fixed budget: 25% of each cron period"), None;
     hz: u32 = 10; "hz", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::Works("kept within 1-500, as Redis does"), Hz;
@@ -477,7 +476,7 @@ directives! {
 
     // ---- specials ----
     dir: String = String::new(); "dir", MODIFIABLE | PROTECTED | DENY_LOADING, special(sp::dir_set, sp::dir_get, sp::dir_rewrite), Status::Works("the working directory (chdir), where files are written"), None;
-    save: Vec<(i64, i64)> = vec![(3600, 1), (300, 100), (60, 10000)]; "save", MODIFIABLE | MULTI_ARG, special(sp::save_set, sp::save_get, sp::save_rewrite), Status::Works("with save points, shutdown (SHUTDOWN, SIGTERM, SIGINT) and FLUSHALL save the RDB file as in Redis; the timed saves need BGSAVE, which is planned"), None;
+    save: Vec<(i64, i64)> = vec![(3600, 1), (300, 100), (60, 10000)]; "save", MODIFIABLE | MULTI_ARG, special(sp::save_set, sp::save_get, sp::save_rewrite), Status::Works("save points start the forkless background save on their timers; shutdown and FLUSHALL save as in Redis"), None;
     output_limit_normal: (u64, u64, u64) = (0, 0, 0); "client-output-buffer-limit", MODIFIABLE | MULTI_ARG, special(sp::obuf_set, sp::obuf_get, sp::obuf_rewrite), Status::Works("the normal class; replica and pubsub limits are kept for when those clients exist"), None;
     oom_score_adj_values: [i32; 3] = [0, 200, 800]; "oom-score-adj-values", MODIFIABLE | MULTI_ARG, special(sp::oom_set, sp::oom_get, sp::oom_rewrite), Status::Works("the primary's value is used (densekv forks no children and is never a replica)"), OomScore;
     notify_keyspace_events: i32 = 0; "notify-keyspace-events", MODIFIABLE, special(sp::notify_set, sp::notify_get, sp::notify_rewrite), MESSAGING, None;

@@ -317,7 +317,7 @@ fn shutting_down(server: &Server) -> bool {
         };
         crate::log::warning(&format!("Received {name} scheduling shutdown..."));
         let (save, nosave, force) = (flags & 1 != 0, flags & 2 != 0, flags & 8 != 0);
-        let may_exit = !crate::persistence::saves_at_shutdown(server, save, nosave) || {
+        let may_exit = !crate::persistence::begin_shutdown(server, save, nosave) || {
             let mut all = crate::command::Locks::all(server);
             let mut shards: Vec<&mut store::Shard> = all.iter_mut().collect();
             crate::persistence::save_before_exit(server, &mut shards, force)
@@ -582,12 +582,16 @@ impl Thread<'_> {
     }
 
     /// Every `1000 / hz` ms: active expiry on this thread's shards, the idle-client `timeout`,
-    /// and giving back the connection table's memory after a wave of disconnections.
+    /// giving back the connection table's memory after a wave of disconnections, and (thread 0)
+    /// the background save that a `save` point or BGSAVE SCHEDULE calls for.
     fn cron(&mut self) {
         let server = self.server;
         let now = unix_ms();
         if self.index == 0 {
             server.sample_ops(now);
+            if !server.cron_paused.load(Ordering::Relaxed) {
+                crate::bgsave::cron(server);
+            }
         }
         active_expire(server, self.index, self.threads, now);
         let timeout_secs = server.config.read().timeout_secs;

@@ -81,9 +81,12 @@ pub fn require_tool(name: &str) {
 }
 
 impl Server {
-    /// Starts densekv with extra `--option value` arguments.
+    /// Starts densekv with save points off (as `redis` starts redis-server) and extra
+    /// `--option value` arguments, which may set them again.
     pub fn densekv(extra: &[&str]) -> Server {
-        Server::start(Kind::Densekv, env!("CARGO_BIN_EXE_densekv"), extra)
+        let mut args = vec!["--save", ""];
+        args.extend_from_slice(extra);
+        Server::start(Kind::Densekv, env!("CARGO_BIN_EXE_densekv"), &args)
     }
 
     /// Starts redis-server with persistence off. A test that needs its oracle fails, rather

@@ -1,0 +1,399 @@
+//! The background save without fork (BGSAVE, the `save` points' timers, BGSAVE SCHEDULE): the
+//! file holds exactly the dataset at the instant BGSAVE replied, while clients keep writing.
+//!
+//! ```text
+//!  BGSAVE   every shard held: store::Shard::snapshot_begin(ChunkSink) in each, sizes noted,
+//!           then "+Background saving started" (the instant the file stands for)
+//!  walker   thread: shard by shard, snapshot_step(WALK_STEP) under the shard's lock, released
+//!           between steps (and rdb-key-save-delay slept outside it)
+//!  writes   a client's write to a key the walk has not reached hands its pre-image to the
+//!           shard's sink first (the store's `preserve`)
+//!  sinks    records encoded into CHUNK_BYTES chunks of one database each
+//!           ──▶ bounded channel (CHANNEL_CHUNKS) ──▶
+//!  writer   thread: SELECTDB when the database changes ─▶ temp-bg-<pid>.rdb ─▶ EOF, CRC
+//!           ─▶ fsync ─▶ rename to dbfilename ─▶ fsync of the directory ─▶ INFO's status
+//! ```
+//! Memory: what a save holds beyond the dataset is the chunks in flight, at most
+//! `(shards + CHANNEL_CHUNKS + 1) × CHUNK_BYTES` (a record bigger than a chunk is one chunk of
+//! its own size): a sink whose chunk finds the channel full waits for the writer, and so does
+//! the client whose write filled it. The writer never takes a shard, so that wait always ends.
+//!
+//! A save that fails (the disk, the directory) sets `rdb_last_bgsave_status:err`, which with
+//! `stop-writes-on-bgsave-error` and save points refuses writes with MISCONF (`dispatch.rs`)
+//! until a save works. An aborted save (FLUSHALL, SHUTDOWN, as Redis kills its child) writes
+//! nothing and leaves the status as it was; its walk still runs to the end, cheaply, because
+//! it is what returns every entry's epoch bit to rest.
+
+use crate::persistence::{self, SYNC_EVERY_BYTES, SyncEvery};
+use crate::server::{Server, unix_ms};
+use parking_lot::Mutex;
+use persist::rdb::{self, SaveOptions};
+use std::fs::File;
+use std::io::BufWriter;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::time::Instant;
+use store::{Entry, Shard, SnapshotSink};
+
+/// Bytes of records a sink gathers before handing them to the writer.
+const CHUNK_BYTES: usize = 64 * 1024;
+/// Chunks waiting for the writer at most.
+const CHANNEL_CHUNKS: usize = 8;
+/// Entries the walker looks at per step under a shard's lock (~tens of µs).
+const WALK_STEP: usize = 256;
+/// Seconds after a failed background save before a save point may try again
+/// (Redis's CONFIG_BGSAVE_RETRY_DELAY).
+const RETRY_DELAY_SECS: u64 = 5;
+
+/// The running save, if any: one lock so BGSAVE, the cron and INFO agree on one job.
+pub type Running = Mutex<Option<Arc<Job>>>;
+
+/// One background save, shared by its sinks, its threads and INFO.
+#[derive(Debug)]
+pub struct Job {
+    /// Set by FLUSHALL and SHUTDOWN: the file is not written.
+    aborted: AtomicBool,
+    /// The writer failed: sinks stop encoding.
+    failed: AtomicBool,
+    started: Instant,
+    /// The dirty counter when the save began: what is left after it is the changes since.
+    dirty_at_start: u64,
+    /// Keys the snapshot had (`current_save_keys_total`) and has written so far.
+    pub keys_total: u64,
+    pub keys_saved: AtomicU64,
+}
+
+impl Job {
+    /// Seconds since the save began (`rdb_current_bgsave_time_sec`).
+    pub fn elapsed_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// Stops the save: nothing is written, the status stays (FLUSHALL, SHUTDOWN).
+    pub fn abort(&self) {
+        self.aborted.store(true, Ordering::Relaxed);
+    }
+
+    fn discarding(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed) || self.failed.load(Ordering::Relaxed)
+    }
+}
+
+/// What BGSAVE replies.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Started {
+    Started,
+    /// A save is running already.
+    InProgress,
+}
+
+/// A chunk of encoded records of one database.
+struct Chunk {
+    db: usize,
+    bytes: Vec<u8>,
+}
+
+/// The sink of one shard: encodes each entry into its chunk and hands full chunks over.
+struct ChunkSink {
+    job: Arc<Job>,
+    tx: SyncSender<Chunk>,
+    compress: bool,
+    db: usize,
+    bytes: Vec<u8>,
+}
+
+impl ChunkSink {
+    fn send(&mut self) {
+        if self.bytes.is_empty() {
+            return;
+        }
+        let bytes = std::mem::replace(&mut self.bytes, Vec::with_capacity(CHUNK_BYTES));
+        if self.tx.send(Chunk { db: self.db, bytes }).is_err() {
+            // The writer has stopped (it failed): nothing more is encoded.
+            self.job.failed.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl SnapshotSink for ChunkSink {
+    fn entry(&mut self, db: usize, entry: Entry<'_>) {
+        if self.job.discarding() {
+            return;
+        }
+        if db != self.db {
+            self.send();
+            self.db = db;
+        }
+        rdb::encode_entry(&mut self.bytes, &entry, self.compress);
+        self.job.keys_saved.fetch_add(1, Ordering::Relaxed);
+        if self.bytes.len() >= CHUNK_BYTES {
+            self.send();
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.job.discarding() {
+            self.send();
+        }
+    }
+}
+
+/// Starts a background save of `shards` (every shard, held by the caller): the file will be
+/// the dataset as it is now. `Err` when the threads cannot start.
+pub fn start(server: &Server, shards: &mut [&mut Shard]) -> Result<Started, String> {
+    let state = &server.persistence;
+    let mut running = state.bgsave.lock();
+    if running.is_some() {
+        return Ok(Started::InProgress);
+    }
+    let handle = server.handle().ok_or("the server is not running")?;
+    let (filename, options) = persistence::save_options(server, shards);
+    let databases = shards.first().map_or(0, |s| s.databases());
+    let sizes: Vec<(usize, usize)> = (0..databases)
+        .map(|db| {
+            let keys = shards.iter().map(|s| s.len(db)).sum();
+            (keys, shards.iter().map(|s| s.expires(db)).sum())
+        })
+        .collect();
+    let job = Arc::new(Job {
+        aborted: AtomicBool::new(false),
+        failed: AtomicBool::new(false),
+        started: Instant::now(),
+        dirty_at_start: server.hot.get(|c| &c.dirty),
+        keys_total: sizes.iter().map(|&(k, _)| k as u64).sum(),
+        keys_saved: AtomicU64::new(0),
+    });
+    let temp = temp_name();
+    let file = File::create(&temp).map_err(|e| format!("Can't save in background: {e}"))?;
+    let (tx, rx) = sync_channel(CHANNEL_CHUNKS);
+    let writer = {
+        let (job, server) = (Arc::clone(&job), Arc::clone(&handle));
+        let incremental = server.config.read().rdb_save_incremental_fsync;
+        move || {
+            let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
+            let result = write(out, options, &sizes, &rx, &job);
+            drop(rx);
+            finish(&server, &job, result, &temp, &filename);
+        }
+    };
+    spawn("bgsave-writer", writer)?;
+    // The walker waits for the shards the caller holds, so it starts before the snapshots do.
+    let walker = {
+        let (job, server) = (Arc::clone(&job), handle);
+        move || walk(&server, &job)
+    };
+    if let Err(e) = spawn("bgsave-walker", walker) {
+        job.abort();
+        return Err(e);
+    }
+    for shard in shards.iter_mut() {
+        shard.snapshot_begin(Box::new(ChunkSink {
+            job: Arc::clone(&job),
+            tx: tx.clone(),
+            compress: options.compress,
+            db: 0,
+            bytes: Vec::with_capacity(CHUNK_BYTES),
+        }));
+    }
+    drop(tx);
+    state.saves.fetch_add(1, Ordering::Relaxed);
+    state
+        .last_bgsave_try_secs
+        .store(unix_ms() / 1000, Ordering::Relaxed);
+    *running = Some(job);
+    crate::log::notice("Background saving started");
+    Ok(Started::Started)
+}
+
+/// Spawns a save thread at the lowest CPU priority, so the clients' threads go first.
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            // SAFETY: setpriority on this thread's own id (Linux: a thread id is a process id
+            // for PRIO_PROCESS) only lowers this thread's scheduling priority.
+            unsafe {
+                let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+                libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+            }
+            f();
+        })
+        .map(drop)
+        .map_err(|e| format!("Can't save in background: {e}"))
+}
+
+/// The walker: every shard's snapshot to its end, a step at a time.
+fn walk(server: &Server, job: &Job) {
+    for index in 0..server.shard_count() {
+        loop {
+            let before = job.keys_saved.load(Ordering::Relaxed);
+            let done = server.lock_shard(index).snapshot_step(WALK_STEP);
+            if done {
+                break;
+            }
+            let delay = server.config.read().rdb_key_save_delay;
+            if delay != 0 && !job.discarding() {
+                let keys = job.keys_saved.load(Ordering::Relaxed) - before;
+                delay_keys(delay, keys);
+            }
+        }
+    }
+}
+
+/// `rdb-key-save-delay` for `keys` keys: microseconds per key, or nanoseconds when negative
+/// (Redis's `debugDelay`).
+fn delay_keys(delay: i32, keys: u64) {
+    let per_key_ns = if delay > 0 {
+        u64::from(delay.unsigned_abs()) * 1000
+    } else {
+        u64::from(delay.unsigned_abs())
+    };
+    std::thread::sleep(std::time::Duration::from_nanos(
+        per_key_ns.saturating_mul(keys),
+    ));
+}
+
+/// The writer: chunks to the file, until every sink is done; then the end of the file and its
+/// fsync. `Err` is the log's text.
+fn write(
+    out: SyncEvery,
+    options: SaveOptions,
+    sizes: &[(usize, usize)],
+    rx: &Receiver<Chunk>,
+    job: &Job,
+) -> Result<(), String> {
+    let failed = |e: std::io::Error| format!("Write error saving DB on disk: {e}");
+    let mut w =
+        rdb::Writer::new(BufWriter::with_capacity(CHUNK_BYTES, out), options).map_err(failed)?;
+    let mut selected: Option<usize> = None;
+    let mut sized = vec![false; sizes.len()];
+    for chunk in rx {
+        if job.aborted.load(Ordering::Relaxed) {
+            return Err("aborted".into());
+        }
+        if selected != Some(chunk.db) {
+            let first = !std::mem::replace(&mut sized[chunk.db], true);
+            w.select(chunk.db, first.then_some(sizes[chunk.db]))
+                .map_err(failed)?;
+            selected = Some(chunk.db);
+        }
+        w.records(&chunk.bytes).map_err(failed)?;
+    }
+    if job.aborted.load(Ordering::Relaxed) {
+        return Err("aborted".into());
+    }
+    let out = w
+        .finish()
+        .map_err(failed)?
+        .into_inner()
+        .map_err(|e| failed(e.into_error()))?;
+    out.finish().map_err(failed)
+}
+
+/// After the writer: the rename on success, the temp file removed otherwise, and the status.
+fn finish(server: &Server, job: &Job, result: Result<(), String>, temp: &str, filename: &str) {
+    let state = &server.persistence;
+    let result = result.and_then(|()| persistence::commit(temp, filename));
+    let aborted = job.aborted.load(Ordering::Relaxed);
+    if result.is_err() {
+        let _ = std::fs::remove_file(temp);
+    }
+    match result {
+        _ if aborted => crate::log::notice("Background saving aborted"),
+        Ok(()) => {
+            crate::log::notice("DB saved on disk");
+            state
+                .dirty_at_save
+                .store(job.dirty_at_start, Ordering::Relaxed);
+            state
+                .last_save_secs
+                .store(unix_ms() / 1000, Ordering::Relaxed);
+            state.last_bgsave_ok.store(true, Ordering::Relaxed);
+            crate::log::notice("Background saving terminated with success");
+        }
+        Err(e) => {
+            crate::log::warning(&e);
+            state.last_bgsave_ok.store(false, Ordering::Relaxed);
+            crate::log::warning("Background saving error");
+        }
+    }
+    if !aborted {
+        state
+            .last_bgsave_secs
+            .store(job.elapsed_secs() as i64, Ordering::Relaxed);
+    }
+    *state.bgsave.lock() = None;
+}
+
+/// The running save, if any.
+pub fn running(server: &Server) -> Option<Arc<Job>> {
+    server.persistence.bgsave.lock().clone()
+}
+
+/// Aborts the running save, if any (FLUSHALL and SHUTDOWN, where Redis kills its child).
+pub fn abort(server: &Server) {
+    if let Some(job) = running(server) {
+        job.abort();
+        let _ = std::fs::remove_file(temp_name());
+    }
+}
+
+/// The file a background save writes before its rename.
+fn temp_name() -> String {
+    format!("temp-bg-{}.rdb", std::process::id())
+}
+
+/// Thread 0's cron: a scheduled BGSAVE, or a save point that is due, starts a save (Redis's
+/// `serverCron`). Takes every shard only when it starts one.
+pub fn cron(server: &Server) {
+    let state = &server.persistence;
+    if state.bgsave.lock().is_some() {
+        return;
+    }
+    let now = unix_ms() / 1000;
+    let may_retry = state.last_bgsave_ok.load(Ordering::Relaxed)
+        || now.saturating_sub(state.last_bgsave_try_secs.load(Ordering::Relaxed))
+            > RETRY_DELAY_SECS;
+    if !may_retry {
+        return;
+    }
+    let due = if state.bgsave_scheduled.load(Ordering::Relaxed) {
+        true
+    } else {
+        let changes = persistence::changes_since_save(server);
+        let since = now.saturating_sub(state.last_save_secs.load(Ordering::Relaxed));
+        let point = server
+            .config
+            .read()
+            .save
+            .iter()
+            .copied()
+            .find(|&(secs, n)| changes >= n as u64 && since > secs as u64);
+        if let Some((secs, n)) = point {
+            crate::log::notice(&format!("{n} changes in {secs} seconds. Saving..."));
+        }
+        point.is_some()
+    };
+    if due {
+        let mut guards: Vec<_> = (0..server.shard_count())
+            .map(|i| server.lock_shard(i))
+            .collect();
+        let mut shards: Vec<&mut Shard> = guards.iter_mut().map(|g| &mut **g).collect();
+        if let Err(e) = start(server, &mut shards) {
+            crate::log::warning(&e);
+            state.last_bgsave_ok.store(false, Ordering::Relaxed);
+            state.last_bgsave_try_secs.store(now, Ordering::Relaxed);
+        }
+        state.bgsave_scheduled.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Whether writes are refused with MISCONF: `stop-writes-on-bgsave-error` with save points,
+/// after a failed background save (Redis's `writeCommandsDeniedByDiskError`).
+pub fn writes_denied(server: &Server) -> bool {
+    !server.persistence.last_bgsave_ok.load(Ordering::Relaxed) && {
+        let c = server.config.read();
+        c.stop_writes_on_bgsave_error && !c.save.is_empty()
+    }
+}
