@@ -241,17 +241,15 @@ fn walk(server: &Server, job: &Job) {
     }
 }
 
-/// `rdb-key-save-delay` for `keys` keys: microseconds per key, or nanoseconds when negative
-/// (Redis's `debugDelay`).
+/// `rdb-key-save-delay` for `keys` keys: `delay` µs per key, or when negative 1 µs per
+/// `-delay` keys (Redis's `debugDelay` sleeps 1 µs with probability 1 / -delay).
 fn delay_keys(delay: i32, keys: u64) {
-    let per_key_ns = if delay > 0 {
-        u64::from(delay.unsigned_abs()) * 1000
+    let us = if delay > 0 {
+        u64::from(delay.unsigned_abs()).saturating_mul(keys)
     } else {
-        u64::from(delay.unsigned_abs())
+        keys / u64::from(delay.unsigned_abs())
     };
-    std::thread::sleep(std::time::Duration::from_nanos(
-        per_key_ns.saturating_mul(keys),
-    ));
+    std::thread::sleep(std::time::Duration::from_micros(us));
 }
 
 /// The writer: chunks to the file, until every sink is done; then the end of the file and its
