@@ -226,7 +226,8 @@ pub struct Reader<'a> {
     pos: usize,
 }
 
-const TRUNCATED: FormatError = FormatError("unexpected end of RDB data");
+/// What a read past the end of the input fails with.
+pub const TRUNCATED: FormatError = FormatError("unexpected end of RDB data");
 
 impl<'a> Reader<'a> {
     pub fn new(bytes: &'a [u8]) -> Self {
@@ -236,6 +237,11 @@ impl<'a> Reader<'a> {
     /// Bytes consumed so far.
     pub fn pos(&self) -> usize {
         self.pos
+    }
+
+    /// The bytes consumed so far.
+    pub fn consumed(&self) -> &'a [u8] {
+        &self.bytes[..self.pos]
     }
 
     /// Bytes not yet consumed; `pos() + remaining()` is the input's length.

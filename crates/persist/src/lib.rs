@@ -16,10 +16,12 @@
 //! | `value.rs` | one value: its RDB type and object, from a store view and back into a shard |
 //! | `dump.rs` | DUMP payloads: a value, the RDB version and a CRC-64 |
 //! | `rdb.rs` | RDB files: header, AUX fields, databases, keys with expiries, EOF and CRC-64 |
+//! | `fuzz.rs` | the `rdb_load` fuzz target's checks (RDB files whole and windowed, DUMP payloads) |
 
 pub mod codec;
 pub mod crc64;
 pub mod dump;
+mod fuzz;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
@@ -27,6 +29,8 @@ pub mod rdb;
 pub mod value;
 pub mod ziplist;
 pub mod zipmap;
+
+pub use fuzz::fuzz_check;
 
 use std::fmt;
 

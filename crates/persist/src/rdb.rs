@@ -203,26 +203,138 @@ pub struct Loaded {
 pub fn read<'a>(
     bytes: &'a [u8],
     databases: usize,
-    mut key: impl FnMut(usize, Cow<'a, [u8]>, Value<'a>, Option<u64>),
+    key: impl FnMut(usize, Cow<'a, [u8]>, Value<'a>, Option<u64>),
 ) -> Result<Loaded, LoadError> {
-    let version = check_header(bytes)?;
-    let format = |e| LoadError::Format(e, None);
-    let mut r = Reader::new(&bytes[9..]);
-    let mut loaded = Loaded {
-        version,
-        ..Loaded::default()
-    };
-    let (mut db, mut expire_at) = (0usize, None);
-    loop {
-        let op = r.u8().map_err(format)?;
-        match op {
-            opcode::EOF => break,
+    let mut stream = Stream::new(databases);
+    stream.feed(bytes, true, usize::MAX, key)?;
+    stream.finish()
+}
+
+/// A file read piece by piece (the server's load, which never holds the whole file): `feed`
+/// takes the bytes that follow what it consumed so far, parses the whole records among them,
+/// and says how many bytes it consumed; the caller keeps the rest and appends more.
+///
+/// A record that does not parse in a window that is not the file's last is retried with more
+/// bytes: a record cut by the window's end fails like a corrupt one (a count larger than the
+/// bytes left, a string past the end), so only once the window holds the rest of the file is a
+/// failure the file's. Each record changes the stream's state only once it parsed whole, so a
+/// retry starts from the same state.
+#[derive(Debug)]
+pub struct Stream {
+    databases: usize,
+    /// `None` until the header was read.
+    version: Option<u16>,
+    db: usize,
+    expire_at: Option<u64>,
+    loaded: Loaded,
+    /// CRC-64 of every byte consumed so far.
+    crc: u64,
+    /// The EOF opcode and the trailer were read.
+    ended: bool,
+}
+
+impl Stream {
+    pub fn new(databases: usize) -> Stream {
+        Stream {
+            databases,
+            version: None,
+            db: 0,
+            expire_at: None,
+            loaded: Loaded::default(),
+            crc: 0,
+            ended: false,
+        }
+    }
+
+    /// Keys read so far.
+    pub fn keys(&self) -> usize {
+        self.loaded.keys
+    }
+
+    /// The AUX fields read so far, in file order.
+    pub fn aux(&self) -> &[(Vec<u8>, Vec<u8>)] {
+        &self.loaded.aux
+    }
+
+    /// Whether the file was read to its end (EOF and the checksum).
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// Parses the whole records at the start of `window`, at most `max_keys` keys, calling
+    /// `key` for each key; returns the bytes consumed. `last`: `window` holds the rest of the
+    /// file, so a record that does not parse is the file's error.
+    pub fn feed<'a>(
+        &mut self,
+        window: &'a [u8],
+        last: bool,
+        max_keys: usize,
+        mut key: impl FnMut(usize, Cow<'a, [u8]>, Value<'a>, Option<u64>),
+    ) -> Result<usize, LoadError> {
+        let mut r = Reader::new(window);
+        let mut consumed = 0;
+        let mut keys = 0;
+        let result = loop {
+            if self.ended || keys == max_keys {
+                break Ok(());
+            }
+            let step = if self.version.is_none() {
+                self.header(&mut r)
+            } else {
+                self.record(&mut r, &mut key)
+            };
+            match step {
+                Ok(got_key) => {
+                    keys += usize::from(got_key);
+                    consumed = r.pos();
+                }
+                Err(_) if !last => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        self.crc = crc64(self.crc, &window[..consumed]);
+        result.map(|()| consumed)
+    }
+
+    /// What the file held besides its keys, once it was read to its end.
+    pub fn finish(self) -> Result<Loaded, LoadError> {
+        if !self.ended {
+            let e = if self.version.is_none() {
+                LoadError::Version("(wrong signature trying to load DB from file)".into())
+            } else {
+                LoadError::Format(codec::TRUNCATED, None)
+            };
+            return Err(e);
+        }
+        Ok(self.loaded)
+    }
+
+    fn header(&mut self, r: &mut Reader<'_>) -> Result<bool, LoadError> {
+        let bytes = r.bytes(9).map_err(|_| {
+            LoadError::Version("(wrong signature trying to load DB from file)".into())
+        })?;
+        let version = check_header(bytes)?;
+        self.version = Some(version);
+        self.loaded.version = version;
+        Ok(false)
+    }
+
+    /// One record (an opcode and what follows it); true when it was a key. On `Err` the
+    /// stream is as it was before the record.
+    fn record<'a>(
+        &mut self,
+        r: &mut Reader<'a>,
+        key: &mut impl FnMut(usize, Cow<'a, [u8]>, Value<'a>, Option<u64>),
+    ) -> Result<bool, LoadError> {
+        let format = |e| LoadError::Format(e, None);
+        match r.u8().map_err(format)? {
+            opcode::EOF => self.trailer(r)?,
             opcode::SELECTDB => {
                 let n = r.len_value().map_err(format)?;
-                if n >= databases as u64 {
-                    return Err(LoadError::Database(databases as u64));
+                if n >= self.databases as u64 {
+                    return Err(LoadError::Database(self.databases as u64));
                 }
-                db = n as usize;
+                self.db = n as usize;
             }
             opcode::RESIZEDB => {
                 r.len_value().map_err(format)?;
@@ -231,11 +343,11 @@ pub fn read<'a>(
             opcode::AUX => {
                 let k = r.string().map_err(format)?.into_owned();
                 let v = r.string().map_err(format)?.into_owned();
-                loaded.aux.push((k, v));
+                self.loaded.aux.push((k, v));
             }
-            opcode::EXPIRETIME_MS => expire_at = Some(r.millis_le().map_err(format)?),
+            opcode::EXPIRETIME_MS => self.expire_at = Some(r.millis_le().map_err(format)?),
             opcode::EXPIRETIME => {
-                expire_at = Some(u64::from(r.seconds_le().map_err(format)?) * 1000);
+                self.expire_at = Some(u64::from(r.seconds_le().map_err(format)?) * 1000);
             }
             opcode::IDLE => drop(r.len_value().map_err(format)?),
             opcode::FREQ => drop(r.u8().map_err(format)?),
@@ -245,7 +357,7 @@ pub fn read<'a>(
             }
             t => {
                 let name = r.string().map_err(format)?;
-                let v = value::read(t, &mut r).map_err(|e| match e {
+                let v = value::read(t, r).map_err(|e| match e {
                     FormatError("streams are not supported yet") => {
                         LoadError::Unsupported("streams")
                     }
@@ -254,13 +366,30 @@ pub fn read<'a>(
                     }
                     e => LoadError::Format(e, Some(name.to_vec())),
                 })?;
-                key(db, name, v, expire_at.take());
-                loaded.keys += 1;
+                key(self.db, name, v, self.expire_at.take());
+                self.loaded.keys += 1;
+                return Ok(true);
             }
         }
+        Ok(false)
     }
-    check_trailer(bytes, version, r.pos())?;
-    Ok(loaded)
+
+    /// After EOF: the CRC of every byte before it (versions ≥ 5; a stored 0 means none was
+    /// computed). `r` is positioned just after the EOF opcode.
+    fn trailer(&mut self, r: &mut Reader<'_>) -> Result<(), LoadError> {
+        let version = self.version.expect("the header was read");
+        if version >= 5 {
+            let crc = crc64(self.crc, r.consumed());
+            let stored = r
+                .u64_le()
+                .map_err(|_| LoadError::Format(FormatError("the checksum is missing"), None))?;
+            if stored != 0 && stored != crc {
+                return Err(LoadError::Checksum);
+            }
+        }
+        self.ended = true;
+        Ok(())
+    }
 }
 
 /// The version of a file starting `REDISnnnn`.
@@ -277,24 +406,4 @@ fn check_header(bytes: &[u8]) -> Result<u16, LoadError> {
         }
         _ => Err(LoadError::Version(digits.to_string())),
     }
-}
-
-/// The CRC after EOF (`body_len` bytes after the header): versions ≥ 5 have one; 0 means none
-/// was computed.
-fn check_trailer(bytes: &[u8], version: u16, body_len: usize) -> Result<(), LoadError> {
-    if version < 5 {
-        return Ok(());
-    }
-    let end = 9 + body_len;
-    let Some(stored) = bytes.get(end..end + 8) else {
-        return Err(LoadError::Format(
-            FormatError("the checksum is missing"),
-            None,
-        ));
-    };
-    let stored = u64::from_le_bytes(stored.try_into().expect("8 bytes"));
-    if stored != 0 && stored != crc64(0, &bytes[..end]) {
-        return Err(LoadError::Checksum);
-    }
-    Ok(())
 }

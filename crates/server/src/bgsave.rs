@@ -346,7 +346,7 @@ fn temp_name() -> String {
 /// `serverCron`). Takes every shard only when it starts one.
 pub fn cron(server: &Server) {
     let state = &server.persistence;
-    if state.bgsave.lock().is_some() {
+    if state.bgsave.lock().is_some() || state.load.loading.load(Ordering::Relaxed) {
         return;
     }
     let now = unix_ms() / 1000;

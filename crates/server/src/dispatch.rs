@@ -168,19 +168,36 @@ fn check(
     {
         return refuse(Text::Shared(MISCONF));
     }
+    if flags_of(state, spec) & flag::LOADING == 0
+        && server.persistence.load.loading.load(Ordering::Relaxed)
+    {
+        return refuse(Text::Shared(
+            "LOADING Redis is loading the dataset in memory",
+        ));
+    }
     Ok((index, spec))
 }
 
 /// Redis's `shared.bgsaveerr`.
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// The flags dispatch's checks go by: a command's own, and for EXEC also those of every
-/// queued command (Redis's `mstate.cmd_flags`).
+/// The flags dispatch's checks go by: a command's own, and for EXEC also what its queued
+/// commands add: any one's WRITE, and LOADING only if every one has it (Redis's
+/// `mstate.cmd_flags` and `cmd_inv_flags`).
 fn flags_of(state: &ClientState, spec: &Spec) -> u32 {
     match &state.multi {
-        Some(queue) if spec.name == "exec" => queue
-            .iter()
-            .fold(spec.flags, |f, q| f | COMMANDS[q.index].flags),
+        Some(queue) if spec.name == "exec" => {
+            let flags = |q: &Queued| COMMANDS[q.index].flags;
+            let write = queue.iter().fold(0, |f, q| f | flags(q)) & flag::WRITE;
+            let loading = queue.iter().all(|q| flags(q) & flag::LOADING != 0);
+            (spec.flags & !flag::LOADING)
+                | write
+                | if loading {
+                    spec.flags & flag::LOADING
+                } else {
+                    0
+                }
+        }
         _ => spec.flags,
     }
 }

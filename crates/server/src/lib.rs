@@ -37,6 +37,7 @@ pub mod longdouble;
 pub mod net;
 pub mod number;
 pub mod persistence;
+pub mod rdb_load;
 pub mod server;
 
 pub use config::Config;
@@ -56,7 +57,12 @@ pub fn run(config: Config) -> Result<(), String> {
     let server = std::sync::Arc::new(Server::new(config).map_err(|e| e.to_string())?);
     server.set_handle();
     log::notice("Server initialized");
-    persistence::load_at_startup(&server)?;
+    // Clients may connect from here on; until the file is loaded they get -LOADING.
+    server
+        .persistence
+        .load
+        .loading
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let listeners = net::bind(&server, threads).map_err(|e| e.to_string())?;
     let mut polls = Vec::new();
     for _ in 0..threads {
@@ -74,8 +80,6 @@ pub fn run(config: Config) -> Result<(), String> {
         threads,
         server.shard_count()
     ));
-    log::notice("Ready to accept connections tcp");
-    config::effects::notify_ready(server.config.read().supervised);
     let mut handles = Vec::new();
     for (index, (poll, listeners)) in polls.into_iter().zip(listeners).enumerate() {
         let server = std::sync::Arc::clone(&server);
@@ -86,6 +90,9 @@ pub fn run(config: Config) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         );
     }
+    rdb_load::load_at_startup(&server)?;
+    log::notice("Ready to accept connections tcp");
+    config::effects::notify_ready(server.config.read().supervised);
     for handle in handles {
         match handle.join() {
             Ok(Ok(())) => {}

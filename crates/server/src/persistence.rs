@@ -42,6 +42,8 @@ pub struct State {
     /// Whether the last background save worked (`rdb_last_bgsave_status`); a SAVE that works
     /// sets it too, as Redis's `rdbSave` does.
     pub last_bgsave_ok: AtomicBool,
+    /// A load in progress (`rdb_load.rs`).
+    pub load: crate::rdb_load::Progress,
     /// Seconds the last background save took (`rdb_last_bgsave_time_sec`; -1: none yet).
     pub last_bgsave_secs: AtomicI64,
     /// Unix seconds when a background save was last started (the retry delay's clock).
@@ -220,129 +222,6 @@ fn write_keyspace<W: Write>(
     Ok(())
 }
 
-/// Loads `dbfilename` from the working directory into the shards, if the file exists:
-/// `Ok(None)` when there is none. The caller holds every shard; keys are added to what is there
-/// (replacing a key of the same name).
-pub fn load(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>, String> {
-    let filename = server.config.read().dbfilename.clone();
-    let bytes = match std::fs::read(&filename) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let now = unix_ms();
-    let databases = shards.first().map_or(0, |s| s.databases());
-    let (mut expired, mut failed) = (0usize, None);
-    let mut batch: Vec<Record> = Vec::with_capacity(LOAD_BATCH);
-    let loaded = rdb::read(&bytes, databases, |db, key, value, expire_at| {
-        if expire_at.is_some_and(|at| at <= now) {
-            expired += 1;
-            return;
-        }
-        batch.push((server.shard_of(&key), db, key, value, expire_at));
-        if batch.len() == LOAD_BATCH {
-            store_batch(shards, &mut batch, &mut failed);
-        }
-    })
-    .map_err(|e| e.to_string())?;
-    store_batch(shards, &mut batch, &mut failed);
-    if let Some(e) = failed {
-        return Err(e.to_string());
-    }
-    log_loaded(&loaded, expired, now);
-    let state = &server.persistence;
-    let stored = loaded.keys - expired;
-    state
-        .last_load_keys_loaded
-        .store(stored as u64, Ordering::Relaxed);
-    state
-        .last_load_keys_expired
-        .store(expired as u64, Ordering::Relaxed);
-    Ok(Some(stored))
-}
-
-/// A key read from the file: its shard (hashed once), database, name, value, expiry (borrowing
-/// the file's bytes where they are stored raw).
-type Record<'a> = (
-    usize,
-    usize,
-    std::borrow::Cow<'a, [u8]>,
-    persist::value::Value<'a>,
-    Option<u64>,
-);
-
-/// Keys stored per batch: their lookups are prefetched stage by stage first, as a pipeline's
-/// are (`net/prefetch.rs`), so the cache misses of one key overlap the others'. (A 1M-key load
-/// spent half its time in the lookup's misses and the page's memmove without it.)
-const LOAD_BATCH: usize = 16;
-
-/// Stores `batch` (emptying it) in the shards; the first failure is kept in `failed`.
-fn store_batch(
-    shards: &mut [&mut Shard],
-    batch: &mut Vec<Record<'_>>,
-    failed: &mut Option<store::StoreError>,
-) {
-    for stage in 0..3 {
-        for (shard, db, key, ..) in batch.iter() {
-            shards[*shard].prefetch(*db, key, stage);
-        }
-    }
-    for (shard, db, key, value, expire_at) in batch.drain(..) {
-        let shard = &mut *shards[shard];
-        if let Err(e) = persist::value::store(&value, shard, db, &key, expire_at)
-            && failed.is_none()
-        {
-            *failed = Some(e);
-        }
-    }
-}
-
-/// Redis's log lines of a load.
-fn log_loaded(loaded: &rdb::Loaded, expired: usize, now_ms: u64) {
-    let aux = |name: &[u8]| {
-        loaded
-            .aux
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-    };
-    if let Some(v) = aux(b"redis-ver") {
-        crate::log::notice(&format!("Loading RDB produced by version {v}"));
-    }
-    if let Some(ctime) = aux(b"ctime").and_then(|c| c.parse::<u64>().ok()) {
-        let age = (now_ms / 1000).saturating_sub(ctime);
-        crate::log::notice(&format!("RDB age {age} seconds"));
-    }
-    if let Some(mem) = aux(b"used-mem").and_then(|m| m.parse::<f64>().ok()) {
-        crate::log::notice(&format!(
-            "RDB memory usage when created {:.2} Mb",
-            mem / 1024.0 / 1024.0
-        ));
-    }
-    crate::log::notice(&format!(
-        "Done loading RDB, keys loaded: {}, keys expired: {expired}.",
-        loaded.keys - expired
-    ));
-}
-
-/// Startup: loads the RDB file if there is one (Redis's `loadDataFromDisk`).
-pub fn load_at_startup(server: &Server) -> Result<(), String> {
-    let started = std::time::Instant::now();
-    let mut guards: Vec<_> = (0..server.shard_count())
-        .map(|i| server.lock_shard(i))
-        .collect();
-    let mut shards: Vec<&mut Shard> = guards.iter_mut().map(|g| &mut **g).collect();
-    let loaded = load(server, &mut shards)
-        .map_err(|e| format!("Fatal error loading the DB: {e}. Exiting."))?;
-    if loaded.is_some() {
-        crate::log::notice(&format!(
-            "DB loaded from disk: {:.3} seconds",
-            started.elapsed().as_secs_f64()
-        ));
-    }
-    Ok(())
-}
-
 /// The start of a shutdown (Redis's `prepareForShutdown`): a running background save is
 /// aborted and its temp file removed, as Redis kills its child; then whether the shutdown
 /// saves: SAVE and NOSAVE decide, else the configured `save` points.
@@ -351,7 +230,9 @@ pub fn begin_shutdown(server: &Server, save: bool, nosave: bool) -> bool {
         crate::log::warning("There is a background save in progress. Aborting it!");
         crate::bgsave::abort(server);
     }
-    !nosave && (save || !server.config.read().save.is_empty())
+    // A save while loading would write a partial dataset over the file being loaded.
+    let loading = server.persistence.load.loading.load(Ordering::Relaxed);
+    !loading && !nosave && (save || !server.config.read().save.is_empty())
 }
 
 /// The save before exiting (`prepareForShutdown`): whether the server may exit (the save

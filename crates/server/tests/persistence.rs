@@ -1,6 +1,7 @@
 //! The RDB file of a running densekv: SAVE and restart, the save at SIGTERM and SHUTDOWN (and
 //! their NOSAVE, SAVE and FORCE), a save that fails, FLUSHALL's save, DEBUG RELOAD beside
-//! redis-server, a redis-server file loaded at startup, and SIGKILL in the middle of a SAVE.
+//! redis-server, a redis-server file loaded at startup, SIGKILL in the middle of a SAVE, and
+//! `-LOADING` while a file loads.
 //! Every server runs in its own temporary directory (`--dir`), and data is compared by DEBUG
 //! DIGEST, which is equal for equal datasets on densekv and redis-server.
 
@@ -254,5 +255,47 @@ fn sigkill_during_save_leaves_the_previous_file_whole() {
         // Start over from the old file for the next kill.
         std::fs::write(&file, &old).unwrap();
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn clients_get_loading_while_the_file_loads() {
+    let dir = temp_dir("loading");
+    let server = densekv_in(&dir, &[]);
+    let mut c = server.connect();
+    c.cmd(&["DEBUG", "POPULATE", "20000"]);
+    let digest = c.cmd(&["DEBUG", "DIGEST"]);
+    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    drop(c);
+    drop(server);
+    let size = std::fs::metadata(dir.join("dump.rdb")).unwrap().len();
+    // 50 µs per key: about a second of loading.
+    let mut args = vec!["--dir", dir.to_str().unwrap(), "--key-load-delay", "50"];
+    args.extend_from_slice(&DEBUG_ON);
+    let server = Server::densekv_loading(&args);
+    let mut c = server.connect();
+    let loading = b"-LOADING Redis is loading the dataset in memory\r\n";
+    assert_eq!(c.cmd(&["GET", "key:1"]), loading);
+    assert_eq!(c.cmd(&["PING"]), loading);
+    assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GET", "key:1"]), loading);
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        b"-EXECABORT Transaction discarded because of previous errors.\r\n"
+    );
+    assert_eq!(info_field(&mut c, "loading"), "1");
+    assert_eq!(info_field(&mut c, "loading_total_bytes"), size.to_string());
+    let perc: f64 = info_field(&mut c, "loading_loaded_perc").parse().unwrap();
+    assert!((0.0..100.0).contains(&perc), "{perc}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while info_field(&mut c, "loading") == "1" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the load does not end"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(info_field(&mut c, "rdb_last_load_keys_loaded"), "20000");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -549,7 +549,7 @@ fn reload(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 (0..shard.databases()).for_each(|db| shard.flush(db));
             }
         }
-        match crate::persistence::load(server, shards) {
+        match crate::rdb_load::load_held(server, shards) {
             Ok(Some(_)) => Ok(()),
             Ok(None) => Err("ERR Error trying to load the RDB dump"),
             Err(e) => {

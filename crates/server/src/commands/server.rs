@@ -395,7 +395,8 @@ fn info_persistence(t: &mut String, server: &Server) {
     };
     let _ = write!(
         t,
-        "loading:0\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:{perc:.2}\r\ncurrent_save_keys_processed:{processed}\r\ncurrent_save_keys_total:{total}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
+        "loading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:{perc:.2}\r\ncurrent_save_keys_processed:{processed}\r\ncurrent_save_keys_total:{total}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
+        u8::from(p.load.loading.load(Ordering::Relaxed)),
         crate::persistence::changes_since_save(server),
         u8::from(job.is_some()),
         p.last_save_secs.load(Ordering::Relaxed),
@@ -410,7 +411,44 @@ fn info_persistence(t: &mut String, server: &Server) {
         p.last_load_keys_expired.load(Ordering::Relaxed),
         p.last_load_keys_loaded.load(Ordering::Relaxed),
     );
+    info_aof_at_rest(t);
+    if p.load.loading.load(Ordering::Relaxed) {
+        info_loading(t, &p.load);
+    }
+}
+
+/// INFO's AOF fields: there is no AOF yet.
+fn info_aof_at_rest(t: &mut String) {
     t.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n");
+}
+
+/// INFO's fields of a load in progress, with Redis's percentage and ETA arithmetic.
+fn info_loading(t: &mut String, load: &crate::rdb_load::Progress) {
+    let start = load.start_secs.load(Ordering::Relaxed);
+    let total = load.total_bytes.load(Ordering::Relaxed);
+    let used_mem = load.rdb_used_mem.load(Ordering::Relaxed);
+    let loaded = load.loaded_bytes.load(Ordering::Relaxed);
+    let (perc, remaining) = if total > 0 {
+        (
+            loaded as f64 * 100.0 / total as f64,
+            total.saturating_sub(loaded),
+        )
+    } else if used_mem > 0 {
+        let perc = (loaded as f64 * 100.0 / used_mem as f64).min(99.99);
+        (perc, used_mem.saturating_sub(loaded).max(1))
+    } else {
+        (0.0, 1)
+    };
+    let elapsed = (crate::server::unix_ms() / 1000).saturating_sub(start);
+    let eta = if elapsed == 0 {
+        1
+    } else {
+        elapsed * remaining / (loaded + 1)
+    };
+    let _ = write!(
+        t,
+        "loading_start_time:{start}\r\nloading_total_bytes:{total}\r\nloading_rdb_used_mem:{used_mem}\r\nloading_loaded_bytes:{loaded}\r\nloading_loaded_perc:{perc:.2}\r\nloading_eta_seconds:{eta}\r\n"
+    );
 }
 
 /// Writes INFO's stats section: connection, command, traffic, keyspace and error counters.

@@ -402,7 +402,7 @@ directives! {
     repl_ping_replica_period: i32 = 10; "repl-ping-replica-period" | "repl-ping-slave-period", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), REPLICATION, None;
     list_compress_depth: i32 = 0; "list-compress-depth", DEBUG | MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::NoEffect("densekv does not compress list chunks: its density comes from packing, and an LZF pass would cost every read of an inner chunk"), None;
     rdb_key_save_delay: i32 = 0; "rdb-key-save-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), Status::Works("the background save's walk sleeps this many µs per key (when negative, 1 µs per that many keys), outside every lock: a testing knob, as in Redis"), None;
-    key_load_delay: i32 = 0; "key-load-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), NOTHING_TO_DO, None;
+    key_load_delay: i32 = 0; "key-load-delay", MODIFIABLE | HIDDEN, number(Int, INT_MIN, INT_MAX, INTEGER, None), Status::Works("loading sleeps this many µs per key (when negative, 1 µs per that many keys), holding no shard: a testing knob, as in Redis"), None;
     active_expire_effort: i32 = 1; "active-expire-effort", MODIFIABLE, number(Int, 1, 10, INTEGER, None), Status::NoEffect("densekv's active expiry has a fixed budget: 25% of each cron period"), None;
     hz: u32 = 10; "hz", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::Works("kept within 1-500, as Redis does"), Hz;
     min_replicas_to_write: i32 = 0; "min-replicas-to-write" | "min-slaves-to-write", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::Refused("replication"), None;

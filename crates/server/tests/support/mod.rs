@@ -55,6 +55,8 @@ pub struct Server {
     child: Child,
     pub port: u16,
     pub kind: Kind,
+    /// Whether starting waits until the data file is loaded (INFO's `loading:0`).
+    wait_loaded: bool,
 }
 
 /// The redis-server binary, if installed.
@@ -101,6 +103,16 @@ impl Server {
         Server::start(Kind::Redis, &path, &args)
     }
 
+    /// Starts densekv like `densekv`, but returns as soon as it answers, while it may still be
+    /// loading its data file.
+    pub fn densekv_loading(extra: &[&str]) -> Server {
+        let mut args = vec!["--save", ""];
+        args.extend_from_slice(extra);
+        let program = env!("CARGO_BIN_EXE_densekv");
+        let bind = ["--bind", "127.0.0.1"];
+        Server::start_in(Kind::Densekv, program, &[], &bind, &args, None, false)
+    }
+
     /// Both servers with the same options.
     pub fn pair(extra: &[&str]) -> (Server, Server) {
         let redis = Server::redis(extra);
@@ -117,11 +129,19 @@ impl Server {
                  tests need their oracle)",
             ),
         };
-        Server::start_in(kind, &program, &[file], &[], extra, Some(cwd))
+        Server::start_in(kind, &program, &[file], &[], extra, Some(cwd), true)
     }
 
     fn start(kind: Kind, program: &str, extra: &[&str]) -> Server {
-        Server::start_in(kind, program, &[], &["--bind", "127.0.0.1"], extra, None)
+        Server::start_in(
+            kind,
+            program,
+            &[],
+            &["--bind", "127.0.0.1"],
+            extra,
+            None,
+            true,
+        )
     }
 
     fn start_in(
@@ -131,6 +151,7 @@ impl Server {
         bind: &[&str],
         extra: &[&str],
         cwd: Option<&std::path::Path>,
+        wait_loaded: bool,
     ) -> Server {
         let mut last_error = String::new();
         for _ in 0..10 {
@@ -151,7 +172,12 @@ impl Server {
             let child = command
                 .spawn()
                 .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
-            let mut server = Server { child, port, kind };
+            let mut server = Server {
+                child,
+                port,
+                kind,
+                wait_loaded,
+            };
             match server.wait_ready() {
                 Ok(()) => return server,
                 Err(e) => last_error = e,
@@ -160,8 +186,8 @@ impl Server {
         panic!("{program} did not start: {last_error}");
     }
 
-    /// Waits until the server answers PING and reports our pid; `Err` when it exited or another
-    /// process answers on the port.
+    /// Waits until the server answers INFO with our pid (and, with `wait_loaded`, has loaded its
+    /// data file); `Err` when it exited or another process answers on the port.
     fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
@@ -175,7 +201,9 @@ impl Server {
             if let Ok(mut client) = Client::try_connect(self.port) {
                 // A server started with requirepass answers NOAUTH: that is ready too. A probe
                 // that fails (a server still starting or stopping on the port) is not ready yet.
-                let sent = client.stream.write_all(&encode(&[b"INFO", b"server"]));
+                let sent = client
+                    .stream
+                    .write_all(&encode(&[b"INFO", b"server", b"persistence"]));
                 let Some(reply) = sent.ok().and_then(|()| client.try_read_reply().ok()) else {
                     std::thread::sleep(Duration::from_millis(20));
                     continue;
@@ -186,7 +214,11 @@ impl Server {
                 let text = String::from_utf8_lossy(&reply).into_owned();
                 let pid = format!("process_id:{}\r\n", self.child.id());
                 if text.contains(&pid) {
-                    return Ok(());
+                    if text.contains("\r\nloading:0\r\n") || !self.wait_loaded {
+                        return Ok(());
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
                 }
                 if text.contains("process_id:") {
                     return Err("another server answers on the port".into());

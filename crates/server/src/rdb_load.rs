@@ -1,0 +1,293 @@
+//! Loading the RDB file (Redis's `rdbLoad`, `loadDataFromDisk`): at startup, while clients are
+//! already connected and get `-LOADING`, and for DEBUG RELOAD. The file is read through a
+//! window, never whole, and each window's keys are stored with the shards held only for that
+//! window, so INFO and the other commands allowed while loading are served in between.
+//!
+//! ```text
+//!  dir/dbfilename ──read──▶ window (4 MiB; doubled while one record does not fit)
+//!        ──persist::rdb::Stream::feed──▶ records borrowing the window
+//!        ──batches of 16, lookups prefetched──▶ shards (held for this window only)
+//!  keys whose TTL has passed are skipped and counted, as a Redis master skips them
+//! ```
+//! INFO persistence shows `loading:1` and the `loading_*` progress fields meanwhile, and the
+//! log gets a progress line every second. `key-load-delay` (Redis's testing knob) sleeps per
+//! key, between windows of 64 keys, with no shard held.
+
+use crate::server::{Server, unix_ms};
+use persist::rdb::Stream;
+use persist::value::Value;
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use store::Shard;
+
+/// Bytes of the file read at a time (a record larger than this grows the window).
+const WINDOW_BYTES: usize = 4 << 20;
+/// Keys stored per batch: their lookups are prefetched stage by stage first, as a pipeline's
+/// are (`net/prefetch.rs`), so the cache misses of one key overlap the others'. (A 1M-key load
+/// spent half its time in the lookup's misses and the page's memmove without it.)
+const LOAD_BATCH: usize = 16;
+/// Keys per window while `key-load-delay` slows the load.
+const DELAYED_WINDOW_KEYS: usize = 64;
+
+/// What INFO shows of a load in progress.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// A load at startup is running: commands without the `loading` flag get `-LOADING`.
+    pub loading: AtomicBool,
+    pub start_secs: AtomicU64,
+    pub total_bytes: AtomicU64,
+    pub loaded_bytes: AtomicU64,
+    /// The file's `used-mem` AUX field.
+    pub rdb_used_mem: AtomicU64,
+}
+
+/// A key read from the file: its shard (hashed once), database, name, value, expiry (borrowing
+/// the window's bytes where they are stored raw).
+type Record<'a> = (usize, usize, Cow<'a, [u8]>, Value<'a>, Option<u64>);
+
+/// Runs `f` with every shard held: the loader's only access to them, once per window.
+pub type Hold<'h> = &'h mut dyn FnMut(&mut dyn FnMut(&mut [&mut Shard]));
+
+/// Loads `dbfilename` from the working directory into the shards, if the file exists:
+/// `Ok(None)` when there is none. `hold` gives the shards for each window; keys are added to
+/// what is there (replacing a key of the same name).
+pub fn load(server: &Server, hold: Hold<'_>) -> Result<Option<usize>, String> {
+    let filename = server.config.read().dbfilename.clone();
+    let mut file = match File::open(&filename) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let progress = &server.persistence.load;
+    progress
+        .start_secs
+        .store(unix_ms() / 1000, Ordering::Relaxed);
+    progress.loaded_bytes.store(0, Ordering::Relaxed);
+    progress.rdb_used_mem.store(0, Ordering::Relaxed);
+    let total = file.metadata().map_or(0, |m| m.len());
+    progress.total_bytes.store(total, Ordering::Relaxed);
+    let databases = server.config.read().databases;
+    let mut load = Load {
+        server,
+        stream: Stream::new(databases),
+        now_ms: unix_ms(),
+        expired: 0,
+        failed: None,
+        logged_aux: false,
+        last_log: Instant::now(),
+    };
+    load.run(&mut file, hold)?;
+    let stored = load.stream.keys() - load.expired;
+    let expired = load.expired;
+    load.stream.finish().map_err(|e| e.to_string())?;
+    crate::log::notice(&format!(
+        "Done loading RDB, keys loaded: {stored}, keys expired: {expired}."
+    ));
+    let state = &server.persistence;
+    state
+        .last_load_keys_loaded
+        .store(stored as u64, Ordering::Relaxed);
+    state
+        .last_load_keys_expired
+        .store(expired as u64, Ordering::Relaxed);
+    Ok(Some(stored))
+}
+
+/// A load under way.
+struct Load<'s> {
+    server: &'s Server,
+    stream: Stream,
+    now_ms: u64,
+    expired: usize,
+    /// The first key that could not be stored.
+    failed: Option<store::StoreError>,
+    logged_aux: bool,
+    last_log: Instant,
+}
+
+impl Load<'_> {
+    /// Reads the file window by window until the stream ends.
+    fn run(&mut self, file: &mut File, hold: Hold<'_>) -> Result<(), String> {
+        let delay = self.server.config.read().key_load_delay;
+        let max_keys = if delay == 0 {
+            usize::MAX
+        } else {
+            DELAYED_WINDOW_KEYS
+        };
+        let mut window = vec![0u8; WINDOW_BYTES];
+        let (mut filled, mut eof) = (0, false);
+        while !self.stream.ended() {
+            while !eof && filled < window.len() {
+                let n = file
+                    .read(&mut window[filled..])
+                    .map_err(|e| e.to_string())?;
+                eof = n == 0;
+                filled += n;
+            }
+            let keys_before = self.stream.keys();
+            let consumed = self.window(&window[..filled], eof, max_keys, hold)?;
+            if let Some(e) = self.failed.take() {
+                return Err(e.to_string());
+            }
+            self.report(consumed);
+            window.copy_within(consumed..filled, 0);
+            filled -= consumed;
+            if consumed == 0 && filled == window.len() {
+                window.resize(window.len() * 2, 0);
+            }
+            delay_keys(delay, self.stream.keys() - keys_before);
+        }
+        Ok(())
+    }
+
+    /// Parses and stores the whole records of one window, with the shards held; returns the
+    /// bytes consumed.
+    fn window(
+        &mut self,
+        bytes: &[u8],
+        last: bool,
+        max_keys: usize,
+        hold: Hold<'_>,
+    ) -> Result<usize, String> {
+        let mut result = Ok(0);
+        let Load {
+            server,
+            stream,
+            now_ms,
+            expired,
+            failed,
+            ..
+        } = self;
+        hold(&mut |shards| {
+            let mut batch: Vec<Record<'_>> = Vec::with_capacity(LOAD_BATCH);
+            result = stream.feed(bytes, last, max_keys, |db, key, value, expire_at| {
+                if expire_at.is_some_and(|at| at <= *now_ms) {
+                    *expired += 1;
+                    return;
+                }
+                batch.push((server.shard_of(&key), db, key, value, expire_at));
+                if batch.len() == LOAD_BATCH {
+                    store_batch(shards, &mut batch, failed);
+                }
+            });
+            store_batch(shards, &mut batch, failed);
+        });
+        result.map_err(|e| e.to_string())
+    }
+
+    /// Progress: INFO's fields, the AUX lines once, a log line a second.
+    fn report(&mut self, consumed: usize) {
+        let progress = &self.server.persistence.load;
+        let loaded = progress
+            .loaded_bytes
+            .fetch_add(consumed as u64, Ordering::Relaxed)
+            + consumed as u64;
+        if !self.logged_aux && (self.stream.keys() > 0 || self.stream.ended()) {
+            self.log_aux();
+            self.logged_aux = true;
+        }
+        if self.last_log.elapsed() >= Duration::from_secs(1) && !self.stream.ended() {
+            self.last_log = Instant::now();
+            let total = progress.total_bytes.load(Ordering::Relaxed).max(1);
+            crate::log::notice(&format!(
+                "Loading RDB: {} keys, {loaded} of {total} bytes ({:.1}%)",
+                self.stream.keys(),
+                loaded as f64 * 100.0 / total as f64
+            ));
+        }
+    }
+
+    /// Redis's log lines for the file's AUX fields.
+    fn log_aux(&self) {
+        let aux = |name: &[u8]| {
+            self.stream
+                .aux()
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        };
+        if let Some(v) = aux(b"redis-ver") {
+            crate::log::notice(&format!("Loading RDB produced by version {v}"));
+        }
+        if let Some(ctime) = aux(b"ctime").and_then(|c| c.parse::<u64>().ok()) {
+            let age = (self.now_ms / 1000).saturating_sub(ctime);
+            crate::log::notice(&format!("RDB age {age} seconds"));
+        }
+        if let Some(mem) = aux(b"used-mem").and_then(|m| m.parse::<u64>().ok()) {
+            let progress = &self.server.persistence.load;
+            progress.rdb_used_mem.store(mem, Ordering::Relaxed);
+            crate::log::notice(&format!(
+                "RDB memory usage when created {:.2} Mb",
+                mem as f64 / 1024.0 / 1024.0
+            ));
+        }
+    }
+}
+
+/// Stores `batch` (emptying it) in the shards; the first failure is kept in `failed`.
+fn store_batch(
+    shards: &mut [&mut Shard],
+    batch: &mut Vec<Record<'_>>,
+    failed: &mut Option<store::StoreError>,
+) {
+    for stage in 0..3 {
+        for (shard, db, key, ..) in batch.iter() {
+            shards[*shard].prefetch(*db, key, stage);
+        }
+    }
+    for (shard, db, key, value, expire_at) in batch.drain(..) {
+        let shard = &mut *shards[shard];
+        if let Err(e) = persist::value::store(&value, shard, db, &key, expire_at)
+            && failed.is_none()
+        {
+            *failed = Some(e);
+        }
+    }
+}
+
+/// `key-load-delay` for `keys` keys: `delay` µs per key, or when negative 1 µs per `-delay`
+/// keys (Redis's `debugDelay`).
+fn delay_keys(delay: i32, keys: usize) {
+    if delay == 0 {
+        return;
+    }
+    let keys = keys as u64;
+    let us = if delay > 0 {
+        u64::from(delay.unsigned_abs()).saturating_mul(keys)
+    } else {
+        keys / u64::from(delay.unsigned_abs())
+    };
+    std::thread::sleep(Duration::from_micros(us));
+}
+
+/// Loads the shards DEBUG RELOAD holds.
+pub fn load_held(server: &Server, shards: &mut [&mut Shard]) -> Result<Option<usize>, String> {
+    load(server, &mut |f| f(shards))
+}
+
+/// Startup (Redis's `loadDataFromDisk`): loads the RDB file if there is one, with
+/// `loading:1` meanwhile; each window holds every shard.
+pub fn load_at_startup(server: &Server) -> Result<(), String> {
+    let started = Instant::now();
+    let progress = &server.persistence.load;
+    let mut hold = |f: &mut dyn FnMut(&mut [&mut Shard])| {
+        let mut guards: Vec<_> = (0..server.shard_count())
+            .map(|i| server.lock_shard(i))
+            .collect();
+        let mut shards: Vec<&mut Shard> = guards.iter_mut().map(|g| &mut **g).collect();
+        f(&mut shards);
+    };
+    let loaded = load(server, &mut hold);
+    progress.loading.store(false, Ordering::Relaxed);
+    let loaded = loaded.map_err(|e| format!("Fatal error loading the DB: {e}. Exiting."))?;
+    if loaded.is_some() {
+        crate::log::notice(&format!(
+            "DB loaded from disk: {:.3} seconds",
+            started.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(())
+}
