@@ -140,13 +140,28 @@ impl SnapshotSink for ChunkSink {
 }
 
 /// Starts a background save of `shards` (every shard, held by the caller): the file will be
-/// the dataset as it is now. `Err` when the threads cannot start.
+/// the dataset as it is now. `Err` when it cannot start (the temp file, the threads), which
+/// counts as a failed save, as a failed fork does in Redis.
 pub fn start(server: &Server, shards: &mut [&mut Shard]) -> Result<Started, String> {
     let state = &server.persistence;
     let mut running = state.bgsave.lock();
     if running.is_some() {
         return Ok(Started::InProgress);
     }
+    state
+        .last_bgsave_try_secs
+        .store(unix_ms() / 1000, Ordering::Relaxed);
+    let job = begin(server, shards).inspect_err(|_| {
+        state.last_bgsave_ok.store(false, Ordering::Relaxed);
+    })?;
+    state.saves.fetch_add(1, Ordering::Relaxed);
+    *running = Some(job);
+    crate::log::notice("Background saving started");
+    Ok(Started::Started)
+}
+
+/// `start`'s work: the job, its threads, and a snapshot begun in every shard.
+fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String> {
     let handle = server.handle().ok_or("the server is not running")?;
     let (filename, options) = persistence::save_options(server, shards);
     let databases = shards.first().map_or(0, |s| s.databases());
@@ -177,7 +192,9 @@ pub fn start(server: &Server, shards: &mut [&mut Shard]) -> Result<Started, Stri
             finish(&server, &job, result, &temp, &filename);
         }
     };
-    spawn("bgsave-writer", writer)?;
+    spawn("bgsave-writer", writer).inspect_err(|_| {
+        let _ = std::fs::remove_file(temp_name());
+    })?;
     // The walker waits for the shards the caller holds, so it starts before the snapshots do.
     let walker = {
         let (job, server) = (Arc::clone(&job), handle);
@@ -197,16 +214,10 @@ pub fn start(server: &Server, shards: &mut [&mut Shard]) -> Result<Started, Stri
         }));
     }
     drop(tx);
-    state.saves.fetch_add(1, Ordering::Relaxed);
-    state
-        .last_bgsave_try_secs
-        .store(unix_ms() / 1000, Ordering::Relaxed);
-    *running = Some(job);
-    crate::log::notice("Background saving started");
-    Ok(Started::Started)
+    Ok(job)
 }
 
-/// Spawns a save thread at the lowest CPU priority, so the clients' threads go first.
+/// Spawns a save thread at a lower CPU priority (nice 10), so the clients' threads go first.
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<(), String> {
     std::thread::Builder::new()
         .name(name.into())
@@ -380,8 +391,6 @@ pub fn cron(server: &Server) {
         let mut shards: Vec<&mut Shard> = guards.iter_mut().map(|g| &mut **g).collect();
         if let Err(e) = start(server, &mut shards) {
             crate::log::warning(&e);
-            state.last_bgsave_ok.store(false, Ordering::Relaxed);
-            state.last_bgsave_try_secs.store(now, Ordering::Relaxed);
         }
         state.bgsave_scheduled.store(false, Ordering::Relaxed);
     }
