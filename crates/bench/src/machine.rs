@@ -1,6 +1,7 @@
 //! What the harness reads from the machine: the process's memory from `/proc/self/status`, a
 //! description of the machine for the JSON report, the date, and whether `perf` can count cache
-//! misses here.
+//! misses here; for the persist suite, a server's children (`/proc/<pid>/task/<pid>/children`)
+//! and a child's private memory (`/proc/<pid>/smaps_rollup`).
 //!
 //! Memory is read from `/proc` rather than `getrusage`: `ru_maxrss` gives only the peak, and the
 //! accounting check needs the current resident size (`VmRSS`) as well as the peak (`VmHWM`).
@@ -40,6 +41,40 @@ pub fn parse_status(status: &str) -> Memory {
         peak_rss_bytes: field("VmHWM:"),
         rss_bytes: field("VmRSS:"),
     }
+}
+
+/// The pids of the processes the main thread of `pid` forked that are still alive (a fork from
+/// the main thread lists the child under `task/<pid>`; threads of their own would list theirs
+/// under their own task). Empty when `pid` is gone.
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// The memory only `pid` maps (`Private_Clean + Private_Dirty` of `/proc/<pid>/smaps_rollup`),
+/// in bytes; 0 when it is gone. After a fork, a page either process has written since is
+/// private to each side; a page neither wrote is shared and already in the parent's `VmRSS`.
+pub fn private_bytes(pid: u32) -> u64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"));
+    parse_private(&rollup.unwrap_or_default())
+}
+
+/// `Private_Clean + Private_Dirty` (in kB, as the kernel prints them) of a `smaps_rollup` text,
+/// in bytes.
+pub fn parse_private(rollup: &str) -> u64 {
+    rollup
+        .lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix("Private_Clean:")
+                .or_else(|| line.strip_prefix("Private_Dirty:"))?;
+            rest.split_whitespace().next()?.parse::<u64>().ok()
+        })
+        .sum::<u64>()
+        * 1024
 }
 
 /// Minor page faults of the calling process so far (`minflt` of `/proc/self/stat`): a fault on
@@ -202,7 +237,9 @@ pub fn wait_with_timeout(
 
 #[cfg(test)]
 mod tests {
-    use super::{cpu_model, iso8601_utc, parse_perf_csv, parse_stat_minflt, parse_status};
+    use super::{
+        cpu_model, iso8601_utc, parse_perf_csv, parse_private, parse_stat_minflt, parse_status,
+    };
 
     #[test]
     fn status_fields_are_read_in_bytes() {
@@ -218,6 +255,17 @@ mod tests {
     fn own_status_is_readable() {
         let mem = super::memory();
         assert!(mem.rss_bytes > 0 && mem.peak_rss_bytes >= mem.rss_bytes);
+    }
+
+    #[test]
+    fn private_memory_adds_clean_and_dirty() {
+        let rollup = "55d0a000-7ffd1000 ---p 00000000 00:00 0  [rollup]\nRss:  3000 kB\n\
+                      Shared_Clean:  1000 kB\nShared_Dirty:  500 kB\nPrivate_Clean:  200 kB\n\
+                      Private_Dirty:  1300 kB\nReferenced:  3000 kB\n";
+        assert_eq!(parse_private(rollup), 1500 * 1024);
+        assert_eq!(parse_private(""), 0);
+        assert!(super::private_bytes(std::process::id()) > 0);
+        assert!(super::children(u32::MAX).is_empty());
     }
 
     #[test]

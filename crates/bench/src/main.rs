@@ -4,16 +4,17 @@
 //! ```text
 //! cargo run --release -p bench -- heap [--quick] [--rounds N] [--workload W,..] [--alloc A,..]
 //! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
+//! cargo run --release -p bench -- persist [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
 //!
 //! Suites are subcommands: `heap` today (densekv's heap against mimalloc, jemalloc and the system
-//! allocator; see `workload.rs` for its dimensions and `docs/heap-bench.md`); `maps`, `shapes`
-//! and `server` (densekv against redis-server) join as their crates land, and `all` runs every
-//! suite there is. Each suite prints its tables and writes `bench-results/<suite>.json` in the
-//! workspace root. Measurements that need a clean process (peak RSS) re-execute this binary
-//! through a hidden subcommand (`heap-child`).
+//! allocator; see `workload.rs` for its dimensions and `docs/heap-bench.md`); `maps`, `shapes`,
+//! `server` and `persist` (densekv against redis-server) join as their crates land, and `all`
+//! runs every suite there is. Each suite prints its tables and writes
+//! `bench-results/<suite>.json` in the workspace root. Measurements that need a clean process
+//! (peak RSS) re-execute this binary through a hidden subcommand (`heap-child`).
 //!
 //! `server` measures the densekv binary against redis-server (memory per entry, redis-benchmark
 //! throughput, growth; see `server_suite.rs` and `docs/BENCHMARKS.md`), in modules `server_*`:
@@ -30,6 +31,13 @@ mod child;
 mod heap_report;
 mod heap_suite;
 mod machine;
+mod persist_bgsave;
+mod persist_latency;
+mod persist_markdown;
+mod persist_report;
+mod persist_server;
+mod persist_speed;
+mod persist_suite;
 mod rng;
 mod server_memory;
 mod server_proc;
@@ -63,9 +71,11 @@ enum Suite {
     Heap(heap_suite::HeapArgs),
     /// densekv's server against redis-server: memory per entry, throughput, growth.
     Server(server_suite::ServerArgs),
+    /// densekv's persistence against redis-server: BGSAVE memory, p99 during BGSAVE, SAVE/load.
+    Persist(persist_suite::PersistArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, then server (same --quick and --out-dir).
+    /// Every suite there is: heap, shapes, server, then persist (same --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -108,6 +118,7 @@ fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Suite::Heap(args) => heap_suite::run(&args),
         Suite::Server(args) => server_suite::run(&args),
+        Suite::Persist(args) => persist_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
@@ -123,7 +134,13 @@ fn main() -> ExitCode {
                 out_dir: args.out_dir.clone(),
                 ..server_suite::ServerArgs::default()
             };
-            server_suite::run(&server).map(|server_ok| heap_ok && server_ok)
+            let server_ok = server_suite::run(&server)?;
+            let persist = persist_suite::PersistArgs {
+                quick: args.quick,
+                out_dir: args.out_dir.clone(),
+                ..persist_suite::PersistArgs::default()
+            };
+            persist_suite::run(&persist).map(|persist_ok| heap_ok && server_ok && persist_ok)
         }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };

@@ -1,10 +1,10 @@
 //! Starting and stopping the servers under test, and reading their memory.
 //!
 //! Each server is a child process of the harness, started as
-//! `<binary> --port P --bind 127.0.0.1 --save "" --appendonly no` on a port the kernel just gave
-//! us (bind `127.0.0.1:0`, read the port, close, pass it on; if the server then fails to bind
-//! because someone else took the port in between, we retry with a new one). Port 6379 is never
-//! used unless the kernel hands it out, which it does not for ephemeral ports.
+//! `<binary> --port P --bind 127.0.0.1 --save "" --appendonly no [extra arguments]` on a port the
+//! kernel just gave us (bind `127.0.0.1:0`, read the port, close, pass it on; if the server then
+//! fails to bind because someone else took the port in between, we retry with a new one). Port
+//! 6379 is never used unless the kernel hands it out, which it does not for ephemeral ports.
 //!
 //! A [`ServerProcess`] stops its child in `Drop` (SIGTERM by pid, SIGKILL through the handle
 //! after two seconds), so a panic unwinding through the suite stops the servers too. Ctrl-C is
@@ -28,8 +28,11 @@ use serde::Serialize;
 use crate::machine;
 use crate::server_resp::{Connection, Reply};
 
-/// How long a server may take to answer its first PING.
-const STARTUP_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a server may take to answer its first PING (a restart loads its file first).
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+/// Between PING attempts at startup. Short, because the persist suite times a restart to its
+/// first PONG (a load of 10⁶ keys takes about a second); a failed attempt costs a connect.
+const STARTUP_POLL: Duration = Duration::from_millis(5);
 /// How long a reply may take during a measurement (a 10⁷ load batch included).
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
 const START_ATTEMPTS: usize = 5;
@@ -63,6 +66,8 @@ pub struct ServerProcess {
     pub port: u16,
     child: Child,
     log_path: PathBuf,
+    /// Seconds from the spawn to the first PONG.
+    pub ready_secs: f64,
 }
 
 /// A port that was free a moment ago.
@@ -74,10 +79,16 @@ impl ServerProcess {
     /// Starts `binary` on a fresh ephemeral port and waits until it answers PING. Its output goes
     /// to a log file in the temporary directory, whose tail is quoted if it fails to start.
     pub fn start(kind: ServerKind, binary: &Path) -> Result<Self, String> {
+        Self::start_with(kind, binary, &[])
+    }
+
+    /// [`start`](Self::start) with `extra` appended to the command line (`--dir D`, ...); a later
+    /// option overrides an earlier one in both servers.
+    pub fn start_with(kind: ServerKind, binary: &Path, extra: &[String]) -> Result<Self, String> {
         let mut last_error = String::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port().map_err(|e| format!("no free port: {e}"))?;
-            match Self::start_on(kind, binary, port) {
+            match Self::start_on(kind, binary, port, extra) {
                 Ok(server) => return Ok(server),
                 Err(error) => last_error = error,
             }
@@ -88,7 +99,12 @@ impl ServerProcess {
         ))
     }
 
-    fn start_on(kind: ServerKind, binary: &Path, port: u16) -> Result<Self, String> {
+    fn start_on(
+        kind: ServerKind,
+        binary: &Path,
+        port: u16,
+        extra: &[String],
+    ) -> Result<Self, String> {
         let log_path = std::env::temp_dir().join(format!(
             "densekv-bench-{}-{}-{port}.log",
             kind.name(),
@@ -96,9 +112,11 @@ impl ServerProcess {
         ));
         let log = File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let log_err = log.try_clone().map_err(|e| e.to_string())?;
+        let spawned = Instant::now();
         let child = Command::new(binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
@@ -110,8 +128,10 @@ impl ServerProcess {
             port,
             child,
             log_path,
+            ready_secs: 0.0,
         };
         server.wait_ready()?;
+        server.ready_secs = spawned.elapsed().as_secs_f64();
         Ok(server)
     }
 
@@ -135,13 +155,18 @@ impl ServerProcess {
                     self.log_tail()
                 ));
             }
-            thread::sleep(Duration::from_millis(25));
+            thread::sleep(STARTUP_POLL);
         }
+    }
+
+    /// The server's whole log so far (its stdout and stderr).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log_path).unwrap_or_default()
     }
 
     /// The last lines of the server's log.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let text = self.log_text();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(5)..].join(" | ")
     }

@@ -251,11 +251,11 @@ pub struct ServerSuiteReport {
     pub runs: Vec<BenchRun>,
 }
 
-fn num(value: Option<f64>, precision: usize) -> String {
+pub fn num(value: Option<f64>, precision: usize) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.precision$}"))
 }
 
-fn ratio_text(value: Option<f64>) -> String {
+pub fn ratio_text(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}x"))
 }
 
@@ -425,7 +425,7 @@ pub fn growth_throughput_table(rows: &[ThroughputRow], markdown: bool) -> String
 
 /// Lays out a table: right-aligned padded columns, or Markdown (left column left-aligned,
 /// numbers right-aligned).
-fn table(header: &[&str], body: &[Vec<String>], markdown: bool) -> String {
+pub fn table(header: &[&str], body: &[Vec<String>], markdown: bool) -> String {
     let mut out = String::new();
     if markdown {
         let _ = writeln!(out, "| {} |", header.join(" | "));

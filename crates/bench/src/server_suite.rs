@@ -1,7 +1,8 @@
 //! `bench server`: densekv against redis-server in one run: memory per entry for every workload,
 //! redis-benchmark throughput and latency for every standard test at `-P 1` and `-P 16`, and the
 //! growth of both with N. Prints progress on stderr and the tables on stdout, writes
-//! `bench-results/server.json`, `docs/BENCHMARKS.md`, and the charts (through `bench/plot.py`).
+//! `bench-results/server.json`, `docs/BENCHMARKS.md` (keeping the persist suite's section), and
+//! the charts (through `bench/plot.py`).
 //!
 //! Dimensions: server × memory workload (`server_workload.rs`) × N, and server × redis-benchmark
 //! test × pipeline depth × round. Order of work:
@@ -28,6 +29,7 @@ use clap::{Args, ValueEnum};
 
 use crate::heap_suite::workspace_root;
 use crate::machine::MachineInfo;
+use crate::persist_markdown;
 use crate::server_memory::{self, MemoryMeasurement};
 use crate::server_proc::{self, ServerKind, ServerProcess};
 use crate::server_rb::{self, CLIENTS, KEYSPACE, TESTS};
@@ -275,7 +277,7 @@ pub fn run(args: &ServerArgs) -> Result<bool, String> {
 }
 
 /// Checks that redis-server runs; if the default one is missing, installs the Debian packages.
-fn ensure_redis(redis: &Path) -> Result<(), String> {
+pub fn ensure_redis(redis: &Path) -> Result<(), String> {
     if server_rb::version(redis).is_some() {
         return Ok(());
     }
@@ -297,7 +299,7 @@ fn ensure_redis(redis: &Path) -> Result<(), String> {
 }
 
 /// The densekv binary to measure, or why there is none.
-fn resolve_densekv(args: &ServerArgs) -> (Option<PathBuf>, String) {
+pub fn resolve_densekv(args: &ServerArgs) -> (Option<PathBuf>, String) {
     if args.no_densekv {
         return (None, "not measured (--no-densekv)".to_owned());
     }
@@ -689,8 +691,16 @@ fn write_outputs(args: &ServerArgs, report: &ServerSuiteReport) -> Result<(), St
         (None, false) => root.join("docs"),
     };
     let md_path = docs_dir.join("BENCHMARKS.md");
+    // The persist suite's section lives in the same file: keep it.
+    let kept = std::fs::read_to_string(&md_path)
+        .ok()
+        .and_then(|old| persist_markdown::section(&old));
+    let text = match kept {
+        Some(section) => persist_markdown::splice(&markdown(report), &section),
+        None => markdown(report),
+    };
     std::fs::create_dir_all(&docs_dir)
-        .and_then(|()| std::fs::write(&md_path, markdown(report)))
+        .and_then(|()| std::fs::write(&md_path, text))
         .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
     println!("wrote {}", md_path.display());
     plot(&root, &json_path, &docs_dir);

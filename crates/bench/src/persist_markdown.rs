@@ -1,0 +1,357 @@
+//! The persist suite's text: the tables printed on stdout and the `## Persistence` section of
+//! `docs/BENCHMARKS.md` (method, command, the summary against densekv's targets, one table per
+//! figure), from a [`PersistReport`].
+//!
+//! The section lives in the file the server suite writes whole; that suite keeps it
+//! ([`section`], [`splice`]) and this one replaces only it, in place or at the end.
+
+use std::fmt::Write as _;
+
+use crate::persist_report::{
+    BgsaveSummary, Headline, LatencySummary, PersistReport, SpeedSummary, TARGET_P99_RATIO,
+    TARGET_PEAK_RATIO,
+};
+use crate::server_report::{num, ratio_text, table};
+
+/// The heading that starts this suite's section of `docs/BENCHMARKS.md`.
+pub const SECTION_HEADING: &str = "## Persistence";
+
+/// The summary table.
+pub fn headline_table(rows: &[Headline], markdown: bool) -> String {
+    let header = [
+        "figure",
+        "densekv",
+        "redis",
+        "densekv/redis",
+        "target",
+        "met",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.figure.to_owned(),
+                num(row.densekv, 3),
+                num(row.redis, 3),
+                ratio_text(row.ratio),
+                row.target.clone(),
+                match row.met {
+                    Some(true) => "yes".to_owned(),
+                    Some(false) => "NO".to_owned(),
+                    None => "-".to_owned(),
+                },
+            ]
+        })
+        .collect();
+    table(&header, &body, markdown)
+}
+
+fn mib(bytes: Option<f64>) -> Option<f64> {
+    bytes.map(|b| b / f64::from(1u32 << 20))
+}
+
+/// The BGSAVE memory table.
+pub fn bgsave_table(rows: &[BgsaveSummary], markdown: bool) -> String {
+    let header = [
+        "server",
+        "D",
+        "rounds counted",
+        "before MiB",
+        "peak MiB",
+        "peak/before",
+        "save s",
+        "overwrite s",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.server.name().to_owned(),
+                row.delay.to_string(),
+                format!("{}/{}", row.rounds_counted, row.rounds),
+                num(mib(row.before_bytes), 1),
+                num(mib(row.peak_bytes), 1),
+                num(row.peak_ratio, 3),
+                num(row.save_secs, 2),
+                num(row.overwrite_secs, 2),
+            ]
+        })
+        .collect();
+    table(&header, &body, markdown)
+}
+
+/// The p99 table.
+pub fn latency_table(rows: &[LatencySummary], markdown: bool) -> String {
+    let header = [
+        "test",
+        "server",
+        "p99 without ms",
+        "p99 with ms",
+        "with/without",
+        "saves per run",
+        "save running",
+    ];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.test.clone(),
+                row.server.name().to_owned(),
+                num(row.p99_without_ms, 3),
+                num(row.p99_with_ms, 3),
+                ratio_text(row.ratio),
+                num(row.saves_started, 0),
+                row.busy_fraction
+                    .map_or_else(|| "-".to_owned(), |b| format!("{:.0}%", b * 100.0)),
+            ]
+        })
+        .collect();
+    table(&header, &body, markdown)
+}
+
+/// The SAVE and load table.
+pub fn speed_table(rows: &[SpeedSummary], markdown: bool) -> String {
+    let header = ["figure", "densekv", "redis", "densekv/redis"];
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            vec![
+                row.figure.to_owned(),
+                num(row.densekv_secs, 3),
+                num(row.redis_secs, 3),
+                ratio_text(row.ratio),
+            ]
+        })
+        .collect();
+    table(&header, &body, markdown)
+}
+
+/// The text printed on stdout at the end of a run.
+pub fn render(report: &PersistReport) -> String {
+    let mut out = String::new();
+    let c = &report.config;
+    if !report.bgsave.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nBGSAVE under a full overwrite of N = {} keys: peak / before of resident memory \
+             (redis-server: parent VmRSS + the child's private memory); medians of the counted \
+             rounds\n",
+            c.n
+        );
+        out.push_str(&bgsave_table(&report.bgsave, false));
+        let _ = writeln!(
+            out,
+            "densekv/redis of peak/before: {} (densekv's target: peak/before <= {TARGET_PEAK_RATIO:.2})",
+            ratio_text(report.bgsave_ratio)
+        );
+    }
+    if !report.latency.is_empty() {
+        let _ = writeln!(
+            out,
+            "\np99 latency without and with back-to-back BGSAVEs: {}; medians of {} rounds \
+             (densekv's target: with/without <= {TARGET_P99_RATIO:.1})\n",
+            c.benchmark_command, c.rounds
+        );
+        out.push_str(&latency_table(&report.latency, false));
+    }
+    if !report.speed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSAVE and load of N = {} keys; medians of {} rounds, the ratio the median of \
+             per-round densekv / redis (below 1: densekv is faster)\n",
+            c.n, c.rounds
+        );
+        out.push_str(&speed_table(&report.speed, false));
+    }
+    if !report.headlines.is_empty() {
+        out.push_str("\nsummary: medians, with densekv's targets\n\n");
+        out.push_str(&headline_table(&report.headlines, false));
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    for failure in &report.failures {
+        let _ = writeln!(out, "FAILED: {failure}");
+    }
+    out
+}
+
+/// The `## Persistence` section of `docs/BENCHMARKS.md`, ending in a blank line.
+pub fn markdown_section(report: &PersistReport) -> String {
+    let mut out = String::new();
+    let c = &report.config;
+    let _ = writeln!(
+        out,
+        "{SECTION_HEADING}: BGSAVE memory, latency during BGSAVE, SAVE and load\n\n\
+         Generated by `{}` on {}, a 2-core shared machine: medians over {} rounds, densekv and \
+         redis-server ({}) measured one after the other in each round (who goes first \
+         alternates), every server fresh, on an ephemeral port, in a temporary directory of its \
+         own (`--dir`, `--save \"\"`, `--appendonly no`, `--enable-debug-command yes`). The \
+         dataset is `DEBUG POPULATE {} key 16`: N keys `key:0` … `key:<N-1>` of 16-byte values. \
+         JSON in `bench-results/persist.json`; the code is `crates/bench/src/persist_*.rs`. \
+         The command:\n\n```sh\n{}\n```\n",
+        report.command,
+        report.machine.date_utc,
+        c.rounds,
+        report.versions.redis_server.as_deref().unwrap_or("unknown"),
+        c.n,
+        cargo_command(&report.command)
+    );
+    out.push_str(&headline_table(&report.headlines, true));
+    out.push_str("\nThe figures in detail:\n\n");
+    markdown_bgsave(&mut out, report);
+    markdown_latency(&mut out, report);
+    markdown_speed(&mut out, report);
+    if !report.notes.is_empty() || !report.failures.is_empty() {
+        for note in &report.notes {
+            let _ = writeln!(out, "- note: {note}");
+        }
+        for failure in &report.failures {
+            let _ = writeln!(out, "- FAILED: {failure}");
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `bench persist ...` as `cargo run --release -p bench -- persist ...`.
+fn cargo_command(command: &str) -> String {
+    let args = command.strip_prefix("bench ").unwrap_or(command);
+    format!("cargo run --release -p bench -- {args}")
+}
+
+fn markdown_bgsave(out: &mut String, report: &PersistReport) {
+    if report.bgsave.is_empty() {
+        return;
+    }
+    let c = &report.config;
+    let _ = writeln!(
+        out,
+        "**BGSAVE peak memory under a full overwrite.** *Before* is the server's `VmRSS` after \
+         the populate. Then `CONFIG SET rdb-key-save-delay D` (densekv D = {}: {} µs per key \
+         its walk encodes, while a key a client overwrites first reaches the save as a \
+         pre-image at no delay, so its save ends with the overwrite; redis-server D = {}: \
+         1 µs with probability 1/{} per key, each such sleep 50–100 µs with the kernel's timer \
+         slack), `BGSAVE`, and at once `SET key:<i> <new 16-byte value>` \
+         for every i from one connection in pipelined batches of {}, while the memory is sampled \
+         every {} ms until `INFO persistence` shows `rdb_bgsave_in_progress:0`. densekv does not \
+         fork: its memory is its `VmRSS`. redis-server's is the parent's `VmRSS` plus the \
+         child's `Private_Clean + Private_Dirty` (`/proc/<child>/smaps_rollup`, the child found \
+         in `/proc/<pid>/task/<pid>/children`). A round counts only if the save was still running \
+         when the overwrite's last batch was sent (D is chosen so it is). densekv's target: \
+         peak/before ≤ {:.2}.\n",
+        c.densekv_delay,
+        c.densekv_delay,
+        c.redis_delay,
+        c.redis_delay.unsigned_abs(),
+        c.batch_len,
+        c.poll_ms,
+        TARGET_PEAK_RATIO
+    );
+    out.push_str(&bgsave_table(&report.bgsave, true));
+    let _ = writeln!(
+        out,
+        "\ndensekv/redis of peak/before: {}.\n",
+        ratio_text(report.bgsave_ratio)
+    );
+}
+
+fn markdown_latency(out: &mut String, report: &PersistReport) {
+    if report.latency.is_empty() {
+        return;
+    }
+    let c = &report.config;
+    let _ = writeln!(
+        out,
+        "**p99 latency during BGSAVE.** The N keys are loaded under redis-benchmark's own names \
+         (`key:%012d`, 16-byte values) so that `-r N` makes every SET overwrite a saved key and \
+         every GET hit; `rdb-key-save-delay` is 0. redis-benchmark runs once with no save \
+         (*without*) and once while a thread sends `BGSAVE` whenever `INFO persistence` (read \
+         every {} ms) shows none running (*with*; *saves per run* and *save running*, the share \
+         of its looks that found a save, show how well the saves covered the run). \
+         *with/without* is the median over rounds of each round's p99 with / p99 without. \
+         densekv's target: ≤ {:.1}. Command (`P` is the port):\n\n```sh\n{}\n```\n",
+        c.poll_ms, TARGET_P99_RATIO, c.benchmark_command
+    );
+    out.push_str(&latency_table(&report.latency, true));
+    out.push('\n');
+}
+
+fn markdown_speed(out: &mut String, report: &PersistReport) {
+    if report.speed.is_empty() {
+        return;
+    }
+    out.push_str(
+        "**SAVE and load.** `SAVE` timed at the client; then the server restarted on its file, \
+         timed from the spawn to the first PONG answered (polled every 5 ms), and the server's \
+         own log line `DB loaded from disk: X seconds` (both log it), with `DBSIZE` checked \
+         against N. Each server then starts on a copy of the other's `dump.rdb` (`DBSIZE` \
+         checked), which shows the files move both ways. *densekv/redis* is the median of the \
+         per-round ratios (a round's two servers run seconds apart); targets ≤ 1.0 for SAVE and \
+         load.\n\n",
+    );
+    out.push_str(&speed_table(&report.speed, true));
+    out.push('\n');
+}
+
+/// The `## Persistence` section of a `BENCHMARKS.md` text, up to the next `## ` heading.
+pub fn section(doc: &str) -> Option<String> {
+    let (start, end) = section_bounds(doc)?;
+    Some(doc[start..end].to_owned())
+}
+
+/// `doc` with its `## Persistence` section replaced by `section`, or with `section` appended.
+pub fn splice(doc: &str, section: &str) -> String {
+    if let Some((start, end)) = section_bounds(doc) {
+        format!("{}{section}{}", &doc[..start], &doc[end..])
+    } else {
+        let trimmed = doc.trim_end_matches('\n');
+        format!("{trimmed}\n\n{section}")
+    }
+}
+
+/// Byte offsets of the section: its heading's line start, and the next `## ` line's start.
+fn section_bounds(doc: &str) -> Option<(usize, usize)> {
+    let mut offset = 0;
+    let mut start = None;
+    for line in doc.split_inclusive('\n') {
+        if line.starts_with("## ") {
+            match start {
+                None if line.starts_with(SECTION_HEADING) => start = Some(offset),
+                Some(s) => return Some((s, offset)),
+                None => {}
+            }
+        }
+        offset += line.len();
+    }
+    start.map(|s| (s, doc.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cargo_command, section, splice};
+
+    #[test]
+    fn the_command_is_given_as_cargo_runs_it() {
+        assert_eq!(
+            cargo_command("bench persist --rounds 3"),
+            "cargo run --release -p bench -- persist --rounds 3"
+        );
+    }
+
+    #[test]
+    fn the_section_is_replaced_in_place_or_appended() {
+        let doc = "# B\n\n## Memory\n\nm\n\n## Persistence: old\n\nold\n\n## Growth\n\ng\n";
+        assert_eq!(section(doc).unwrap(), "## Persistence: old\n\nold\n\n");
+        let new = "## Persistence: new\n\nnew\n\n";
+        assert_eq!(
+            splice(doc, new),
+            "# B\n\n## Memory\n\nm\n\n## Persistence: new\n\nnew\n\n## Growth\n\ng\n"
+        );
+        assert_eq!(
+            splice("# B\n\n## Memory\n\nm\n", new),
+            format!("# B\n\n## Memory\n\nm\n\n{new}")
+        );
+        assert_eq!(section("# B\n## Memory\n"), None);
+    }
+}

@@ -1,0 +1,497 @@
+//! `bench persist`: densekv's persistence against redis-server 7.0 in one run: the memory a
+//! BGSAVE costs while every key is overwritten, redis-benchmark's p99 while saves run, and the
+//! speed of SAVE and of loading the file. Prints progress on stderr and the tables on stdout,
+//! writes `bench-results/persist.json` and (on a full run) the `## Persistence` section of
+//! `docs/BENCHMARKS.md`.
+//!
+//! Dimensions: server × figure × round. Each round runs every figure on densekv and on
+//! redis-server, one after the other (who goes first alternates by round), each on a fresh
+//! server in a temporary directory of its own:
+//!
+//! 1. **BGSAVE peak memory** (`persist_bgsave.rs`): peak / before while N keys are overwritten
+//!    during a save slowed by `rdb-key-save-delay` (`--densekv-delay`, `--redis-delay`).
+//! 2. **p99 during BGSAVE** (`persist_latency.rs`): redis-benchmark `set,get` without saves and
+//!    with saves back to back.
+//! 3. **SAVE and load** (`persist_speed.rs`): SAVE, a restart on the file, and each server
+//!    loading the other's file.
+//!
+//! Shared pieces: `persist_server.rs` (directories, keys, INFO), `persist_report.rs` (medians,
+//! JSON), `persist_markdown.rs` (tables, the Markdown section), and the server suite's process
+//! handling, RESP client and redis-benchmark runner. Measurements run one at a time: on two
+//! cores a second server would take the core the measured one's save or benchmark needs.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+
+use crate::heap_suite::workspace_root;
+use crate::machine::MachineInfo;
+use crate::persist_bgsave::{self, BgsaveSample};
+use crate::persist_latency::{self, LatencySample};
+use crate::persist_markdown::{self, markdown_section, render};
+use crate::persist_report::{
+    PersistConfig, PersistReport, bgsave_summary, headlines, latency_summary, speed_summary,
+};
+use crate::persist_server::{self, TempDir};
+use crate::persist_speed::{self, SpeedSample};
+use crate::server_proc::{self, ServerKind};
+use crate::server_rb::{self, CLIENTS};
+use crate::server_report::Versions;
+use crate::server_suite::{self, ServerArgs};
+use crate::stats::ratio;
+
+/// A figure of the suite; the value of `--only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Figure {
+    Bgsave,
+    Latency,
+    Speed,
+}
+
+/// densekv's `rdb-key-save-delay` during the overwrite: 3 µs per key makes a save of 10⁶ keys
+/// last about 3 s, past the overwrite's one to two.
+pub const DENSEKV_DELAY_DEFAULT: i32 = 10;
+/// redis-server's: one ~50 µs sleep per ten keys in probability, about 5 s for 10⁶ keys.
+pub const REDIS_DELAY_DEFAULT: i32 = -10;
+
+/// Arguments of `bench persist`.
+#[derive(Debug, Clone, Args)]
+pub struct PersistArgs {
+    /// Keys in the dataset [default: 1000000, quick: 100000].
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// A smoke run: N = 100000, 20000 requests, one round.
+    #[arg(long)]
+    pub quick: bool,
+    /// Rounds [default: 3, quick: 1].
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// redis-benchmark requests per test and run of the latency figure [default: 200000,
+    /// quick: 20000].
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// densekv's rdb-key-save-delay during the overwrite: µs per key.
+    #[arg(long, default_value_t = DENSEKV_DELAY_DEFAULT, allow_negative_numbers = true)]
+    pub densekv_delay: i32,
+    /// redis-server's rdb-key-save-delay during the overwrite: negative, 1 µs per that many keys
+    /// (in probability).
+    #[arg(long, default_value_t = REDIS_DELAY_DEFAULT, allow_negative_numbers = true)]
+    pub redis_delay: i32,
+    /// The densekv binary [default: `cargo build --release -p server`, then
+    /// `<target>/release/densekv`].
+    #[arg(long)]
+    pub densekv: Option<PathBuf>,
+    /// The redis-server binary [default: redis-server].
+    #[arg(long)]
+    pub redis: Option<PathBuf>,
+    /// The redis-benchmark binary [default: redis-benchmark].
+    #[arg(long)]
+    pub redis_benchmark: Option<PathBuf>,
+    /// Only these figures, comma-separated [default: bgsave,latency,speed].
+    #[arg(long = "only", value_enum, value_delimiter = ',')]
+    pub figures: Vec<Figure>,
+    /// Directory for `persist.json` [default: `bench-results/` in the workspace root].
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+    /// Write no `## Persistence` section into `docs/BENCHMARKS.md` (never written with --quick).
+    #[arg(long)]
+    pub no_docs: bool,
+}
+
+impl Default for PersistArgs {
+    /// What the command line gives without options.
+    fn default() -> Self {
+        Self {
+            n: None,
+            quick: false,
+            rounds: None,
+            requests: None,
+            densekv_delay: DENSEKV_DELAY_DEFAULT,
+            redis_delay: REDIS_DELAY_DEFAULT,
+            densekv: None,
+            redis: None,
+            redis_benchmark: None,
+            figures: Vec::new(),
+            out_dir: None,
+            no_docs: false,
+        }
+    }
+}
+
+/// The resolved settings of one run.
+#[derive(Debug)]
+struct Plan {
+    config: PersistConfig,
+    figures: Vec<Figure>,
+    densekv: PathBuf,
+    redis: PathBuf,
+    redis_benchmark: PathBuf,
+}
+
+impl Plan {
+    fn new(args: &PersistArgs, densekv: PathBuf) -> Self {
+        let n = args
+            .n
+            .unwrap_or(if args.quick { 100_000 } else { 1_000_000 });
+        let requests = args
+            .requests
+            .unwrap_or(if args.quick { 20_000 } else { 200_000 });
+        let shown = persist_latency::arguments(0, requests, n)
+            .into_iter()
+            .map(|a| if a == "0" { "P".to_owned() } else { a })
+            .collect::<Vec<_>>()
+            .join(" ");
+        Self {
+            config: PersistConfig {
+                n,
+                quick: args.quick,
+                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                densekv_delay: args.densekv_delay,
+                redis_delay: args.redis_delay,
+                requests,
+                clients: CLIENTS,
+                batch_len: persist_server::BATCH_LEN,
+                poll_ms: persist_server::POLL_INTERVAL.as_millis() as u64,
+                benchmark_command: format!("redis-benchmark {shown}"),
+            },
+            figures: if args.figures.is_empty() {
+                vec![Figure::Bgsave, Figure::Latency, Figure::Speed]
+            } else {
+                args.figures.clone()
+            },
+            densekv,
+            redis: args.redis.clone().unwrap_or_else(|| "redis-server".into()),
+            redis_benchmark: args
+                .redis_benchmark
+                .clone()
+                .unwrap_or_else(|| "redis-benchmark".into()),
+        }
+    }
+
+    fn binary(&self, kind: ServerKind) -> &Path {
+        match kind {
+            ServerKind::Densekv => &self.densekv,
+            ServerKind::Redis => &self.redis,
+        }
+    }
+
+    fn delay(&self, kind: ServerKind) -> i32 {
+        match kind {
+            ServerKind::Densekv => self.config.densekv_delay,
+            ServerKind::Redis => self.config.redis_delay,
+        }
+    }
+
+    fn wants(&self, figure: Figure) -> bool {
+        self.figures.contains(&figure)
+    }
+}
+
+/// What the run collects as it goes.
+#[derive(Debug, Default)]
+struct Results {
+    bgsave: Vec<BgsaveSample>,
+    latency: Vec<LatencySample>,
+    speed: Vec<SpeedSample>,
+    notes: Vec<String>,
+    failures: Vec<String>,
+}
+
+impl Results {
+    fn fail(&mut self, what: String) {
+        eprintln!("  FAILED: {what}");
+        self.failures.push(what);
+    }
+}
+
+/// The servers in running order for `round`: densekv first at odd rounds, redis at even ones.
+fn ordered(round: usize) -> [ServerKind; 2] {
+    let [d, r] = ServerKind::BOTH;
+    if round.is_multiple_of(2) {
+        [r, d]
+    } else {
+        [d, r]
+    }
+}
+
+/// Runs the suite. `Ok(false)` when it completed but something failed or a BGSAVE round did
+/// not count.
+pub fn run(args: &PersistArgs) -> Result<bool, String> {
+    server_proc::install_interrupt_handler();
+    let started = Instant::now();
+    let redis = args.redis.clone().unwrap_or_else(|| "redis-server".into());
+    server_suite::ensure_redis(&redis)?;
+    let (densekv, densekv_status) = server_suite::resolve_densekv(&ServerArgs {
+        densekv: args.densekv.clone(),
+        ..ServerArgs::default()
+    });
+    let densekv = densekv.ok_or_else(|| format!("densekv: {densekv_status}"))?;
+    let plan = Plan::new(args, densekv);
+    let mut results = Results::default();
+    for round in 1..=plan.config.rounds {
+        run_round(&plan, round, &mut results);
+    }
+    let report = report(&plan, densekv_status, results);
+    print!("{}", render(&report));
+    write_outputs(args, &report)?;
+    println!(
+        "\npersist suite: {:.0} s in all",
+        started.elapsed().as_secs_f64()
+    );
+    let all_counted = report.bgsave_rounds.iter().all(|s| s.counted);
+    Ok(report.failures.is_empty() && all_counted)
+}
+
+fn run_round(plan: &Plan, round: usize, results: &mut Results) {
+    let label = format!("[round {round}/{}]", plan.config.rounds);
+    if plan.wants(Figure::Bgsave) {
+        for kind in ordered(round) {
+            bgsave_round(plan, round, kind, &label, results);
+        }
+    }
+    if plan.wants(Figure::Latency) {
+        for kind in ordered(round) {
+            latency_round(plan, round, kind, &label, results);
+        }
+    }
+    if plan.wants(Figure::Speed) {
+        speed_round(plan, round, &label, results);
+    }
+}
+
+fn bgsave_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, results: &mut Results) {
+    let delay = plan.delay(kind);
+    eprint!("{label} bgsave  {:<8} D={delay:<4}", kind.name());
+    let n = plan.config.n;
+    match persist_bgsave::measure(kind, plan.binary(kind), n, delay, round) {
+        Ok(sample) => {
+            eprintln!(
+                " before {:>7.1} MiB  peak {:>7.1} MiB  {:.3}x  save {:.2} s  overwrite {:.2} s{}",
+                sample.before_bytes as f64 / f64::from(1u32 << 20),
+                sample.peak_bytes as f64 / f64::from(1u32 << 20),
+                sample.ratio(),
+                sample.save_secs,
+                sample.overwrite_secs,
+                if sample.counted { "" } else { "  NOT COUNTED" }
+            );
+            if !sample.counted {
+                results.notes.push(format!(
+                    "{} bgsave round {round}: the save ({:.2} s) ended before the overwrite's \
+                     last batch (overwrite {:.2} s) with D = {delay}; the round does not count \
+                     (raise the delay)",
+                    kind.name(),
+                    sample.save_secs,
+                    sample.overwrite_secs
+                ));
+            }
+            if kind == ServerKind::Redis && !sample.child_seen {
+                results.notes.push(format!(
+                    "redis bgsave round {round}: no child process was seen during the save"
+                ));
+            }
+            results.bgsave.push(sample);
+        }
+        Err(e) => results.fail(format!("{} bgsave round {round}: {e}", kind.name())),
+    }
+}
+
+fn latency_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, results: &mut Results) {
+    eprint!("{label} latency {:<8}", kind.name());
+    let c = &plan.config;
+    let measured = persist_latency::measure(
+        kind,
+        plan.binary(kind),
+        &plan.redis_benchmark,
+        c.n,
+        c.requests,
+        round,
+    );
+    match measured {
+        Ok(samples) => {
+            for s in &samples {
+                eprint!(
+                    "  {} p99 {:.3} → {:.3} ms ({:.2}x)",
+                    s.test,
+                    s.p99_without_ms,
+                    s.p99_with_ms,
+                    s.ratio()
+                );
+            }
+            if let Some(s) = samples.first() {
+                eprint!(
+                    "  {} saves, running {:.0}%",
+                    s.saves_started,
+                    s.busy_fraction * 100.0
+                );
+            }
+            eprintln!();
+            results.latency.extend(samples);
+        }
+        Err(e) => results.fail(format!("{} latency round {round}: {e}", kind.name())),
+    }
+}
+
+/// SAVE and reload on both servers, then each on the other's file.
+fn speed_round(plan: &Plan, round: usize, label: &str, results: &mut Results) {
+    let mut done: Vec<(SpeedSample, TempDir)> = Vec::new();
+    for kind in ordered(round) {
+        eprint!("{label} speed   {:<8}", kind.name());
+        let outcome = TempDir::new(&format!("speed-{}", kind.name())).and_then(|dir| {
+            persist_speed::save_and_reload(kind, plan.binary(kind), plan.config.n, &dir, round)
+                .map(|sample| (sample, dir))
+        });
+        match outcome {
+            Ok((sample, dir)) => {
+                eprintln!(
+                    " SAVE {:.3} s  restart to PONG {:.3} s  logged load {}",
+                    sample.save_secs,
+                    sample.ready_secs,
+                    seconds(sample.loaded_secs)
+                );
+                done.push((sample, dir));
+            }
+            Err(e) => results.fail(format!("{} speed round {round}: {e}", kind.name())),
+        }
+    }
+    if let [(first, first_dir), (second, second_dir)] = &mut done[..] {
+        for (sample, other) in [(first, &*second_dir), (second, &*first_dir)] {
+            let kind = sample.server;
+            eprint!("{label} cross   {:<8}", kind.name());
+            match persist_speed::cross_load(sample, plan.binary(kind), plan.config.n, other) {
+                Ok(()) => eprintln!(
+                    " the other's file: to PONG {}  logged load {}",
+                    seconds(sample.cross_ready_secs),
+                    seconds(sample.cross_loaded_secs)
+                ),
+                Err(e) => results.fail(format!("speed round {round}: {e}")),
+            }
+        }
+    }
+    results
+        .speed
+        .extend(done.into_iter().map(|(sample, _)| sample));
+}
+
+fn seconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "- (no log line)".to_owned(), |v| format!("{v:.3} s"))
+}
+
+fn report(plan: &Plan, densekv_status: String, results: Results) -> PersistReport {
+    let bgsave: Vec<_> = if plan.wants(Figure::Bgsave) {
+        ServerKind::BOTH
+            .iter()
+            .map(|&kind| bgsave_summary(&results.bgsave, kind, plan.delay(kind)))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let bgsave_ratio = match &bgsave[..] {
+        [d, r] => d.peak_ratio.and_then(|d| ratio(d, r.peak_ratio)),
+        _ => None,
+    };
+    let latency = if plan.wants(Figure::Latency) {
+        latency_summary(&results.latency)
+    } else {
+        Vec::new()
+    };
+    let speed = if plan.wants(Figure::Speed) {
+        speed_summary(&results.speed)
+    } else {
+        Vec::new()
+    };
+    PersistReport {
+        suite: "persist",
+        command: std::iter::once("bench".to_owned())
+            .chain(std::env::args().skip(1))
+            .collect::<Vec<_>>()
+            .join(" "),
+        machine: MachineInfo::read(),
+        versions: Versions {
+            redis_server: server_rb::version(&plan.redis),
+            redis_benchmark: server_rb::version(&plan.redis_benchmark),
+            densekv_path: Some(plan.densekv.display().to_string()),
+            densekv_status,
+        },
+        config: plan.config.clone(),
+        headlines: headlines(&bgsave, bgsave_ratio, &latency, &speed),
+        bgsave,
+        bgsave_ratio,
+        latency,
+        speed,
+        bgsave_rounds: results.bgsave,
+        latency_rounds: results.latency,
+        speed_rounds: results.speed,
+        notes: results.notes,
+        failures: results.failures,
+    }
+}
+
+/// Writes the JSON, and on a full run the `## Persistence` section of `docs/BENCHMARKS.md`.
+fn write_outputs(args: &PersistArgs, report: &PersistReport) -> Result<(), String> {
+    let root = workspace_root();
+    let out_dir = args
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| root.join("bench-results"));
+    let json_path = out_dir.join("persist.json");
+    std::fs::create_dir_all(&out_dir)
+        .and_then(|()| {
+            let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
+            std::fs::write(&json_path, json + "\n")
+        })
+        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    println!("\nwrote {}", json_path.display());
+    if args.quick || args.no_docs {
+        return Ok(());
+    }
+    let md_path = root.join("docs").join("BENCHMARKS.md");
+    let doc = std::fs::read_to_string(&md_path).unwrap_or_default();
+    std::fs::write(
+        &md_path,
+        persist_markdown::splice(&doc, &markdown_section(report)),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+    println!(
+        "wrote the {} section of {}",
+        persist_markdown::SECTION_HEADING,
+        md_path.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Figure, PersistArgs, Plan, ordered};
+    use crate::server_proc::ServerKind;
+
+    #[test]
+    fn defaults_and_quick() {
+        let plan = Plan::new(&PersistArgs::default(), "densekv".into());
+        assert_eq!((plan.config.n, plan.config.rounds), (1_000_000, 3));
+        assert_eq!(plan.config.requests, 200_000);
+        assert_eq!(
+            (plan.config.densekv_delay, plan.config.redis_delay),
+            (10, -10)
+        );
+        assert_eq!(
+            plan.config.benchmark_command,
+            "redis-benchmark -h 127.0.0.1 -p P -c 50 -n 200000 -r 1000000 -P 1 --csv -t set,get -d 16"
+        );
+        assert!(plan.wants(Figure::Bgsave) && plan.wants(Figure::Speed));
+        let quick = PersistArgs {
+            quick: true,
+            figures: vec![Figure::Speed],
+            ..PersistArgs::default()
+        };
+        let plan = Plan::new(&quick, "densekv".into());
+        assert_eq!((plan.config.n, plan.config.rounds), (100_000, 1));
+        assert!(!plan.wants(Figure::Bgsave));
+    }
+
+    #[test]
+    fn who_goes_first_alternates() {
+        assert_eq!(ordered(1), [ServerKind::Densekv, ServerKind::Redis]);
+        assert_eq!(ordered(2), [ServerKind::Redis, ServerKind::Densekv]);
+    }
+}
