@@ -401,8 +401,21 @@ impl Page {
     /// The entry bytes of run `p` (all entries, back to back).
     #[inline]
     pub fn entries(&self, p: usize) -> &[u8] {
+        &self.bytes[self.entries_at(p)..self.run_end(p)]
+    }
+
+    /// The byte where run `p`'s entries start (after its hints).
+    #[inline]
+    pub fn entries_at(&self, p: usize) -> usize {
         let (s, c) = self.slot(p);
-        &self.bytes[s + c..self.run_end(p)]
+        s + c
+    }
+
+    /// Sets byte `at` of the page: an entry's first byte, which the map's user owns (PageHash's
+    /// meta) and the page never interprets.
+    #[inline]
+    pub fn set_byte(&mut self, at: usize, byte: u8) {
+        self.bytes[at] = byte;
     }
 
     /// Whether an entry of `len` bytes (plus its hint) fits in run `p`: the page has the room

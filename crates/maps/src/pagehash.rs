@@ -646,6 +646,19 @@ impl PageHash {
         })
     }
 
+    /// A SCAN step (as `scan`) in which `f` may give each entry a new meta byte (`Some`), set
+    /// in place without another lookup (a snapshot's walk marks what it saved this way).
+    pub fn scan_update_meta(
+        &mut self,
+        heap: &Heap,
+        cursor: u64,
+        mut f: impl FnMut(&[u8], ValueRef<'_>) -> Option<Meta>,
+    ) -> u64 {
+        self.table.scan_setting_first_bytes(cursor, |_, _, _, e| {
+            f(Self::key_ref(heap, e), Self::value_ref(heap, e)).map(|m| m.0)
+        })
+    }
+
     /// A random entry chosen by the random number `r` (RANDOMKEY, eviction sampling).
     pub fn sample<'a>(&'a self, heap: &'a Heap, r: u64) -> Option<(&'a [u8], ValueRef<'a>)> {
         self.table

@@ -227,6 +227,17 @@ fn pg<'a>(ptr: PagePtr) -> &'a Page {
 /// Borrow a page of this table for writing.
 #[inline]
 #[allow(clippy::mut_from_ref)]
+/// The scan cursor just past the bucket in tenant slot `tenant` of `page` at `depth` (0 when it
+/// ends the hash space).
+fn bucket_end(page: &Page, tenant: usize, depth: u8) -> u64 {
+    if depth == 0 {
+        return 0;
+    }
+    let (prefix, _) = page.tenant(tenant).expect("live tenant");
+    let end = (u128::from(prefix) + 1) << (64 - u32::from(depth));
+    if end >> 64 != 0 { 0 } else { end as u64 }
+}
+
 fn pg_mut<'a>(ptr: PagePtr) -> &'a mut Page {
     // SAFETY: as in `pg`; callers hold no other reference to this page while they use it.
     unsafe { ptr.get_mut() }
@@ -937,7 +948,6 @@ impl<C: Codec> Table<C> {
     pub fn scan(&self, cursor: u64, mut f: impl FnMut(&Page, usize, u8, &[u8])) -> u64 {
         let (ptr, tenant, depth) = self.locate(cursor);
         let page = pg(ptr);
-        let (prefix, _) = page.tenant(tenant).expect("live tenant");
         // The bucket's entries are exactly its slot's runs.
         for run in tenant * TENANT_RUNS..(tenant + 1) * TENANT_RUNS {
             page.for_each_in_piece(
@@ -946,11 +956,38 @@ impl<C: Codec> Table<C> {
                 |_, _, hint, bytes| f(page, run, hint, bytes),
             );
         }
-        if depth == 0 {
-            return 0;
+        bucket_end(page, tenant, depth)
+    }
+
+    /// A SCAN step (as `scan`) in which `f` may give each entry a new first byte (`Some`),
+    /// written once the bucket was visited. The first byte is the user's (PageHash's meta): the
+    /// table never reads it, so no invariant depends on it.
+    pub fn scan_setting_first_bytes(
+        &mut self,
+        cursor: u64,
+        mut f: impl FnMut(&Page, usize, u8, &[u8]) -> Option<u8>,
+    ) -> u64 {
+        let (ptr, tenant, depth) = self.locate(cursor);
+        let page = pg(ptr);
+        let mut writes: Vec<(usize, u8)> = Vec::new();
+        for run in tenant * TENANT_RUNS..(tenant + 1) * TENANT_RUNS {
+            let base = page.entries_at(run);
+            page.for_each_in_piece(
+                run,
+                |b| C::len_of(b),
+                |_, offset, hint, bytes| {
+                    if let Some(byte) = f(page, run, hint, bytes) {
+                        writes.push((base + offset, byte));
+                    }
+                },
+            );
         }
-        let end = (u128::from(prefix) + 1) << (64 - u32::from(depth));
-        if end >> 64 != 0 { 0 } else { end as u64 }
+        let next = bucket_end(page, tenant, depth);
+        let page = pg_mut(ptr);
+        for (at, byte) in writes {
+            page.set_byte(at, byte);
+        }
+        next
     }
 
     /// A random entry from the random number `r`. Tables of up to `SAMPLE_EXACT_PAGES` pages pick

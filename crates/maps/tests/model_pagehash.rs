@@ -64,6 +64,16 @@ fn check_all(map: &PageHash, heap: &Heap, model: &Model) {
     assert!(got == *model, "iteration differs from the model");
 }
 
+/// A scan step from `cursor` that flips the top meta bit of every entry it visits, in the map
+/// and in the model.
+fn flip_scanned(map: &mut PageHash, heap: &Heap, model: &mut Model, cursor: u64) {
+    map.scan_update_meta(heap, cursor, |k, v| {
+        let flipped = Meta(v.meta.0 ^ 0x80);
+        model.get_mut(k).expect("a visited key is in the model").1 = flipped;
+        Some(flipped)
+    });
+}
+
 fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut heap = Heap::new().unwrap();
@@ -117,6 +127,7 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
                 Some((k, v)) => assert_eq!(model.get(k), Some(&(v.bytes.to_vec(), v.meta))),
                 None => assert!(model.is_empty()),
             },
+            8 if step % 7 == 0 => flip_scanned(&mut map, &heap, &mut model, rng.r#gen()),
             _ => {
                 let got = map.get(&heap, key).map(|v| (v.bytes.to_vec(), v.meta));
                 assert_eq!(got.as_ref(), model.get(key), "seed {seed} step {step}: get");

@@ -37,6 +37,8 @@ pub struct State {
     pub last_load_keys_expired: AtomicU64,
     /// The running background save (`bgsave.rs`).
     pub bgsave: crate::bgsave::Running,
+    /// A background save's walk is not done (the I/O threads check it every loop turn).
+    pub bgsave_walking: AtomicBool,
     /// BGSAVE SCHEDULE (or BGSAVE in a transaction) asked for a save the cron starts.
     pub bgsave_scheduled: AtomicBool,
     /// Whether the last background save worked (`rdb_last_bgsave_status`); a SAVE that works

@@ -7,7 +7,7 @@
 //!
 //!  snapshot_begin   fresh := !fresh                 every stored entry is now "not yet saved"
 //!  snapshot_step    walks a few buckets of each db with the SCAN cursor: each unsaved entry
-//!                   goes to the sink, then its bit := fresh
+//!                   goes to the sink, then its bit := fresh (set in place by the scan)
 //!  preserve         before any write to a key: an unsaved entry goes to the sink first,
 //!                   then its bit := fresh (the write keeps it)
 //!  new entries      are written with bit = fresh: never saved, they are not in the snapshot
@@ -45,9 +45,6 @@ pub(crate) struct Snapshot {
     sink: Box<dyn SnapshotSink>,
     /// Per database, the walk's next SCAN cursor; `None` once the walk of that database is done.
     cursors: Vec<Option<u64>>,
-    /// Keys the current walk step handed over, back to back (their bits are set after the step).
-    keys: Vec<u8>,
-    ends: Vec<usize>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -72,12 +69,7 @@ impl Shard {
             .iter()
             .map(|d| d.keys.as_ref().filter(|k| !k.is_empty()).map(|_| 0))
             .collect();
-        self.snapshot = Some(Box::new(Snapshot {
-            sink,
-            cursors,
-            keys: Vec::new(),
-            ends: Vec::new(),
-        }));
+        self.snapshot = Some(Box::new(Snapshot { sink, cursors }));
     }
 
     /// Whether a snapshot is running.
@@ -156,8 +148,9 @@ impl Shard {
         }
     }
 
-    /// One walk step over `db`: hands over the unsaved entries of the bucket at its cursor and
-    /// moves the cursor on; returns the entries looked at (at least 1, so a walk makes progress).
+    /// One walk step over `db`: hands over the unsaved entries of the bucket at its cursor
+    /// (marking them saved in place) and moves the cursor on; returns the entries looked at (at
+    /// least 1, so a walk makes progress).
     fn walk_bucket(&mut self, db: usize) -> usize {
         let Shard {
             heap,
@@ -174,28 +167,15 @@ impl Shard {
             return 1;
         };
         let fresh = *fresh;
-        let Snapshot {
-            sink,
-            keys: saved,
-            ends,
-            ..
-        } = &mut **snapshot;
-        saved.clear();
-        ends.clear();
+        let sink = &mut snapshot.sink;
         let mut looked = 1;
-        let next = keys.scan(heap, cursor, |key, value| {
+        let next = keys.scan_update_meta(heap, cursor, |key, value| {
             looked += 1;
-            if value.meta.epoch() != fresh {
+            (value.meta.epoch() != fresh).then(|| {
                 sink.entry(db, entry_of(key, split_value(value), heap, shapes));
-                saved.extend_from_slice(key);
-                ends.push(saved.len());
-            }
+                value.meta.with_epoch(fresh)
+            })
         });
-        let mut start = 0;
-        for &end in ends.iter() {
-            keys.update_meta(heap, &saved[start..end], |m| m.with_epoch(fresh));
-            start = end;
-        }
         snapshot.cursors[db] = (next != 0).then_some(next);
         looked
     }

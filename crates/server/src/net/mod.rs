@@ -268,6 +268,8 @@ pub fn run_thread(
         pools: Pools::default(),
         ready: Vec::new(),
         turn: 0,
+        walker: crate::bgsave::Walker::default(),
+        walk_wait: None,
     };
     let mut events = Events::with_capacity(1024);
     let mut next_cron = Instant::now();
@@ -278,6 +280,8 @@ pub fn run_thread(
             continue;
         }
         thread.turn(&events);
+        let busy = !events.is_empty();
+        thread.walk_wait = thread.walker.turn(server, index, threads, busy);
         if Instant::now() >= next_cron {
             thread.cron();
             next_cron = Instant::now() + period;
@@ -358,11 +362,16 @@ struct Thread<'a> {
     ready: Vec<usize>,
     /// Turns run so far; a connection touched this turn carries it in `Conn::turn`.
     turn: u64,
+    /// This thread's share of a background save's walk, and when it wants to run again
+    /// (`None`: nothing to walk).
+    walker: crate::bgsave::Walker,
+    walk_wait: Option<Duration>,
 }
 
 impl Thread<'_> {
     /// Waits for events — polling without sleeping first after a turn that had work — until
-    /// the next cron, a blocked client's timeout, or at once when connections are ready.
+    /// the next cron, a blocked client's timeout, the next step of a background save's walk,
+    /// or at once when connections are ready.
     /// `Ok(false)`: interrupted by a signal, nothing to do.
     fn wait(
         &mut self,
@@ -373,7 +382,8 @@ impl Thread<'_> {
     ) -> io::Result<bool> {
         let worked = !events.is_empty();
         let timeout = if self.ready.is_empty() {
-            self.idle_wait(next_cron)
+            let idle = self.idle_wait(next_cron);
+            self.walk_wait.map_or(idle, |walk| walk.min(idle))
         } else {
             Duration::ZERO
         };
