@@ -31,8 +31,10 @@
 //! A save that fails (the disk, the directory) sets `rdb_last_bgsave_status:err`, which with
 //! `stop-writes-on-bgsave-error` and save points refuses writes with MISCONF (`dispatch.rs`)
 //! until a save works. An aborted save (FLUSHALL, SHUTDOWN, as Redis kills its child) writes
-//! nothing and leaves the status as it was; its walk still runs to the end, cheaply, because
-//! it is what returns every entry's epoch bit to rest.
+//! nothing and leaves the status as it was. Either way the walk still runs to its end, cheaply
+//! (nothing is encoded), because it is what returns every entry's epoch bit to rest, and the
+//! job ends only then: the writer drains the channel until every sink is gone, so a new save
+//! never meets a snapshot still running.
 
 use crate::persistence::{self, SYNC_EVERY_BYTES, SyncEvery};
 use crate::server::{Server, unix_ms};
@@ -81,7 +83,7 @@ pub struct Job {
     started: Instant,
     /// The dirty counter when the save began: what is left after it is the changes since.
     dirty_at_start: u64,
-    /// Keys the snapshot had (`current_save_keys_total`) and has written so far.
+    /// Keys the snapshot had (`current_save_keys_total`) and has handed over so far.
     pub keys_total: u64,
     pub keys_saved: AtomicU64,
     /// Per shard: its snapshot is still walking.
@@ -139,7 +141,7 @@ impl ChunkSink {
         let bytes = std::mem::replace(&mut self.bytes, Vec::with_capacity(CHUNK_BYTES));
         self.job.in_flight.fetch_add(1, Ordering::Relaxed);
         if self.tx.send(Chunk { db: self.db, bytes }).is_err() {
-            // The writer has stopped (it failed): nothing more is encoded.
+            // The writer has stopped: nothing more is encoded.
             self.job.failed.store(true, Ordering::Relaxed);
         }
     }
@@ -147,6 +149,7 @@ impl ChunkSink {
 
 impl SnapshotSink for ChunkSink {
     fn entry(&mut self, db: usize, entry: Entry<'_>) {
+        self.job.keys_saved.fetch_add(1, Ordering::Relaxed);
         if self.job.discarding() {
             return;
         }
@@ -155,7 +158,6 @@ impl SnapshotSink for ChunkSink {
             self.db = db;
         }
         rdb::encode_entry(&mut self.bytes, &entry, self.compress);
-        self.job.keys_saved.fetch_add(1, Ordering::Relaxed);
         if self.bytes.len() >= CHUNK_BYTES {
             self.send();
         }
@@ -221,7 +223,14 @@ fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String>
         move || {
             let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
             let result = write(out, options, &sizes, &rx, &job);
-            drop(rx);
+            if result.is_err() {
+                // The sinks stop encoding; the job ends once every shard's walk has (each
+                // drops its sender then), so a new save never meets a snapshot still running.
+                job.failed.store(true, Ordering::Relaxed);
+                for _ in &rx {
+                    job.in_flight.fetch_sub(1, Ordering::Relaxed);
+                }
+            }
             finish(&server, &job, result, &temp, &filename);
         }
     };
@@ -356,7 +365,7 @@ fn walk_some(server: &Server, index: usize, threads: usize, busy: bool) -> Optio
             .store(false, Ordering::Relaxed);
     }
     let delay = server.config.read().rdb_key_save_delay;
-    if delay != 0 && !job.discarding() {
+    if delay != 0 {
         let keys = job.keys_saved.load(Ordering::Relaxed) - saved_before;
         let due = job.started.elapsed().as_micros() as u64 + delay_us(delay, keys);
         job.next_step_us.store(due, Ordering::Relaxed);

@@ -2,7 +2,8 @@
 //! write meanwhile (checked by DEBUG DIGEST in densekv and in redis-server loading the file);
 //! SIGKILL during a BGSAVE leaves the previous file whole; save points start saves on their
 //! timers; a failed save refuses writes with MISCONF as redis-server does; FLUSHALL and
-//! SHUTDOWN abort a running save; BGSAVE's replies match redis-server's.
+//! SHUTDOWN abort a running save, which ends with its walk; BGSAVE's replies match
+//! redis-server's.
 
 #[macro_use]
 mod support;
@@ -307,4 +308,64 @@ fn bgsave_replies_as_redis_server() {
         std::fs::remove_dir_all(&d_dir),
         std::fs::remove_dir_all(&r_dir),
     );
+}
+
+#[test]
+fn an_aborted_save_ends_with_its_walk_and_a_new_one_starts() {
+    let dir = temp_dir("aborted");
+    let server = densekv_in(&dir, &["--save", "3600 1"]);
+    let mut c = server.connect();
+    ok(&c.cmd(&["DEBUG", "POPULATE", "20000"]));
+    ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "100"]));
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    // SHUTDOWN aborts the save, then its own save fails (`dbfilename` is a directory that is
+    // not empty), so the server stays up with the aborted save's walk still running.
+    std::fs::create_dir_all(dir.join("dump.rdb/inside")).unwrap();
+    assert_eq!(
+        c.cmd(&["SHUTDOWN"]),
+        b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["BGSAVE"]),
+        b"-ERR Background save already in progress\r\n"
+    );
+    ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]));
+    wait_bgsave(&mut c);
+    std::fs::remove_dir_all(dir.join("dump.rdb")).unwrap();
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    wait_bgsave(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(c.cmd(&["DEBUG", "RELOAD", "NOSAVE"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["DBSIZE"]), b":20000\r\n");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_save_whose_writes_fail_ends_with_its_walk() {
+    let dir = temp_dir("enospc");
+    let server = densekv_in(&dir, &["--save", "3600 1"]);
+    let mut c = server.connect();
+    ok(&c.cmd(&["DEBUG", "POPULATE", "20000"]));
+    ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "100"]));
+    // The save's temp file is /dev/full: its first write fails with ENOSPC.
+    let temp = dir.join(format!("temp-bg-{}.rdb", server.pid()));
+    std::os::unix::fs::symlink("/dev/full", &temp).unwrap();
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    std::thread::sleep(Duration::from_millis(600));
+    // The writer has failed, but the walk goes on: the save is still the running one.
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "1");
+    assert_eq!(
+        c.cmd(&["BGSAVE"]),
+        b"-ERR Background save already in progress\r\n"
+    );
+    ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]));
+    wait_bgsave(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
+    assert!(c.cmd(&["SET", "k", "v"]).starts_with(b"-MISCONF"));
+    let _ = std::fs::remove_file(&temp);
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    wait_bgsave(&mut c);
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(c.cmd(&["SET", "k", "v"]), b"+OK\r\n");
+    let _ = std::fs::remove_dir_all(&dir);
 }
