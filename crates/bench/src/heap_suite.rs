@@ -142,7 +142,7 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
         .out_dir
         .clone()
         .unwrap_or_else(|| workspace_root().join("bench-results"));
-    let path = write_json(&out_dir, &report)?;
+    let path = write_json(&out_dir, "heap.json", &report)?;
     println!(
         "\nwrote {} ({:.0} s in all)",
         path.display(),
@@ -214,10 +214,14 @@ fn run_children(
     }
 }
 
-/// Writes `report` as pretty JSON to `heap.json` in `out_dir`, creating the directory; returns
-/// the file's path.
-fn write_json(out_dir: &Path, report: &HeapSuiteReport) -> Result<PathBuf, String> {
-    let path = out_dir.join("heap.json");
+/// Writes `report` as pretty JSON to `file` in `out_dir`, creating the directory; returns the
+/// file's path (every suite's JSON goes through here).
+pub fn write_json(
+    out_dir: &Path,
+    file: &str,
+    report: &impl serde::Serialize,
+) -> Result<PathBuf, String> {
+    let path = out_dir.join(file);
     std::fs::create_dir_all(out_dir)
         .and_then(|()| {
             let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;

@@ -434,13 +434,7 @@ fn write_outputs(args: &PersistArgs, report: &PersistReport) -> Result<(), Strin
         .out_dir
         .clone()
         .unwrap_or_else(|| root.join("bench-results"));
-    let json_path = out_dir.join("persist.json");
-    std::fs::create_dir_all(&out_dir)
-        .and_then(|()| {
-            let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
-            std::fs::write(&json_path, json + "\n")
-        })
-        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    let json_path = crate::heap_suite::write_json(&out_dir, "persist.json", report)?;
     println!("\nwrote {}", json_path.display());
     if args.quick || args.no_docs {
         return Ok(());

@@ -676,13 +676,7 @@ fn write_outputs(args: &ServerArgs, report: &ServerSuiteReport) -> Result<(), St
         .out_dir
         .clone()
         .unwrap_or_else(|| root.join("bench-results"));
-    let json_path = out_dir.join("server.json");
-    std::fs::create_dir_all(&out_dir)
-        .and_then(|()| {
-            let json = serde_json::to_string_pretty(report).map_err(std::io::Error::other)?;
-            std::fs::write(&json_path, json + "\n")
-        })
-        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    let json_path = crate::heap_suite::write_json(&out_dir, "server.json", report)?;
     println!("\nwrote {}", json_path.display());
     let docs_dir = match (&args.docs_dir, args.quick) {
         _ if args.no_docs => return Ok(()),

@@ -30,7 +30,7 @@ use crate::crc64::crc64;
 use crate::value::{self, Value};
 use std::borrow::Cow;
 use std::io::{self, Write};
-use store::Entry;
+use store::{Entry, Shard};
 
 /// The file's first bytes before the version digits.
 const MAGIC: &[u8] = b"REDIS";
@@ -134,6 +134,30 @@ impl<W: Write> Writer<W> {
     pub fn entry(&mut self, e: &Entry<'_>) -> io::Result<()> {
         encode_entry(&mut self.record, e, self.options.compress);
         self.flush_record()
+    }
+
+    /// Writes every non-empty database of a keyspace held as `shards`, database by database,
+    /// each with its sizes (SAVE's whole-keyspace write, with every shard held).
+    pub fn keyspace(&mut self, shards: &mut [&mut Shard]) -> io::Result<()> {
+        let databases = shards.first().map_or(0, |s| s.databases());
+        for db in 0..databases {
+            let keys: usize = shards.iter().map(|s| s.len(db)).sum();
+            if keys == 0 {
+                continue;
+            }
+            let expires = shards.iter().map(|s| s.expires(db)).sum();
+            self.select_db(db, keys, expires)?;
+            for shard in shards.iter_mut() {
+                let mut result = Ok(());
+                shard.for_each_entry(db, |e| {
+                    if result.is_ok() {
+                        result = self.entry(&e);
+                    }
+                });
+                result?;
+            }
+        }
+        Ok(())
     }
 
     /// Writes keys of the current database already encoded by `encode_entry`.

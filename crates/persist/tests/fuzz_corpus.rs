@@ -64,19 +64,7 @@ fn rdb_file(shard: &mut Shard, compress: bool) -> Vec<u8> {
         used_mem_bytes: 1 << 20,
     };
     let mut w = rdb::Writer::new(Vec::new(), options).unwrap();
-    for db in 0..shard.databases() {
-        if shard.is_empty(db) {
-            continue;
-        }
-        w.select_db(db, shard.len(db), shard.expires(db)).unwrap();
-        let mut result = Ok(());
-        shard.for_each_entry(db, |e| {
-            if result.is_ok() {
-                result = w.entry(&e);
-            }
-        });
-        result.unwrap();
-    }
+    w.keyspace(&mut [shard]).unwrap();
     w.finish().unwrap()
 }
 

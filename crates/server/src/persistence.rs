@@ -186,7 +186,8 @@ fn write_file(
     let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
     let mut w = rdb::Writer::new(BufWriter::with_capacity(1 << 20, out), options)
         .map_err(|e| failed("writing the RDB header", e))?;
-    write_keyspace(&mut w, shards).map_err(|e| failed("writing the keyspace", e))?;
+    w.keyspace(shards)
+        .map_err(|e| failed("writing the keyspace", e))?;
     w.finish()
         .and_then(|mut b| b.flush().map(|()| b))
         .map_err(|e| failed("writing the RDB file", e))?
@@ -197,31 +198,6 @@ fn write_file(
     commit(&temp, filename).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
     })
-}
-
-fn write_keyspace<W: Write>(
-    w: &mut rdb::Writer<W>,
-    shards: &mut [&mut Shard],
-) -> std::io::Result<()> {
-    let databases = shards.first().map_or(0, |s| s.databases());
-    for db in 0..databases {
-        let keys: usize = shards.iter().map(|s| s.len(db)).sum();
-        if keys == 0 {
-            continue;
-        }
-        let expires = shards.iter().map(|s| s.expires(db)).sum();
-        w.select_db(db, keys, expires)?;
-        for shard in shards.iter_mut() {
-            let mut result = Ok(());
-            shard.for_each_entry(db, |e| {
-                if result.is_ok() {
-                    result = w.entry(&e);
-                }
-            });
-            result?;
-        }
-    }
-    Ok(())
 }
 
 /// The start of a shutdown (Redis's `prepareForShutdown`): a running background save is

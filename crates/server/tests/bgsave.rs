@@ -8,48 +8,15 @@
 #[macro_use]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::dataset::dataset;
 use support::diff::Twin;
+use support::persist::{densekv_in, info_field, sigkill_during_saves, wait_bgsave};
 use support::{Client, Server, show};
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("densekv-bgsave-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-fn densekv_in(dir: &Path, extra: &[&str]) -> Server {
-    let mut args = vec![
-        "--dir",
-        dir.to_str().unwrap(),
-        "--enable-debug-command",
-        "yes",
-    ];
-    args.extend_from_slice(extra);
-    Server::densekv(&args)
-}
-
-fn info_field(c: &mut Client, field: &str) -> String {
-    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "persistence"])).into_owned();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .to_string()
-}
-
-/// Waits until no background save runs; panics after 60 s.
-fn wait_bgsave(c: &mut Client) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while info_field(c, "rdb_bgsave_in_progress") == "1" {
-        assert!(
-            Instant::now() < deadline,
-            "the background save does not end"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    support::persist::temp_dir("bgsave", name)
 }
 
 fn ok(reply: &[u8]) {
@@ -145,35 +112,10 @@ fn the_file_is_the_dataset_when_bgsave_replied() {
 #[test]
 fn sigkill_during_bgsave_leaves_the_previous_file_whole() {
     let dir = temp_dir("sigkill");
-    let file = dir.join("dump.rdb");
-    let server = densekv_in(&dir, &[]);
-    let mut c = server.connect();
-    c.cmd(&["DEBUG", "POPULATE", "1000", "old"]);
-    let old_digest = c.cmd(&["DEBUG", "DIGEST"]);
-    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
-    let old = std::fs::read(&file).unwrap();
-    drop(c);
-    drop(server);
-    for delay_ms in [0u64, 2, 5, 20, 50, 150] {
-        let server = densekv_in(&dir, &[]);
-        let mut c = server.connect();
-        assert_eq!(c.cmd(&["DEBUG", "DIGEST"]), old_digest);
-        c.cmd(&["DEBUG", "POPULATE", "300000", "new", "40"]);
+    sigkill_during_saves(&dir, |c| {
         assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
         c.cmd(&["SET", "during", "the save"]);
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        drop(c);
-        drop(server); // SIGKILL
-        let bytes = std::fs::read(&file).unwrap();
-        let keys = persist::rdb::read(&bytes, 16, |_, _, _, _| {})
-            .unwrap_or_else(|e| panic!("after a kill at {delay_ms} ms the file reads: {e}"))
-            .keys;
-        assert!(
-            bytes == old || keys == 301_000,
-            "after a kill at {delay_ms} ms the file is the old one or the whole new one ({keys} keys)"
-        );
-        std::fs::write(&file, &old).unwrap();
-    }
+    });
     let _ = std::fs::remove_dir_all(&dir);
 }
 

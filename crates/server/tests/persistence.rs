@@ -8,27 +8,17 @@
 #[macro_use]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 use support::dataset::dataset;
 use support::diff::{Check, Twin};
+use support::persist::{densekv_in, info_field, sigkill_during_saves};
 use support::{Client, Server, show};
 
 const DEBUG_ON: [&str; 2] = ["--enable-debug-command", "yes"];
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("densekv-persist-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
-/// densekv in `dir`, with DEBUG and `extra` (after the harness's `--save ""`).
-fn densekv_in(dir: &Path, extra: &[&str]) -> Server {
-    let mut args = vec!["--dir", dir.to_str().unwrap()];
-    args.extend_from_slice(&DEBUG_ON);
-    args.extend_from_slice(extra);
-    Server::densekv(&args)
+    support::persist::temp_dir("persist", name)
 }
 
 /// Writes the shared dataset through `c` and returns its digest.
@@ -42,14 +32,6 @@ fn load_dataset(c: &mut Client, seed: u64) -> Vec<u8> {
     }
     c.cmd(&["SELECT", "0"]);
     c.cmd(&["DEBUG", "DIGEST"])
-}
-
-fn info_field(c: &mut Client, field: &str) -> String {
-    let info = String::from_utf8_lossy(&c.cmd(&["INFO", "persistence"])).into_owned();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .to_string()
 }
 
 fn sigterm(server: &Server) {
@@ -228,33 +210,7 @@ fn a_redis_server_file_loads_at_startup() {
 #[test]
 fn sigkill_during_save_leaves_the_previous_file_whole() {
     let dir = temp_dir("sigkill");
-    let file = dir.join("dump.rdb");
-    let server = densekv_in(&dir, &[]);
-    let mut c = server.connect();
-    c.cmd(&["DEBUG", "POPULATE", "1000", "old"]);
-    assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
-    let old = std::fs::read(&file).unwrap();
-    drop(c);
-    drop(server);
-    for delay_ms in [0u64, 3, 10, 30, 60, 120] {
-        let server = densekv_in(&dir, &[]);
-        let mut c = server.connect();
-        c.cmd(&["DEBUG", "POPULATE", "300000", "new", "40"]);
-        c.send(&support::encode(&[b"SAVE"]));
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        drop(c);
-        drop(server); // SIGKILL
-        let bytes = std::fs::read(&file).unwrap();
-        let keys = persist::rdb::read(&bytes, 16, |_, _, _, _| {})
-            .unwrap_or_else(|e| panic!("after a kill at {delay_ms} ms the file reads: {e}"))
-            .keys;
-        assert!(
-            bytes == old || keys == 301_000,
-            "after a kill at {delay_ms} ms the file is the old one or the whole new one ({keys} keys)"
-        );
-        // Start over from the old file for the next kill.
-        std::fs::write(&file, &old).unwrap();
-    }
+    sigkill_during_saves(&dir, |c| c.send(&support::encode(&[b"SAVE"])));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -127,19 +127,7 @@ fn write_with_densekv(data: &Dataset, path: &std::path::Path) {
         used_mem_bytes: shard.heap().stats().allocated_bytes,
     };
     let mut w = rdb::Writer::new(std::io::BufWriter::new(file), options).unwrap();
-    for db in 0..shard.databases() {
-        if shard.len(db) == 0 {
-            continue;
-        }
-        w.select_db(db, shard.len(db), shard.expires(db)).unwrap();
-        let mut result = Ok(());
-        shard.for_each_entry(db, |e| {
-            if result.is_ok() {
-                result = w.entry(&e);
-            }
-        });
-        result.unwrap();
-    }
+    w.keyspace(&mut [&mut shard]).unwrap();
     w.finish().unwrap().flush().unwrap();
 }
 

@@ -67,4 +67,6 @@ pub use view::View;
 pub use walk::Walked;
 
 #[cfg(test)]
+mod snapshot_model;
+#[cfg(test)]
 mod tests;

@@ -8,26 +8,28 @@
 use crate::{Hash, List, Relocated, Set, Shard, ShardConfig, StoreError, Ttl, View, ZSet};
 use heap::HeapConfig;
 
+/// A value in Redis's terms as text, equal for equal values whatever their encodings.
+pub(crate) fn render(view: View<'_>) -> String {
+    match view {
+        View::String(s) => format!("string {:?}", s.to_vec()),
+        View::List(l) => format!("list {:?}", l.iter_from(0).collect::<Vec<_>>()),
+        View::Set(s) => {
+            let mut m: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
+            m.sort();
+            format!("set {m:?}")
+        }
+        View::Hash(h) => {
+            let mut p = h.pairs();
+            p.sort();
+            format!("hash {p:?}")
+        }
+        View::ZSet(z) => format!("zset {:?}", z.to_vec()),
+    }
+}
+
 /// The value of `key` in Redis's terms, for comparing before and after.
 fn snapshot(shard: &mut Shard, db: usize, key: &[u8]) -> Option<(String, Option<u64>)> {
-    shard.view(db, key, 0, |v, expire_at| {
-        let text = match v {
-            View::String(s) => format!("string {:?}", s.to_vec()),
-            View::List(l) => format!("list {:?}", l.iter_from(0).collect::<Vec<_>>()),
-            View::Set(s) => {
-                let mut m: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
-                m.sort();
-                format!("set {m:?}")
-            }
-            View::Hash(h) => {
-                let mut p = h.pairs();
-                p.sort();
-                format!("hash {p:?}")
-            }
-            View::ZSet(z) => format!("zset {:?}", z.to_vec()),
-        };
-        (text, expire_at)
-    })
+    shard.view(db, key, 0, |v, expire_at| (render(v), expire_at))
 }
 
 /// A shard holding one key of every kind and encoding family in db 0, with TTLs on some.

@@ -4,9 +4,10 @@
 //!
 //! Ports: we bind `127.0.0.1:0` to learn a free port, release it and start the server with
 //! `--port P`. Another process can grab the port in between, so startup retries with a new port
-//! when the server exits early, and the server is only accepted once `INFO server` reports the
-//! pid we started (densekv binds with `SO_REUSEPORT`, so a collision with another densekv would
-//! otherwise go unnoticed). Ports handed out by this process are never reused by it.
+//! when the server exits early, and the server is only accepted once `INFO` reports the pid we
+//! started (densekv binds with `SO_REUSEPORT`, so a collision with another densekv would
+//! otherwise go unnoticed) and, unless it is started with `densekv_loading`, `loading:0` (its
+//! data file is loaded). Ports handed out by this process are never reused by it.
 //!
 //! The client reads exactly one complete reply at a time, framed generically for RESP2 and RESP3
 //! (`+ - : _ # , (` are one line; `$ ! =` carry a length; `* ~ >` count elements and `% |` count
@@ -17,6 +18,7 @@
 
 pub mod dataset;
 pub mod diff;
+pub mod persist;
 
 use std::collections::HashSet;
 use std::io::{self, Read, Write};

@@ -4,32 +4,15 @@
 //! that instant, and nothing written since. `validate` (which checks the epoch bits) runs after
 //! every step, and several snapshots run back to back so the epoch bit's meaning flips.
 
+use crate::tests::render;
+use crate::{Entry, Hash, List, Set, Shard, ShardConfig, SnapshotSink, Ttl, ZSet};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use store::{Entry, Hash, List, Set, Shard, ShardConfig, SnapshotSink, Ttl, View, ZSet};
 
 /// (db, key) → (value as text, expiry).
 type Dataset = BTreeMap<(usize, Vec<u8>), (String, Option<u64>)>;
-
-fn render(view: View<'_>) -> String {
-    match view {
-        View::String(s) => format!("string {:?}", s.to_vec()),
-        View::List(l) => format!("list {:?}", l.iter_from(0).collect::<Vec<_>>()),
-        View::Set(s) => {
-            let mut m: Vec<Vec<u8>> = s.iter().map(|m| m.to_vec()).collect();
-            m.sort();
-            format!("set {m:?}")
-        }
-        View::Hash(h) => {
-            let mut p = h.pairs();
-            p.sort();
-            format!("hash {p:?}")
-        }
-        View::ZSet(z) => format!("zset {:?}", z.to_vec()),
-    }
-}
 
 fn dataset(shard: &mut Shard) -> Dataset {
     let mut all = Dataset::new();
