@@ -1,5 +1,6 @@
 //! Fuzz target `rdb_load`: arbitrary bytes as an RDB file (read whole and through the loader's
-//! windows, which must agree) or as a DUMP payload (which must round-trip). The checks live in
+//! windows, which must agree), as a DUMP payload (which must round-trip), or as an AOF command
+//! stream and manifest (whose cut tail must read back as the same items). The checks live in
 //! `persist::fuzz_check` so that `crates/persist/tests/fuzz_corpus.rs` replays
 //! `fuzz/corpus/rdb_load/` on stable without libFuzzer.
 //!

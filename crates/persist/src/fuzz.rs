@@ -6,14 +6,16 @@
 //!  mode even:  bytes are an RDB file: read whole, and read through windows of 1 + mode / 2
 //!              bytes as the server's loader feeds them: both must give the same keys and
 //!              values, or the same error; what loads is stored into a shard
-//!  mode odd:   bytes are a DUMP payload: what reads stores into a shard and dumps to a
-//!              payload that reads back to the same value
+//!  mode 1 mod 4:  bytes are a DUMP payload: what reads stores into a shard and dumps to a
+//!                 payload that reads back to the same value
+//!  mode 3 mod 4:  bytes are an AOF file and a manifest: the command stream ends, and a cut
+//!                 tail's reported end reads back as the same whole items without error
 //! ```
 //! Whatever the bytes, nothing may panic, hang, or allocate more than the input justifies.
 
-use crate::dump;
 use crate::rdb::{self, LoadError, Stream};
 use crate::value::{self, Value};
+use crate::{aof, dump};
 use store::{Shard, ShardConfig};
 
 /// A file's keys as read: (db, name, value, expiry).
@@ -24,10 +26,31 @@ pub fn fuzz_check(data: &[u8]) {
     let Some((&mode, bytes)) = data.split_first() else {
         return;
     };
-    if mode % 2 == 0 {
-        check_rdb(bytes, 1 + usize::from(mode / 2));
-    } else {
-        check_dump(bytes);
+    match mode % 4 {
+        0 | 2 => check_rdb(bytes, 1 + usize::from(mode / 2)),
+        1 => check_dump(bytes),
+        _ => check_aof(bytes),
+    }
+}
+
+fn check_aof(bytes: &[u8]) {
+    let _ = aof::parse_manifest(bytes);
+    let mut items = Vec::new();
+    let mut end = None;
+    for item in aof::Commands::new(bytes) {
+        match item {
+            Ok(item) => items.push(item),
+            Err(e) => end = Some(e),
+        }
+    }
+    if let Some(aof::StreamError::Truncated { valid_len }) = end {
+        assert!(valid_len <= bytes.len(), "a cut tail ends inside the file");
+        let again: Result<Vec<_>, _> = aof::Commands::new(&bytes[..valid_len]).collect();
+        assert_eq!(
+            again.as_ref(),
+            Ok(&items),
+            "the whole items before a cut read alone"
+        );
     }
 }
 

@@ -6,6 +6,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
+//! | `aof.rs` | Redis 7's AOF, read side: the multi-part manifest and a file's command stream |
 //! | `crc64.rs` | Redis's CRC-64 (Jones polynomial, reflected), the RDB and DUMP trailer |
 //! | `lzf.rs` | LZF compression, as Redis's bundled liblzf (strings over 20 bytes) |
 //! | `codec.rs` | RDB primitives: lengths, strings (integer, raw, LZF), doubles; a bounded reader |
@@ -18,6 +19,7 @@
 //! | `rdb.rs` | RDB files: header, AUX fields, databases, keys with expiries, EOF and CRC-64 |
 //! | `fuzz.rs` | the `rdb_load` fuzz target's checks (RDB files whole and windowed, DUMP payloads) |
 
+pub mod aof;
 pub mod codec;
 pub mod crc64;
 pub mod dump;

@@ -2,9 +2,11 @@
 //! `persist::fuzz_check`, then runs seeded mutations of RDB files through it (the machine has
 //! no nightly for libFuzzer; `dump_mutations.rs` does the same for DUMP payloads).
 //!
-//! `DENSEKV_WRITE_CORPUS=1 cargo test -p persist --test fuzz_corpus` rewrites the seed files:
-//! RDB files of every type and encoding (with TTLs, several databases, LZF strings) and DUMP
-//! payloads, each behind its mode byte (see `persist::fuzz_check`), and mutations of a file.
+//! `DENSEKV_WRITE_CORPUS=1 cargo test -p persist --test fuzz_corpus` writes the seed files (clear
+//! the directory first: RDB files differ from run to run with the per-process key hash):
+//! RDB files of every type and encoding (with TTLs, several databases, LZF strings), DUMP
+//! payloads and AOF streams and manifests, each behind its mode byte (see
+//! `persist::fuzz_check`), and mutations of a file.
 
 use persist::crc64::crc64;
 use persist::rdb::{self, SaveOptions};
@@ -81,6 +83,9 @@ fn seeds() -> Vec<Vec<u8>> {
         payloads.push(persist::dump::create(&e.view, encoding, true));
     });
     seeds.extend(payloads.into_iter().map(|p| [&[1u8][..], &p].concat()));
+    for aof in AOF_SEEDS {
+        seeds.push([&[3u8][..], aof].concat());
+    }
     let file = rdb_file(&mut shard, true);
     let mut rng = SmallRng::seed_from_u64(7);
     for _ in 0..16 {
@@ -89,6 +94,13 @@ fn seeds() -> Vec<Vec<u8>> {
     }
     seeds
 }
+
+/// AOF inputs (mode 3): commands with annotations, a cut tail, and a manifest.
+const AOF_SEEDS: [&[u8]; 3] = [
+    b"#TS:1700000000\r\n*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nset\r\n$1\r\nk\r\n$3\r\nv\r\n\r\n",
+    b"*1\r\n$5\r\nMULTI\r\n*2\r\n$4\r\nincr\r\n$1\r\nn\r\n*1\r\n$4\r\nEXEC\r\n*3\r\n$3\r\nset\r\n$2\r\nk",
+    b"file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n",
+];
 
 /// A mutation of an RDB file whose checksum is made right again, so the reader gets past it.
 fn mutate(rng: &mut SmallRng, file: &[u8]) -> Vec<u8> {
