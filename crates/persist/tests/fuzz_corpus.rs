@@ -131,8 +131,9 @@ fn replay_fuzz_corpus() {
     let dir = corpus_dir();
     if std::env::var_os("DENSEKV_WRITE_CORPUS").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
-        for seed in seeds() {
-            let name = format!("{:016x}", crc64(0, &seed));
+        for (i, seed) in seeds().into_iter().enumerate() {
+            // The index keeps names apart: a whole RDB file behind mode 0 has a CRC of 0.
+            let name = format!("seed-{i:02}-{:016x}", crc64(0, &seed));
             std::fs::write(dir.join(name), seed).unwrap();
         }
     }
