@@ -163,13 +163,14 @@ fn check(
         let text = b"Command not allowed inside a transaction".to_vec();
         return refuse(Text::Formatted(text));
     }
-    if (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
-        && crate::bgsave::writes_denied(server)
+    // Each check reads its atomic first: the common case costs a load per command.
+    if crate::bgsave::writes_denied(server)
+        && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
     {
         return refuse(Text::Shared(MISCONF));
     }
-    if flags_of(state, spec) & flag::LOADING == 0
-        && server.persistence.load.loading.load(Ordering::Relaxed)
+    if server.persistence.load.loading.load(Ordering::Relaxed)
+        && flags_of(state, spec) & flag::LOADING == 0
     {
         return refuse(Text::Shared(
             "LOADING Redis is loading the dataset in memory",
