@@ -14,6 +14,9 @@
 //! entry (`put_raw`), the one that takes one out (`take_raw`), scans, random keys and active
 //! expiry. Those raw functions are private to the crate: the public API is typed (`strings.rs`,
 //! `edit.rs`, `keyops.rs`, `view.rs`), and only values built by this crate reach `put_raw`.
+//! Every change to a key (`put_raw`, `take_raw`, `update`, the INCR upsert) first calls
+//! `preserve`, which hands the key's pre-image to a running snapshot (`snapshot.rs`), and every
+//! written entry takes its epoch bit from `new_meta`.
 //!
 //! Expiry is lazy on every access (a key whose time has passed is missing and is deleted) and
 //! active: `active_expire` walks the keyspace with the SCAN cursor, checking only entries whose
