@@ -21,7 +21,7 @@
 //! the last whole command ended, and the caller decides (`aof-load-truncated`). Anything else that
 //! is not a command or an annotation is a format error at its offset.
 
-use resp::inline::split_args;
+use resp::inline::{split_args, trim_blanks as trim};
 
 /// What a manifest line names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,17 +154,6 @@ fn add(manifest: &mut Manifest, file: AofFile) -> Result<(), ManifestError> {
             Ok(())
         }
     }
-}
-
-/// `sdstrim(line, " \t\r\n")`.
-fn trim(line: &[u8]) -> &[u8] {
-    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
-    let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
-    let end = line
-        .iter()
-        .rposition(|b| !blank(b))
-        .map_or(start, |e| e + 1);
-    &line[start..end]
 }
 
 /// C's `atoll`: optional blanks and sign, then digits up to the first non-digit (saturating).

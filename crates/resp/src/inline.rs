@@ -109,6 +109,18 @@ fn single_quoted_step(
     Ok((p, false))
 }
 
+/// Redis's `sdstrim(line, " \t\r\n")`: the line without leading and trailing blanks (config
+/// files and AOF manifests are trimmed so before they are split).
+pub fn trim_blanks(line: &[u8]) -> &[u8] {
+    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
+    let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !blank(b))
+        .map_or(start, |e| e + 1);
+    &line[start..end]
+}
+
 /// Splits one inline line into arguments with `sdssplitargs` rules.
 ///
 /// Appends each argument's bytes to `bytes` and its range (into `bytes`) to `spans`. An empty or

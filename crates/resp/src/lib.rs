@@ -11,7 +11,7 @@
 //! | module     | what                                                       | Redis 7.0 source              |
 //! |------------|------------------------------------------------------------|-------------------------------|
 //! | `parser`   | incremental zero-copy multibulk + inline request parser    | `processMultibulkBuffer`, `processInlineBuffer` |
-//! | `inline`   | inline line tokeniser                                      | `sdssplitargs` (`sds.c`)      |
+//! | `inline`   | inline line tokeniser, blank trimming                      | `sdssplitargs`, `sdstrim`     |
 //! | `number`   | strict integer syntax of `*N` / `$L`                       | `string2ll` (`util.c`)        |
 //! | `error`    | the one error enum: protocol errors and their reply texts  | `addReplyError` calls         |
 //! | `reply`    | RESP2/RESP3 reply writer, deferred lengths                 | `addReply*`                   |

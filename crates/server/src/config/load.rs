@@ -381,15 +381,7 @@ enum LineError {
 }
 
 /// Redis's `sdstrim(line, " \t\r\n")` (loading and CONFIG REWRITE trim lines alike).
-pub(super) fn trim(line: &[u8]) -> &[u8] {
-    let blank = |b: &u8| matches!(b, b' ' | b'\t' | b'\r' | b'\n');
-    let start = line.iter().position(|b| !blank(b)).unwrap_or(line.len());
-    let end = line
-        .iter()
-        .rposition(|b| !blank(b))
-        .map_or(start, |e| e + 1);
-    &line[start..end]
-}
+pub(super) use resp::inline::trim_blanks as trim;
 
 fn classify(line: &[u8]) -> Result<Line, String> {
     if line.is_empty() || line[0] == b'#' {
