@@ -367,20 +367,11 @@ fn walk_some(server: &Server, index: usize, threads: usize, busy: bool) -> Optio
     let delay = server.config.read().rdb_key_save_delay;
     if delay != 0 {
         let keys = job.keys_saved.load(Ordering::Relaxed) - saved_before;
-        let due = job.started.elapsed().as_micros() as u64 + delay_us(delay, keys);
+        let due =
+            job.started.elapsed().as_micros() as u64 + persistence::debug_delay_us(delay, keys);
         job.next_step_us.store(due, Ordering::Relaxed);
     }
     left.then_some(Duration::ZERO)
-}
-
-/// `rdb-key-save-delay` for `keys` keys, in µs: `delay` per key, or when negative 1 per
-/// `-delay` keys (Redis's `debugDelay` sleeps 1 µs with probability 1 / -delay).
-fn delay_us(delay: i32, keys: u64) -> u64 {
-    if delay > 0 {
-        u64::from(delay.unsigned_abs()).saturating_mul(keys)
-    } else {
-        keys / u64::from(delay.unsigned_abs())
-    }
 }
 
 /// The writer: chunks to the file, until every sink is done; then the end of the file and its

@@ -108,6 +108,17 @@ pub fn save_options(server: &Server, shards: &[&mut Shard]) -> (String, SaveOpti
     (c.dbfilename.clone(), options)
 }
 
+/// The µs that Redis's testing delays (`rdb-key-save-delay`, `key-load-delay`) add for `keys`
+/// keys: `delay` per key, or when negative 1 per `-delay` keys (Redis's `debugDelay` sleeps
+/// 1 µs with probability 1 / -delay); 0 when unset.
+pub fn debug_delay_us(delay: i32, keys: u64) -> u64 {
+    match delay {
+        0 => 0,
+        d if d > 0 => u64::from(d.unsigned_abs()).saturating_mul(keys),
+        d => keys / u64::from(d.unsigned_abs()),
+    }
+}
+
 /// Bytes written between two fsyncs of a file being saved, with `rdb-save-incremental-fsync`
 /// (Redis's REDIS_AUTOSYNC_BYTES): the final fsync then has little left to flush, so it does
 /// not stall the disk for everyone at once.

@@ -149,7 +149,10 @@ impl Load<'_> {
             if consumed == 0 && filled == window.len() {
                 window.resize(window.len() * 2, 0);
             }
-            delay_keys(delay, self.stream.keys() - keys_before);
+            let keys = (self.stream.keys() - keys_before) as u64;
+            std::thread::sleep(Duration::from_micros(crate::persistence::debug_delay_us(
+                delay, keys,
+            )));
         }
         Ok(())
     }
@@ -298,21 +301,6 @@ fn store_part(
             }
         }
     }
-}
-
-/// `key-load-delay` for `keys` keys: `delay` µs per key, or when negative 1 µs per `-delay`
-/// keys (Redis's `debugDelay`).
-fn delay_keys(delay: i32, keys: usize) {
-    if delay == 0 {
-        return;
-    }
-    let keys = keys as u64;
-    let us = if delay > 0 {
-        u64::from(delay.unsigned_abs()).saturating_mul(keys)
-    } else {
-        keys / u64::from(delay.unsigned_abs())
-    };
-    std::thread::sleep(Duration::from_micros(us));
 }
 
 /// Threads to store a window with: the machine's cores, at most `WORKERS_MAX` and the shard
