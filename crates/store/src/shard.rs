@@ -219,6 +219,9 @@ pub struct Shard {
     /// The payload of the string being written.
     pub(crate) string_buf: Vec<u8>,
     pub(crate) expired_keys: u64,
+    /// Keys deleted because their TTL passed, (database, name), while someone drains them (the
+    /// server's append-only file writes each as a DEL); `None`: not kept.
+    pub(crate) expired_log: Option<Vec<(usize, Vec<u8>)>>,
     /// The epoch bit of entries that are saved or newer than the running snapshot; with none
     /// running, every entry's (`snapshot.rs`).
     pub(crate) fresh: bool,
@@ -248,6 +251,7 @@ impl Shard {
             value_buf: Vec::with_capacity(256),
             string_buf: Vec::with_capacity(256),
             expired_keys: 0,
+            expired_log: None,
             fresh: false,
             snapshot: None,
             #[cfg(test)]
@@ -386,8 +390,30 @@ impl Shard {
 
     pub(crate) fn delete_expired(&mut self, db: usize, key: &[u8]) {
         if let Some(taken) = self.take_raw(db, key) {
-            self.expired_keys += 1;
+            self.note_expired(db, key);
             self.release(taken);
+        }
+    }
+
+    /// Counts a key deleted because its TTL passed, and logs it when the log is kept.
+    pub(crate) fn note_expired(&mut self, db: usize, key: &[u8]) {
+        self.expired_keys += 1;
+        if let Some(log) = self.expired_log.as_mut() {
+            log.push((db, key.to_vec()));
+        }
+    }
+
+    /// Starts (`true`) or stops keeping the log of keys deleted by expiry (`take_expired`).
+    pub fn keep_expired_log(&mut self, keep: bool) {
+        self.expired_log = keep.then(Vec::new);
+    }
+
+    /// The keys deleted by expiry since the last call, oldest first, as (database, name);
+    /// empty unless `keep_expired_log(true)`.
+    pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
+        match self.expired_log.as_mut() {
+            Some(log) if !log.is_empty() => std::mem::take(log),
+            _ => Vec::new(),
         }
     }
 
@@ -527,7 +553,7 @@ impl Shard {
         };
         let live = taken.expire_at_ms.is_none_or(|at| at > now_ms);
         if !live {
-            self.expired_keys += 1;
+            self.note_expired(db, key);
         }
         self.release(taken);
         live

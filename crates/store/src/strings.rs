@@ -85,7 +85,7 @@ impl Shard {
             if expired {
                 // The expired entry's TTL went with it.
                 d.expires -= 1;
-                self.expired_keys += 1;
+                self.note_expired(db, key);
             }
         }
         Ok(result)

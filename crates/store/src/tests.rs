@@ -252,3 +252,46 @@ fn a_string_moved_between_shards_keeps_its_encoding_and_ttl() {
     from.validate().unwrap();
     to.validate().unwrap();
 }
+
+/// The expiry log, while kept, names every key deleted because its TTL passed — by a lookup,
+/// by a delete, by INCR's overwrite, by active expiry — once, in order, and nothing else; not
+/// kept, it stays empty.
+#[test]
+fn the_expiry_log_names_each_expired_key_once() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let expired = |shard: &mut Shard, db: usize, key: &[u8]| {
+        shard.put_string(db, key, b"v", Ttl::At(10), 0).unwrap();
+    };
+    expired(&mut shard, 0, b"quiet");
+    assert!(!shard.contains(0, b"quiet", 100));
+    assert!(shard.take_expired().is_empty(), "not kept: nothing logged");
+    shard.keep_expired_log(true);
+    for key in [&b"read"[..], b"del", b"incr", b"active"] {
+        expired(&mut shard, 2, key);
+    }
+    shard
+        .put_string(2, b"live", b"v", Ttl::At(1000), 0)
+        .unwrap();
+    shard.put_string(2, b"gone", b"v", Ttl::Clear, 0).unwrap();
+    assert!(!shard.contains(2, b"read", 100));
+    assert!(!shard.remove(2, b"del", 100));
+    assert!(
+        shard.remove(2, b"gone", 100),
+        "a live delete is not an expiry"
+    );
+    shard
+        .upsert_int::<()>(2, b"incr", 100, |_| Ok(1))
+        .unwrap()
+        .unwrap();
+    while shard.active_expire(2, 100, 100).expired > 0 {}
+    let log = shard.take_expired();
+    let names: Vec<&[u8]> = log.iter().map(|(_, k)| k.as_slice()).collect();
+    assert_eq!(names, [&b"read"[..], b"del", b"incr", b"active"]);
+    assert!(log.iter().all(|&(db, _)| db == 2));
+    assert!(shard.take_expired().is_empty(), "taken once");
+    shard.keep_expired_log(false);
+    expired(&mut shard, 0, b"after");
+    assert!(!shard.contains(0, b"after", 100));
+    assert!(shard.take_expired().is_empty());
+    shard.validate().unwrap();
+}
