@@ -156,6 +156,67 @@ fn add(manifest: &mut Manifest, file: AofFile) -> Result<(), ManifestError> {
     }
 }
 
+impl Manifest {
+    /// The manifest's text as Redis writes it (`getAofManifestAsString`): the base, then the
+    /// history files, then the incremental files, one `file <name> seq <n> type <t>` line each,
+    /// a name that needs it quoted as `sdscatrepr` quotes it.
+    pub fn to_text(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let files = self.base.iter().chain(&self.history).chain(&self.incrs);
+        for file in files {
+            out.extend_from_slice(b"file ");
+            if resp::inline::needs_repr(&file.name) {
+                out.extend_from_slice(resp::inline::repr(&file.name).as_bytes());
+            } else {
+                out.extend_from_slice(&file.name);
+            }
+            let kind = match file.kind {
+                FileType::Base => 'b',
+                FileType::History => 'h',
+                FileType::Incr => 'i',
+            };
+            out.extend_from_slice(format!(" seq {} type {kind}\n", file.seq).as_bytes());
+        }
+        out
+    }
+
+    /// The sequence number the next base file takes (Redis's `curr_base_file_seq + 1`).
+    pub fn next_base_seq(&self) -> i64 {
+        self.base.as_ref().map_or(0, |b| b.seq) + 1
+    }
+
+    /// The sequence number the next incremental file takes.
+    pub fn next_incr_seq(&self) -> i64 {
+        self.incrs.last().map_or(0, |f| f.seq) + 1
+    }
+
+    /// Makes `name` the base (sequence `next_base_seq`), the old base history, as Redis's
+    /// `getNewBaseFileNameAndMarkPreAsHistory` does.
+    pub fn new_base(&mut self, name: Vec<u8>) {
+        let seq = self.next_base_seq();
+        if let Some(mut old) = self.base.take() {
+            old.kind = FileType::History;
+            self.history.insert(0, old);
+        }
+        self.base = Some(AofFile {
+            name,
+            seq,
+            kind: FileType::Base,
+        });
+    }
+
+    /// The incremental files become history, but the last when `keep_last` (the AOF is on and
+    /// writes to it), as Redis's `markRewrittenIncrAofAsHistory`.
+    pub fn retire_incrs(&mut self, keep_last: bool) {
+        let keep = if keep_last { self.incrs.pop() } else { None };
+        for mut file in self.incrs.drain(..).rev() {
+            file.kind = FileType::History;
+            self.history.insert(0, file);
+        }
+        self.incrs.extend(keep);
+    }
+}
+
 /// C's `atoll`: optional blanks and sign, then digits up to the first non-digit (saturating).
 fn atoll(text: &[u8]) -> i64 {
     let text = trim(text);
@@ -292,6 +353,36 @@ fn number(text: &[u8]) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A rewrite's manifest steps, written and read back: the new base takes the next
+    /// sequence, the old base and every incremental file but the current one become history,
+    /// and a name with a space is quoted.
+    #[test]
+    fn manifest_text_round_trips_through_a_rewrite() {
+        let incr = |name: &[u8], seq| AofFile {
+            name: name.to_vec(),
+            seq,
+            kind: FileType::Incr,
+        };
+        let mut m = Manifest::default();
+        m.new_base(b"appendonly.aof.1.base.rdb".to_vec());
+        m.incrs.push(incr(b"appendonly.aof.1.incr.aof", 1));
+        m.incrs
+            .push(incr(b"odd name.2.incr.aof", m.next_incr_seq()));
+        m.new_base(b"appendonly.aof.2.base.rdb".to_vec());
+        m.retire_incrs(true);
+        let text = m.to_text();
+        let expected: &[u8] = b"file appendonly.aof.2.base.rdb seq 2 type b\n\
+file appendonly.aof.1.incr.aof seq 1 type h\n\
+file appendonly.aof.1.base.rdb seq 1 type h\n\
+file \"odd name.2.incr.aof\" seq 2 type i\n";
+        assert_eq!(
+            String::from_utf8_lossy(&text),
+            String::from_utf8_lossy(expected)
+        );
+        assert_eq!(parse_manifest(&text).unwrap(), m);
+        assert_eq!((m.next_base_seq(), m.next_incr_seq()), (3, 3));
+    }
 
     #[test]
     fn a_redis_manifest_parses() {

@@ -20,6 +20,7 @@
 //! | `fuzz.rs` | the `rdb_load` fuzz target's checks (RDB files whole and windowed, DUMP payloads) |
 
 pub mod aof;
+pub mod aof_base;
 pub mod codec;
 pub mod crc64;
 pub mod dump;

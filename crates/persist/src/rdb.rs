@@ -61,6 +61,8 @@ pub struct SaveOptions {
     pub ctime_secs: u64,
     /// Bytes of memory in use (`used-mem`).
     pub used_mem_bytes: u64,
+    /// The file is the base of an append-only file (`aof-base 1`).
+    pub aof_base: bool,
 }
 
 /// Writes an RDB file to `out`, record by record, keeping the running CRC.
@@ -88,7 +90,7 @@ impl<W: Write> Writer<W> {
         w.aux_int(b"redis-bits", 64);
         w.aux_int(b"ctime", options.ctime_secs as i64);
         w.aux_int(b"used-mem", options.used_mem_bytes as i64);
-        w.aux_int(b"aof-base", 0);
+        w.aux_int(b"aof-base", i64::from(options.aof_base));
         w.flush_record()?;
         Ok(w)
     }

@@ -170,10 +170,56 @@ pub fn split_args(
     }
 }
 
+/// Redis's `sdscatrepr`: a double-quoted string with `\\ \" \n \r \t \a \b` escaped and other
+/// unprintable bytes as `\xHH`, so `sdssplitargs` reads it back unchanged.
+pub fn repr(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    for &b in bytes {
+        match b {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(b as char),
+            _ => {
+                let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\x{b:02x}"));
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Redis's `sdsneedsrepr`: whether `bytes` holds a space, a double quote, a backslash or an
+/// unprintable byte, and so is written quoted (`repr`) where `split_args` reads it back.
+pub fn needs_repr(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .any(|&b| matches!(b, b'\\' | b'"') || !(0x21..=0x7e).contains(&b))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::split_args;
+    use super::{needs_repr, repr, split_args};
     use crate::ProtocolError;
+
+    #[test]
+    fn repr_escapes_like_sdscatrepr() {
+        assert_eq!(repr(b"a b"), "\"a b\"");
+        assert_eq!(repr(b"q\"\\\n\x01"), "\"q\\\"\\\\\\n\\x01\"");
+        assert!(
+            needs_repr(b"a b") && needs_repr(b"a\x7f") && !needs_repr(b"appendonly.aof.1.base.rdb")
+        );
+        let (mut bytes, mut spans) = (Vec::new(), Vec::new());
+        let original = b"q\"\\\n\x01 x";
+        split_args(repr(original).as_bytes(), &mut bytes, &mut spans).expect("repr splits");
+        assert_eq!(spans.len(), 1);
+        assert_eq!(&bytes[spans[0].clone()], original);
+    }
 
     fn split(line: &[u8]) -> Result<Vec<Vec<u8>>, ProtocolError> {
         let mut bytes = Vec::new();

@@ -9,7 +9,6 @@
 
 use super::{Directive, EnumSpec, Kind, NumSpec, NumType, SetContext, StrSpec, flag, num};
 use crate::config::Config;
-use std::fmt::Write as _;
 
 /// The value as CONFIG GET shows it.
 pub fn get(config: &Config, d: &Directive) -> Vec<u8> {
@@ -352,29 +351,7 @@ pub fn format_memory(bytes: i64) -> String {
     }
 }
 
-/// Redis's `sdscatrepr`: a double-quoted string with `\\ \" \n \r \t \a \b` escaped and other
-/// unprintable bytes as `\xHH`, so `sdssplitargs` reads it back unchanged.
-pub fn repr(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() + 2);
-    out.push('"');
-    for &b in bytes {
-        match b {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x07 => out.push_str("\\a"),
-            0x08 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(b as char),
-            _ => {
-                let _ = write!(out, "\\x{b:02x}");
-            }
-        }
-    }
-    out.push('"');
-    out
-}
+pub use resp::inline::repr;
 
 #[cfg(test)]
 mod tests {
