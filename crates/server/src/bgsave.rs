@@ -73,9 +73,20 @@ const RETRY_DELAY_SECS: u64 = 5;
 /// The running save, if any: one lock so BGSAVE, the cron and INFO agree on one job.
 pub type Running = Mutex<Option<Arc<Job>>>;
 
+/// What a background job writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The RDB file (BGSAVE, save points).
+    Rdb,
+    /// The base of a rewritten append-only file (BGREWRITEAOF, `aof/rewrite.rs`): an RDB with
+    /// `aof-base 1` when `rdb`, else commands.
+    AofBase { rdb: bool },
+}
+
 /// One background save, shared by its sinks, its threads and INFO.
 #[derive(Debug)]
 pub struct Job {
+    pub target: Target,
     /// Set by FLUSHALL and SHUTDOWN: the file is not written.
     aborted: AtomicBool,
     /// The writer failed: sinks stop encoding.
@@ -105,6 +116,11 @@ impl Job {
         self.aborted.store(true, Ordering::Relaxed);
     }
 
+    /// FLUSHALL, SHUTDOWN or CONFIG SET appendonly no stopped the job.
+    pub fn is_aborted(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed)
+    }
+
     fn discarding(&self) -> bool {
         self.aborted.load(Ordering::Relaxed) || self.failed.load(Ordering::Relaxed)
     }
@@ -129,6 +145,8 @@ struct ChunkSink {
     job: Arc<Job>,
     tx: SyncSender<Chunk>,
     compress: bool,
+    /// Records as commands (an AOF base without the RDB preamble).
+    commands: bool,
     db: usize,
     bytes: Vec<u8>,
 }
@@ -157,7 +175,11 @@ impl SnapshotSink for ChunkSink {
             self.send();
             self.db = db;
         }
-        rdb::encode_entry(&mut self.bytes, &entry, self.compress);
+        if self.commands {
+            persist::aof_base::encode_entry(&mut self.bytes, &entry);
+        } else {
+            rdb::encode_entry(&mut self.bytes, &entry, self.compress);
+        }
         if self.bytes.len() >= CHUNK_BYTES {
             self.send();
         }
@@ -182,20 +204,57 @@ pub fn start(server: &Server, shards: &mut [&mut Shard]) -> Result<Started, Stri
     state
         .last_bgsave_try_secs
         .store(unix_ms() / 1000, Ordering::Relaxed);
-    let job = begin(server, shards).inspect_err(|_| {
+    let (filename, options) = persistence::save_options(server, shards);
+    let job = begin(server, shards, Target::Rdb, filename, options).inspect_err(|_| {
         state.last_bgsave_ok.store(false, Ordering::Relaxed);
     })?;
     state.saves.fetch_add(1, Ordering::Relaxed);
     state.bgsave_walking.store(true, Ordering::Relaxed);
     *running = Some(job);
+    server.aof.set_job_running(true);
     crate::log::notice("Background saving started");
     Ok(Started::Started)
 }
 
+/// Starts the background rewrite of the append-only file's base (`aof/rewrite.rs`, which has
+/// switched the incremental file with every shard held): the job is the one slot BGSAVE uses,
+/// as Redis has one child at a time. `Ok(false)` when a job runs already.
+pub fn start_rewrite(
+    server: &Server,
+    shards: &mut [&mut Shard],
+    rdb: bool,
+) -> Result<bool, String> {
+    let mut running = server.persistence.bgsave.lock();
+    if running.is_some() {
+        return Ok(false);
+    }
+    let (_, mut options) = persistence::save_options(server, shards);
+    options.aof_base = true;
+    let job = begin(
+        server,
+        shards,
+        Target::AofBase { rdb },
+        String::new(),
+        options,
+    )?;
+    server
+        .persistence
+        .bgsave_walking
+        .store(true, Ordering::Relaxed);
+    *running = Some(job);
+    server.aof.set_job_running(true);
+    Ok(true)
+}
+
 /// `start`'s work: the job, its threads, and a snapshot begun in every shard.
-fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String> {
+fn begin(
+    server: &Server,
+    shards: &mut [&mut Shard],
+    target: Target,
+    filename: String,
+    options: SaveOptions,
+) -> Result<Arc<Job>, String> {
     let handle = server.handle().ok_or("the server is not running")?;
-    let (filename, options) = persistence::save_options(server, shards);
     let databases = shards.first().map_or(0, |s| s.databases());
     let sizes: Vec<(usize, usize)> = (0..databases)
         .map(|db| {
@@ -204,6 +263,7 @@ fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String>
         })
         .collect();
     let job = Arc::new(Job {
+        target,
         aborted: AtomicBool::new(false),
         failed: AtomicBool::new(false),
         started: Instant::now(),
@@ -214,15 +274,21 @@ fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String>
         in_flight: AtomicUsize::new(0),
         next_step_us: AtomicU64::new(0),
     });
-    let temp = temp_name();
+    let temp = temp_name(target);
     let file = File::create(&temp).map_err(|e| format!("Can't save in background: {e}"))?;
     let (tx, rx) = sync_channel(CHANNEL_CHUNKS);
     let writer = {
         let (job, server) = (Arc::clone(&job), Arc::clone(&handle));
-        let incremental = server.config.read().rdb_save_incremental_fsync;
+        let incremental = match target {
+            Target::Rdb => server.config.read().rdb_save_incremental_fsync,
+            Target::AofBase { .. } => server.config.read().aof_rewrite_incremental_fsync,
+        };
         move || {
             let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
-            let result = write(out, options, &sizes, &rx, &job);
+            let result = match target {
+                Target::AofBase { rdb: false } => write_commands(out, &rx, &job),
+                _ => write(out, options, &sizes, &rx, &job),
+            };
             if result.is_err() {
                 // The sinks stop encoding; the job ends once every shard's walk has (each
                 // drops its sender then), so a new save never meets a snapshot still running.
@@ -235,13 +301,14 @@ fn begin(server: &Server, shards: &mut [&mut Shard]) -> Result<Arc<Job>, String>
         }
     };
     spawn("bgsave-writer", writer).inspect_err(|_| {
-        let _ = std::fs::remove_file(temp_name());
+        let _ = std::fs::remove_file(temp_name(target));
     })?;
     for shard in shards.iter_mut() {
         shard.snapshot_begin(Box::new(ChunkSink {
             job: Arc::clone(&job),
             tx: tx.clone(),
             compress: options.compress,
+            commands: target == Target::AofBase { rdb: false },
             db: 0,
             bytes: Vec::with_capacity(CHUNK_BYTES),
         }));
@@ -412,8 +479,42 @@ fn write(
     out.finish().map_err(failed)
 }
 
+/// The writer of a base in command form: SELECT when the database changes, then the chunks'
+/// commands, then the fsync.
+fn write_commands(out: SyncEvery, rx: &Receiver<Chunk>, job: &Job) -> Result<(), String> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| format!("Write error writing the AOF base: {e}");
+    let mut w = BufWriter::with_capacity(CHUNK_BYTES, out);
+    let mut selected: Option<usize> = None;
+    let mut select = Vec::new();
+    for chunk in rx {
+        job.in_flight.fetch_sub(1, Ordering::Relaxed);
+        if job.aborted.load(Ordering::Relaxed) {
+            return Err("aborted".into());
+        }
+        if selected != Some(chunk.db) {
+            select.clear();
+            persist::aof_base::encode_select(&mut select, chunk.db);
+            w.write_all(&select).map_err(failed)?;
+            selected = Some(chunk.db);
+        }
+        w.write_all(&chunk.bytes).map_err(failed)?;
+    }
+    if job.aborted.load(Ordering::Relaxed) {
+        return Err("aborted".into());
+    }
+    let out = w.into_inner().map_err(|e| failed(e.into_error()))?;
+    out.finish().map_err(failed)
+}
+
 /// After the writer: the rename on success, the temp file removed otherwise, and the status.
 fn finish(server: &Server, job: &Job, result: Result<(), String>, temp: &str, filename: &str) {
+    if job.target != Target::Rdb {
+        crate::aof::rewrite::done(server, job, result, temp);
+        *server.persistence.bgsave.lock() = None;
+        server.aof.set_job_running(false);
+        return;
+    }
     let state = &server.persistence;
     let result = result.and_then(|()| persistence::commit(temp, filename));
     let aborted = job.aborted.load(Ordering::Relaxed);
@@ -445,6 +546,7 @@ fn finish(server: &Server, job: &Job, result: Result<(), String>, temp: &str, fi
             .store(job.elapsed_secs() as i64, Ordering::Relaxed);
     }
     *state.bgsave.lock() = None;
+    server.aof.set_job_running(false);
 }
 
 /// The running save, if any.
@@ -452,17 +554,34 @@ pub fn running(server: &Server) -> Option<Arc<Job>> {
     server.persistence.bgsave.lock().clone()
 }
 
-/// Aborts the running save, if any (FLUSHALL and SHUTDOWN, where Redis kills its child).
-pub fn abort(server: &Server) {
-    if let Some(job) = running(server) {
-        job.abort();
-        let _ = std::fs::remove_file(temp_name());
+/// Aborts the running RDB save, if any (FLUSHALL, where Redis kills its RDB child; a rewrite
+/// of the AOF goes on: the flush is in the new incremental file).
+pub fn abort_save(server: &Server) {
+    if running_save(server).is_some() {
+        abort(server);
     }
 }
 
-/// The file a background save writes before its rename.
-fn temp_name() -> String {
-    format!("temp-bg-{}.rdb", std::process::id())
+/// Aborts the running job, if any (SHUTDOWN, where Redis kills its child).
+pub fn abort(server: &Server) {
+    if let Some(job) = running(server) {
+        job.abort();
+        let _ = std::fs::remove_file(temp_name(job.target));
+    }
+}
+
+/// The running RDB save, if any (not a rewrite of the append-only file).
+pub fn running_save(server: &Server) -> Option<Arc<Job>> {
+    running(server).filter(|j| j.target == Target::Rdb)
+}
+
+/// The file a background job writes before its rename, in the working directory (Redis's
+/// names, with the process id where Redis has the child's).
+pub fn temp_name(target: Target) -> String {
+    match target {
+        Target::Rdb => format!("temp-bg-{}.rdb", std::process::id()),
+        Target::AofBase { .. } => format!("temp-rewriteaof-bg-{}.aof", std::process::id()),
+    }
 }
 
 /// Thread 0's cron: a scheduled BGSAVE, or a save point that is due, starts a save (Redis's

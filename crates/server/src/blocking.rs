@@ -178,8 +178,12 @@ fn serve_key(server: &Server, db: usize, key: &[u8], now_ms: u64) {
                 locks: &mut locks,
                 now_ms,
                 failed: false,
+                effects: crate::propagate::Effects::default(),
             };
-            crate::commands::blocking::serve(&mut ctx, key, &op)
+            let served = crate::commands::blocking::serve(&mut ctx, key, &op);
+            // Only what `serve` gave (its pop as LPOP, LMOVE, ZPOPMIN…) is written.
+            crate::propagate::command_done(&mut ctx, 0, &[]);
+            served
         };
         if !served {
             // The key holds no data of the right kind (any more): nobody else can be served.

@@ -279,6 +279,8 @@ pub struct Ctx<'s, 'c> {
     pub now_ms: u64,
     /// Set by handlers whose reply was an error (commandstats `failed_calls`).
     pub failed: bool,
+    /// What the command changed and how it is written to the append-only file.
+    pub effects: crate::propagate::Effects,
 }
 
 impl std::fmt::Debug for Ctx<'_, '_> {
@@ -356,9 +358,21 @@ impl<'c> Ctx<'_, 'c> {
         f(self.server, &mut shards)
     }
 
-    /// The key was modified: WATCH and the dirty counter learn of it.
+    /// The key was modified: WATCH, the dirty counter and the append-only file learn of it.
     pub fn touch(&self, db: usize, key: &[u8]) {
+        self.effects.dirty.set(self.effects.dirty.get() + 1);
         self.server.touch(db, key);
+    }
+
+    /// The command is written to the append-only file as `args` (one more command each call)
+    /// instead of as it was sent: Redis's `rewriteClientCommandVector` and `alsoPropagate`.
+    pub fn propagate_as(&mut self, args: &[&[u8]]) {
+        self.effects.replace_with(args);
+    }
+
+    /// The command is written to the append-only file even if it changed nothing.
+    pub fn force_propagation(&mut self) {
+        self.effects.forced = true;
     }
 
     /// `key` received elements: clients blocked on it (BLPOP, BZPOPMIN…) may be served.
@@ -670,6 +684,7 @@ pub fn run<'s>(
         locks,
         now_ms,
         failed: false,
+        effects: crate::propagate::Effects::default(),
     };
     // A panic in a handler is a bug that may have left a shard half-edited: the panic hook
     // (`log::install_crash_report`) writes a bug report naming this command and aborts the
@@ -677,6 +692,7 @@ pub fn run<'s>(
     crate::log::set_current_command(spec.name, args.len());
     (spec.handler)(&mut ctx, args);
     crate::log::clear_current_command();
+    crate::propagate::command_done(&mut ctx, spec.flags, args);
     let failed = ctx.failed;
     let ended = crate::clock::now();
     let usec = crate::clock::micros(*mark, ended);

@@ -49,6 +49,8 @@ enum Text {
     Formatted(Vec<u8>),
     /// One of Redis's shared errors, its code included (`NOAUTH …`).
     Shared(&'static str),
+    /// An error made here, its code included (`MISCONF Errors writing to the AOF file: …`).
+    Coded(String),
 }
 
 /// Why dispatch refuses a command: the error, and the command or subcommand it concerns when
@@ -75,6 +77,7 @@ fn reject(server: &Server, state: &mut ClientState, out: &mut Vec<u8>, refusal: 
     let body = match &refusal.text {
         Text::Formatted(body) => body.as_slice(),
         Text::Shared(text) => text.as_bytes(),
+        Text::Coded(text) => text.as_bytes(),
     };
     let text = if exec {
         crate::commands::transaction::discard_transaction(server, state);
@@ -168,6 +171,11 @@ fn check(
         && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
     {
         return refuse(Text::Shared(MISCONF));
+    }
+    if let Some(text) = crate::aof::write_denied(server)
+        && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
+    {
+        return refuse(Text::Coded(text));
     }
     if server.persistence.load.loading.load(Ordering::Relaxed)
         && flags_of(state, spec) & flag::LOADING == 0

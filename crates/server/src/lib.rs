@@ -23,6 +23,7 @@
 //! per core and route requests to it.
 
 pub mod alloc;
+pub mod aof;
 pub mod bgsave;
 pub mod blocking;
 pub mod client;
@@ -37,6 +38,7 @@ pub mod longdouble;
 pub mod net;
 pub mod number;
 pub mod persistence;
+pub mod propagate;
 pub mod rdb_load;
 pub mod server;
 
@@ -47,6 +49,23 @@ pub use server::Server;
 pub const REDIS_VERSION: &str = "7.0.15";
 /// densekv's own version.
 pub const DENSEKV_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Loads the dataset (Redis's `loadDataFromDisk`): the AOF when `appendonly yes`, else the RDB
+/// file; then opens the AOF for appending.
+fn load_at_startup(server: &Server) -> Result<(), String> {
+    if !server.config.read().appendonly {
+        return rdb_load::load_at_startup(server);
+    }
+    // Clients wait (-LOADING) until appends have started, so no write goes unlogged.
+    aof::load::load(server)?;
+    aof::rewrite::open_at_startup(server)?;
+    server
+        .persistence
+        .load
+        .loading
+        .store(false, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
 
 /// Starts every I/O thread and blocks until shutdown.
 pub fn run(config: Config) -> Result<(), String> {
@@ -90,7 +109,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         );
     }
-    rdb_load::load_at_startup(&server)?;
+    load_at_startup(&server)?;
     log::notice("Ready to accept connections tcp");
     config::effects::notify_ready(server.config.read().supervised);
     for handle in handles {

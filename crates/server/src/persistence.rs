@@ -104,6 +104,7 @@ pub fn save_options(server: &Server, shards: &[&mut Shard]) -> (String, SaveOpti
         checksum: c.rdbchecksum,
         ctime_secs: unix_ms() / 1000,
         used_mem_bytes,
+        aof_base: false,
     };
     (c.dbfilename.clone(), options)
 }
@@ -211,13 +212,72 @@ fn write_file(
     })
 }
 
+/// Writes the whole keyspace held as `shards` to `temp` as an AOF base, an RDB (with
+/// `aof-base 1`) or commands, and fsyncs it (the base `appendonly yes` starts from when there
+/// are no files yet).
+pub fn write_base(
+    temp: &str,
+    shards: &mut [&mut Shard],
+    options: SaveOptions,
+    rdb: bool,
+) -> Result<(), String> {
+    let failed = |e: std::io::Error| {
+        let _ = std::fs::remove_file(temp);
+        format!("Error writing the AOF base {temp}: {e}")
+    };
+    let file = File::create(temp).map_err(failed)?;
+    let mut out = BufWriter::with_capacity(1 << 20, SyncEvery::new(file, None));
+    if rdb {
+        let mut w = rdb::Writer::new(out, options).map_err(failed)?;
+        w.keyspace(shards).map_err(failed)?;
+        out = w.finish().map_err(failed)?;
+    } else {
+        write_commands(&mut out, shards).map_err(failed)?;
+    }
+    out.flush().map_err(failed)?;
+    out.into_inner()
+        .map_err(|e| failed(e.into_error()))?
+        .finish()
+        .map_err(failed)
+}
+
+/// Every key of `shards` as the commands that rebuild it, SELECT before each database.
+fn write_commands(out: &mut impl Write, shards: &mut [&mut Shard]) -> std::io::Result<()> {
+    let databases = shards.first().map_or(0, |s| s.databases());
+    let mut bytes = Vec::new();
+    for db in 0..databases {
+        if shards.iter().all(|s| s.len(db) == 0) {
+            continue;
+        }
+        persist::aof_base::encode_select(&mut bytes, db);
+        for shard in shards.iter_mut() {
+            let mut result = Ok(());
+            shard.for_each_entry(db, |e| {
+                persist::aof_base::encode_entry(&mut bytes, &e);
+                if bytes.len() >= 1 << 16 && result.is_ok() {
+                    result = out.write_all(&bytes);
+                    bytes.clear();
+                }
+            });
+            result?;
+        }
+    }
+    out.write_all(&bytes)
+}
+
 /// The start of a shutdown (Redis's `prepareForShutdown`): a running background save is
 /// aborted and its temp file removed, as Redis kills its child; then whether the shutdown
 /// saves: SAVE and NOSAVE decide, else the configured `save` points.
 pub fn begin_shutdown(server: &Server, save: bool, nosave: bool) -> bool {
-    if crate::bgsave::running(server).is_some() {
+    if crate::bgsave::running_save(server).is_some() {
         crate::log::warning("There is a background save in progress. Aborting it!");
-        crate::bgsave::abort(server);
+    } else if crate::aof::rewrite::running(server) {
+        crate::log::warning("There is a background AOF rewrite in progress. Killing it!");
+    }
+    crate::bgsave::abort(server);
+    if server.aof.feeding() {
+        crate::log::notice("Calling fsync() on the AOF file.");
+        server.aof.flush_and_sync();
     }
     // A save while loading would write a partial dataset over the file being loaded.
     let loading = server.persistence.load.loading.load(Ordering::Relaxed);

@@ -64,7 +64,16 @@ pub type Hold<'h> = &'h mut dyn FnMut(&mut dyn FnMut(&mut [&mut Shard]));
 /// what is there (replacing a key of the same name).
 pub fn load(server: &Server, hold: Hold<'_>) -> Result<Option<usize>, String> {
     let filename = server.config.read().dbfilename.clone();
-    let mut file = match File::open(&filename) {
+    load_path(server, std::path::Path::new(&filename), hold)
+}
+
+/// Loads the RDB file at `path` (an AOF's base, or `dbfilename`) as `load` does.
+pub fn load_path(
+    server: &Server,
+    path: &std::path::Path,
+    hold: Hold<'_>,
+) -> Result<Option<usize>, String> {
+    let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.to_string()),

@@ -145,6 +145,8 @@ pub struct Server {
     pub started_unix_ms: u64,
     /// The last save and the dirty counter then (`persistence.rs`).
     pub persistence: crate::persistence::State,
+    /// The append-only file (`aof/`).
+    pub aof: crate::aof::Aof,
     /// Highest `used_memory` seen (INFO, MEMORY STATS and the cron update it).
     pub used_memory_peak: AtomicU64,
     /// Samples of (ms, total commands) for `instantaneous_ops_per_sec`.
@@ -187,6 +189,7 @@ pub fn unix_ms() -> u64 {
 
 impl Server {
     pub fn new(config: Config) -> Result<Server, store::StoreError> {
+        let aof = crate::aof::Aof::new(&config);
         let shard_config = ShardConfig {
             databases: config.databases,
             limits: crate::config::effects::store_limits(&config),
@@ -238,6 +241,7 @@ impl Server {
             started: Instant::now(),
             started_unix_ms: unix_ms(),
             persistence: crate::persistence::State::new(),
+            aof,
             used_memory_peak: AtomicU64::new(0),
             ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,
@@ -330,6 +334,26 @@ impl Server {
             ready.push((db, key.to_vec()));
         }
         self.ready_pending.store(true, Ordering::Relaxed);
+    }
+
+    /// The client state of a client with no connection (the AOF loader's, Redis's fake
+    /// client): id 0, no address, no socket.
+    pub fn fake_client(&self) -> Arc<ClientShared> {
+        Arc::new(ClientShared {
+            id: 0,
+            addr: String::new(),
+            laddr: String::new(),
+            fd: -1,
+            thread: 0,
+            created: Instant::now(),
+            info: Mutex::new(ClientInfo::default()),
+            killed: AtomicBool::new(false),
+            watch_dirty: AtomicBool::new(false),
+            last_interaction_ms: AtomicU64::new(unix_ms()),
+            last_cmd: AtomicUsize::new(0),
+            buffers: BufferStats::default(),
+            blocked: AtomicBool::new(false),
+        })
     }
 
     /// A key was modified: clients watching it will fail their EXEC.

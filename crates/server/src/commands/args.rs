@@ -1,5 +1,6 @@
 //! Argument parsing shared by the command families: option words, integers as Redis reads them,
-//! SCAN cursors and the SCAN family's options.
+//! SCAN cursors and the SCAN family's options; and the words and numbers of the commands a
+//! handler writes to the append-only file instead of itself (`Ctx::propagate_as`).
 
 use store::glob::Glob;
 
@@ -91,6 +92,18 @@ pub fn scan_options(options: &[&[u8]], with_type: bool) -> Result<ScanOptions, &
         }
     }
     Ok(parsed)
+}
+
+/// The word a deletion is written to the append-only file as when Redis picks it by a
+/// `lazyfree-lazy-*` option (`lazy`): UNLINK, else DEL (`shared.unlink` / `shared.del`).
+pub fn deletion(lazy: bool) -> &'static [u8] {
+    if lazy { b"UNLINK" } else { b"DEL" }
+}
+
+/// An integer as the decimal text Redis writes into a rewritten command
+/// (`createStringObjectFromLongLong`): absolute expire times, pop counts.
+pub fn decimal(n: i64) -> Vec<u8> {
+    n.to_string().into_bytes()
 }
 
 #[cfg(test)]

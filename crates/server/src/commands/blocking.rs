@@ -5,9 +5,24 @@
 //! twin on the first key that holds data; if none does, it blocks the client on all its keys
 //! (`crate::blocking`), or replies a null array inside MULTI/EXEC, where nothing may block. When
 //! a key receives data, `serve` runs the same pop for the first client blocked on it.
+//!
+//! None is written to the append-only file as it was sent (a replay could block, or pop
+//! another key): each is written as the plain command it amounted to, on both paths, as
+//! Redis 7.0 writes them (`t_list.c`, `t_zset.c`, `blocked.c`):
+//!
+//! ```text
+//!  BLPOP/BRPOP           → LPOP|RPOP key               BLMPOP → LPOP|RPOP key <popped>
+//!  BZPOPMIN/BZPOPMAX     → ZPOPMIN|ZPOPMAX key         BZMPOP → ZPOPMIN|ZPOPMAX key <popped>
+//!  BRPOPLPUSH            → RPOPLPUSH src dst
+//!  BLMOVE                → LMOVE src dst <wherefrom> <whereto>   (as sent when served at
+//!                          once; `left`/`right` in lower case, Redis's shared words, when a
+//!                          blocked client is served)
+//! ```
 
 use crate::blocking::{self, BlockOp};
-use crate::command::{BLOCKING, Ctx, DENYOOM, FAST, Keys, NOSCRIPT, READONLY, Spec, WRITE, table};
+use crate::command::{
+    BLOCKING, COMMANDS, Ctx, DENYOOM, FAST, Keys, NOSCRIPT, READONLY, Spec, WRITE, table,
+};
 use crate::commands::{is, list, zset};
 use store::Kind;
 
@@ -118,6 +133,7 @@ pub fn serve(ctx: &mut Ctx<'_, '_>, key: &[u8], op: &BlockOp) -> bool {
             let Some(values) = list::pop_for_blocked(ctx, key, *left, count.unwrap_or(1)) else {
                 return false;
             };
+            list::propagate_pop(ctx, key, *left, count.map(|_| values.len()));
             pop_reply_list(ctx, key, &values, count.is_some());
             true
         }
@@ -135,6 +151,7 @@ pub fn serve(ctx: &mut Ctx<'_, '_>, key: &[u8], op: &BlockOp) -> bool {
             }
             match list::move_for_blocked(ctx, key, dst, *from_left, *to_left) {
                 Ok(Some(value)) => {
+                    propagate_served_move(ctx, key, dst, *from_left, *to_left);
                     ctx.out.bulk(&value);
                     true
                 }
@@ -148,10 +165,38 @@ pub fn serve(ctx: &mut Ctx<'_, '_>, key: &[u8], op: &BlockOp) -> bool {
             let Some(values) = zset::pop_for_blocked(ctx, key, *max, count.unwrap_or(1)) else {
                 return false;
             };
+            zset::propagate_pop(ctx, key, *max, count.map(|_| values.len()));
             pop_reply_zset(ctx, key, &values, count.is_some());
             true
         }
     }
+}
+
+/// A served BRPOPLPUSH is written as `RPOPLPUSH src dst`, a served BLMOVE as
+/// `LMOVE src dst left|right left|right`. Which of the two blocked is the client's last
+/// command, as Redis asks `receiver->lastcmd`: the client registered it before its command
+/// let go of the shards this serve holds, and runs nothing else while blocked. (The two
+/// replay alike; only the words differ.)
+fn propagate_served_move(
+    ctx: &mut Ctx<'_, '_>,
+    src: &[u8],
+    dst: &[u8],
+    from_left: bool,
+    to_left: bool,
+) {
+    let last = ctx
+        .client
+        .shared
+        .last_cmd
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if last
+        .checked_sub(1)
+        .is_some_and(|i| COMMANDS[i].name == "brpoplpush")
+    {
+        return ctx.propagate_as(&[b"RPOPLPUSH", src, dst]);
+    }
+    let word = |left: bool| -> &'static [u8] { if left { b"left" } else { b"right" } };
+    ctx.propagate_as(&[b"LMOVE", src, dst, word(from_left), word(to_left)]);
 }
 
 fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
@@ -165,6 +210,7 @@ fn blocking_pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
     if let Some(i) = found
         && let Some(values) = list::pop_for_blocked(ctx, keys[i], left, 1)
     {
+        list::propagate_pop(ctx, keys[i], left, None);
         pop_reply_list(ctx, keys[i], &values, false);
         return;
     }
@@ -179,13 +225,13 @@ pub fn brpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     blocking_pop(ctx, args, false);
 }
 
+/// BRPOPLPUSH and BLMOVE: `written_as` is the command a move done at once is written as.
 fn blocking_move(
     ctx: &mut Ctx<'_, '_>,
-    src: &[u8],
-    dst: &[u8],
-    from_left: bool,
-    to_left: bool,
+    (src, dst): (&[u8], &[u8]),
+    (from_left, to_left): (bool, bool),
     timeout: &[u8],
+    written_as: &[&[u8]],
 ) {
     let Some(deadline) = blocking::parse_timeout(ctx, timeout) else {
         return;
@@ -195,7 +241,10 @@ fn blocking_move(
     };
     if found.is_some() {
         match list::move_for_blocked(ctx, src, dst, from_left, to_left) {
-            Ok(Some(value)) => ctx.out.bulk(&value),
+            Ok(Some(value)) => {
+                ctx.propagate_as(written_as);
+                ctx.out.bulk(&value);
+            }
             Ok(None) => ctx.out.null(),
             Err(e) => ctx.store_error(e),
         }
@@ -215,7 +264,8 @@ fn blocking_move(
 }
 
 pub fn brpoplpush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    blocking_move(ctx, args[1], args[2], false, true, args[3]);
+    let written_as: [&[u8]; 3] = [b"RPOPLPUSH", args[1], args[2]];
+    blocking_move(ctx, (args[1], args[2]), (false, true), args[3], &written_as);
 }
 
 /// LEFT / RIGHT.
@@ -233,7 +283,15 @@ pub fn blmove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (Some(from_left), Some(to_left)) = (side(args[3]), side(args[4])) else {
         return ctx.syntax_error();
     };
-    blocking_move(ctx, args[1], args[2], from_left, to_left, args[5]);
+    // The directions as they were sent, case and all (Redis keeps `c->argv[3]`, `[4]`).
+    let written_as: [&[u8]; 5] = [b"LMOVE", args[1], args[2], args[3], args[4]];
+    blocking_move(
+        ctx,
+        (args[1], args[2]),
+        (from_left, to_left),
+        args[5],
+        &written_as,
+    );
 }
 
 /// BLMPOP/BZMPOP's parsed arguments: keys, first side (LEFT/MIN), count.
@@ -301,6 +359,7 @@ pub fn blmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if let Some(i) = found
         && let Some(values) = list::pop_for_blocked(ctx, keys[i], left, count.unwrap_or(1))
     {
+        list::propagate_pop(ctx, keys[i], left, Some(values.len()));
         pop_reply_list(ctx, keys[i], &values, true);
         return;
     }
@@ -318,6 +377,7 @@ fn blocking_zpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], max: bool) {
     if let Some(i) = found
         && let Some(values) = zset::pop_for_blocked(ctx, keys[i], max, 1)
     {
+        zset::propagate_pop(ctx, keys[i], max, None);
         pop_reply_zset(ctx, keys[i], &values, false);
         return;
     }
@@ -346,6 +406,7 @@ pub fn bzmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if let Some(i) = found
         && let Some(values) = zset::pop_for_blocked(ctx, keys[i], max, count.unwrap_or(1))
     {
+        zset::propagate_pop(ctx, keys[i], max, Some(values.len()));
         pop_reply_zset(ctx, keys[i], &values, true);
         return;
     }

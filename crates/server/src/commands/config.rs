@@ -144,8 +144,30 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if applies.iter().any(|(a, _)| *a == Apply::EncodingLimits) {
         share_limits(ctx, effects::store_limits(&next));
     }
+    let append_only = applies.iter().any(|(a, _)| *a == Apply::AppendOnly);
+    let on = next.appendonly;
     *ctx.server.config.write() = next;
+    if append_only && let Err(reason) = switch_append_only(ctx, on) {
+        crate::log::warning(&reason);
+        *ctx.server.config.write() = old;
+        return ctx.error(&set_failed(
+            "appendonly",
+            "Unable to turn on AOF. Check server logs.",
+        ));
+    }
     ctx.ok();
+}
+
+/// `appendonly` changed: the AOF is switched on (a rewrite starts) or off, every shard held.
+fn switch_append_only(ctx: &mut Ctx<'_, '_>, on: bool) -> Result<(), String> {
+    ctx.with_all_shards(|server, shards| {
+        if on {
+            crate::aof::rewrite::turn_on(server, shards)
+        } else {
+            crate::aof::rewrite::turn_off(server, shards);
+            Ok(())
+        }
+    })
 }
 
 /// Hands new encoding thresholds to every shard.

@@ -91,6 +91,8 @@ const HELP: &[&str] = &[
     "    unit tests to simulate Redis errors.",
     "LEAK <string>",
     "    Create a memory leak of the input string.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "HTSTATS <dbid> [full]",
@@ -215,6 +217,7 @@ fn run_control(ctx: &mut Ctx<'_, '_>, sub: &[u8], args: &[&[u8]]) -> bool {
     match (sub, args.len()) {
         (b"segfault" | b"panic" | b"oom" | b"assert", _) => crash(sub),
         (b"reload", _) => reload(ctx, args),
+        (b"loadaof", _) => loadaof(ctx),
         (b"log", 3) => {
             let text = String::from_utf8_lossy(c_str(args[2]));
             crate::log::warning(&format!("DEBUG LOG: {text}"));
@@ -564,6 +567,22 @@ fn reload(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             ctx.ok();
         }
         Err(e) => ctx.error(e),
+    }
+}
+
+/// DEBUG LOADAOF: the AOF written out, the keyspace emptied and loaded back from the files; a
+/// load that fails (or finds no files) exits the process, as Redis's does.
+fn loadaof(ctx: &mut Ctx<'_, '_>) {
+    // DEBUG holds every shard (its key spec is ALL, and EXEC's are all held too).
+    match crate::aof::load::reload(ctx.server, ctx.locks) {
+        Ok(()) => {
+            crate::log::warning("Append Only File loaded by DEBUG LOADAOF");
+            ctx.ok();
+        }
+        Err(e) => {
+            crate::log::warning(&e);
+            std::process::exit(1);
+        }
     }
 }
 

@@ -8,8 +8,13 @@
 //! value itself. A TTL already in the past restores nothing (and REPLACE still deletes the old
 //! key), as in Redis. IDLETIME and FREQ are validated and otherwise ignored: densekv keeps no
 //! access clock until eviction brings one.
+//!
+//! In the append-only file (Redis's `restoreCommand`): a relative TTL is written as the
+//! absolute time it gave, `RESTORE key <ms> payload [options…] ABSTTL`, so that a replay does not
+//! push the expiry later; a TTL already past that deleted an old key (REPLACE) is written as
+//! `DEL key`; one that deleted nothing is not written at all.
 
-use super::args::{is, parse_i64};
+use super::args::{decimal, is, parse_i64};
 use crate::command::{Ctx, DENYOOM, K1, READONLY, Spec, WRITE, table};
 use persist::dump::{self, PayloadError};
 
@@ -115,6 +120,7 @@ pub fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if at != 0 && at <= now as i64 {
         if deleted {
             ctx.touch(db, key);
+            ctx.propagate_as(&[b"DEL", key]);
         }
         return ctx.ok();
     }
@@ -123,6 +129,15 @@ pub fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    if at != 0 && !o.absttl {
+        // The time argument becomes the absolute time and ABSTTL is appended, the other
+        // arguments as they were.
+        let at = decimal(at);
+        let mut written: Vec<&[u8]> = args.to_vec();
+        written[2] = &at;
+        written.push(b"ABSTTL");
+        ctx.propagate_as(&written);
+    }
     ctx.signal_ready(db, key);
     ctx.ok();
 }

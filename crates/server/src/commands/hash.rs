@@ -5,6 +5,9 @@
 //! `Shard::update::<Hash>`, which creates, converts and deletes an emptied hash. Order of the
 //! checks follows Redis: argument errors that Redis finds before the lookup (HINCRBY's increment,
 //! HRANDFIELD's count, HSCAN's cursor) come before WRONGTYPE; HSCAN's options after it.
+//!
+//! HINCRBYFLOAT is written to the append-only file as `HSET key field <new value>`, as Redis
+//! writes it, so that no float formatting can differ on replay.
 
 use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
 use super::random::{self, Picks};
@@ -260,6 +263,9 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     };
     if let Some(text) = update_field(ctx, args[1], args[2], next) {
+        // Written as the value it gave (Redis's `hincrbyfloatCommand`), so that no float
+        // formatting can differ on replay.
+        ctx.propagate_as(&[b"HSET", args[1], args[2], &text]);
         ctx.out.bulk(&text);
     }
 }

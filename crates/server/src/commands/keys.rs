@@ -9,8 +9,13 @@
 //!
 //! RENAME, MOVE and COPY are the store's (`Shard::rename`, `Shard::copy`, `store::rename_between`,
 //! `store::copy_between`): they complete or leave both keys as they were.
+//!
+//! In the append-only file, EXPIRE, PEXPIRE and EXPIREAT are written as `PEXPIREAT key <ms>` and
+//! their NX/XX/GT/LT options as sent (Redis's `expireGenericCommand`), and a time already past
+//! as the DEL (UNLINK under `lazyfree-lazy-expire`) it amounted to; the rest are deterministic
+//! (RENAME, MOVE and COPY carry absolute expire times) and written as sent.
 
-use super::args::{is, parse_cursor, parse_i64, scan_options};
+use super::args::{decimal, deletion, is, parse_cursor, parse_i64, scan_options};
 use super::random;
 use crate::command::{
     ALL, Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, LOADING, NOKEYS, NONE, READONLY, STALE, Spec,
@@ -396,11 +401,32 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
     }
     if at <= now as i64 {
         ctx.shard(key).remove(db, key, now);
-    } else if let Err(e) = ctx.shard(key).set_expire(db, key, Some(at as u64), now) {
+        ctx.touch(db, key);
+        let del = deletion(ctx.server.config.read().lazyfree_lazy_expire);
+        ctx.propagate_as(&[del, key]);
+        return ctx.out.integer(1);
+    }
+    if let Err(e) = ctx.shard(key).set_expire(db, key, Some(at as u64), now) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    propagate_expire(ctx, args, millis, absolute, at);
     ctx.out.integer(1);
+}
+
+/// An EXPIRE-family command that set a time is written as `PEXPIREAT key <ms>` followed by its
+/// options as sent (NX, XX, GT, LT: they held when it ran, so they hold on replay), as Redis's
+/// `expireGenericCommand` rewrites only the name and the time. PEXPIREAT itself is written
+/// as it came, time and all.
+fn propagate_expire(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute: bool, at: i64) {
+    if millis && absolute {
+        return;
+    }
+    let at = decimal(at);
+    let mut rewritten: Vec<&[u8]> = Vec::with_capacity(args.len());
+    rewritten.extend_from_slice(&[b"PEXPIREAT", args[1], &at]);
+    rewritten.extend_from_slice(&args[3..]);
+    ctx.propagate_as(&rewritten);
 }
 
 pub fn expire(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -11,8 +11,11 @@
 //! The blocking variants (BLPOP, BRPOP, BRPOPLPUSH, BLMOVE, BLMPOP) are registered by the
 //! blocking layer, which calls `pop_for_blocked` and `move_for_blocked` when a key it waits on
 //! becomes ready.
+//!
+//! LMPOP and the blocking pops are written to the append-only file as the plain pop they
+//! amounted to (`propagate_pop`); the other list commands are deterministic and written as sent.
 
-use super::args::{is, parse_i64};
+use super::args::{decimal, is, parse_i64};
 use crate::command::{
     Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, arity_error, table,
 };
@@ -204,6 +207,18 @@ pub fn pop_for_blocked(
     }
     ctx.touch(ctx.db(), key);
     Some(items)
+}
+
+/// LMPOP, BLMPOP, BLPOP and BRPOP are written as the plain pop they amounted to, as Redis's
+/// `mpopGenericCommand`, `blockingPopGenericCommand` and `serveClientBlockedOnList` write
+/// them: `LPOP|RPOP key`, or `LPOP|RPOP key <count>` with the number of elements popped for
+/// the M forms. A replay then names the one key that was popped and can never block.
+pub fn propagate_pop(ctx: &mut Ctx<'_, '_>, key: &[u8], left: bool, count: Option<usize>) {
+    let name: &[u8] = if left { b"LPOP" } else { b"RPOP" };
+    match count {
+        Some(n) => ctx.propagate_as(&[name, key, &decimal(n as i64)]),
+        None => ctx.propagate_as(&[name, key]),
+    }
 }
 
 pub fn llen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -590,11 +605,15 @@ pub fn lmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             out.bulk(key);
             out.array_len(n);
             pop_into(list, out, left, n);
+            n
         });
         match result {
             Err(e) => return ctx.store_error(e),
             Ok(None) => {}
-            Ok(Some(())) => return ctx.touch(ctx.db(), key),
+            Ok(Some(n)) => {
+                ctx.touch(ctx.db(), key);
+                return propagate_pop(ctx, key, left, Some(n));
+            }
         }
     }
     ctx.out.null_array();

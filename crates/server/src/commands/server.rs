@@ -380,11 +380,12 @@ fn info_memory(t: &mut String, mem: &Memory, rss: u64, peak: u64, config: &Confi
     }
 }
 
-/// Writes INFO's persistence section (`crate::persistence` and `crate::bgsave` keep the
-/// figures). There is no fork, so the copy-on-write fields are 0; the AOF's are at rest.
+/// Writes INFO's persistence section (`crate::persistence`, `crate::bgsave` and `crate::aof`
+/// keep the figures). There is no fork, so the copy-on-write fields are 0.
 fn info_persistence(t: &mut String, server: &Server) {
     let p = &server.persistence;
     let job = crate::bgsave::running(server);
+    let save = crate::bgsave::running_save(server);
     let (processed, total) = job.as_ref().map_or((0, 0), |j| {
         (j.keys_saved.load(Ordering::Relaxed), j.keys_total)
     });
@@ -398,7 +399,7 @@ fn info_persistence(t: &mut String, server: &Server) {
         "loading:{}\r\nasync_loading:0\r\ncurrent_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:{perc:.2}\r\ncurrent_save_keys_processed:{processed}\r\ncurrent_save_keys_total:{total}\r\nrdb_changes_since_last_save:{}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\nrdb_saves:{}\r\nrdb_last_cow_size:0\r\nrdb_last_load_keys_expired:{}\r\nrdb_last_load_keys_loaded:{}\r\n",
         u8::from(p.load.loading.load(Ordering::Relaxed)),
         crate::persistence::changes_since_save(server),
-        u8::from(job.is_some()),
+        u8::from(save.is_some()),
         p.last_save_secs.load(Ordering::Relaxed),
         if p.last_bgsave_ok.load(Ordering::Relaxed) {
             "ok"
@@ -406,20 +407,53 @@ fn info_persistence(t: &mut String, server: &Server) {
             "err"
         },
         p.last_bgsave_secs.load(Ordering::Relaxed),
-        job.as_ref().map_or(-1, |j| j.elapsed_secs() as i64),
+        save.as_ref().map_or(-1, |j| j.elapsed_secs() as i64),
         p.saves.load(Ordering::Relaxed),
         p.last_load_keys_expired.load(Ordering::Relaxed),
         p.last_load_keys_loaded.load(Ordering::Relaxed),
     );
-    info_aof_at_rest(t);
+    info_aof(t, server);
     if p.load.loading.load(Ordering::Relaxed) {
         info_loading(t, &p.load);
     }
 }
 
-/// INFO's AOF fields: there is no AOF yet.
-fn info_aof_at_rest(t: &mut String) {
-    t.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:-1\r\naof_current_rewrite_time_sec:-1\r\naof_last_bgrewrite_status:ok\r\naof_rewrites:0\r\naof_rewrites_consecutive_failures:0\r\naof_last_write_status:ok\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n");
+/// INFO's AOF fields, Redis's names and order.
+fn info_aof(t: &mut String, server: &Server) {
+    let aof = &server.aof;
+    let rw = &aof.rewrite;
+    let running = crate::aof::rewrite::running(server);
+    let current = if running {
+        crate::server::unix_ms() / 1000 - rw.started_secs.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    let status = |ok: bool| if ok { "ok" } else { "err" };
+    let _ = write!(
+        t,
+        "aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\naof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\naof_last_write_status:{}\r\naof_last_cow_size:0\r\nmodule_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n",
+        u8::from(aof.feeding()),
+        u8::from(running),
+        u8::from(rw.scheduled.load(Ordering::Relaxed)),
+        rw.last_secs.load(Ordering::Relaxed),
+        if running { current as i64 } else { -1 },
+        status(rw.last_ok.load(Ordering::Relaxed)),
+        rw.rewrites.load(Ordering::Relaxed),
+        rw.consecutive_failures.load(Ordering::Relaxed),
+        status(!aof.write_failed.load(Ordering::Relaxed)),
+    );
+    if server.config.read().appendonly {
+        let _ = write!(
+            t,
+            "aof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:{}\r\naof_buffer_length:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:{}\r\n",
+            aof.current_size.load(Ordering::Relaxed),
+            aof.base_size.load(Ordering::Relaxed),
+            u8::from(rw.scheduled.load(Ordering::Relaxed)),
+            aof.buffer_len(),
+            u8::from(aof.fsync_pending()),
+            aof.delayed_fsync.load(Ordering::Relaxed),
+        );
+    }
 }
 
 /// INFO's fields of a load in progress, with Redis's percentage and ETA arithmetic.
@@ -615,6 +649,8 @@ pub fn flushdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for shard in ctx.locks.iter_mut() {
         shard.flush(db);
     }
+    // Written to the append-only file even when the database was empty, as Redis forces it.
+    ctx.force_propagation();
     ctx.ok();
 }
 
@@ -624,7 +660,7 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     touch_existing_watched(ctx, None);
     // Redis kills a running background save here: the flushed data is not saved after all.
-    crate::bgsave::abort(ctx.server);
+    crate::bgsave::abort_save(ctx.server);
     for shard in ctx.locks.iter_mut() {
         for db in 0..shard.databases() {
             shard.flush(db);
@@ -636,6 +672,8 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         let _ = ctx.with_all_shards(crate::persistence::save);
     }
     ctx.server.hot.add(|c| &c.dirty, 1);
+    // Written to the append-only file even when every database was empty, as Redis forces it.
+    ctx.force_propagation();
     ctx.ok();
 }
 
@@ -668,6 +706,10 @@ pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for shard in ctx.locks.iter_mut() {
         shard.swap_dbs(a, b);
     }
+    // Redis counts every SWAPDB that succeeds as a change (`server.dirty++`, even of a database
+    // with itself), so it is always written to the append-only file; it touches no key.
+    ctx.server.hot.add(|c| &c.dirty, 1);
+    ctx.force_propagation();
     ctx.ok();
 }
 

@@ -9,6 +9,9 @@
 //! set for SUNION, the first for SDIFF), filter it by membership lookups in the others, then build
 //! the destination. A `*STORE` destination is overwritten whatever its type, and deleted when the
 //! result is empty, as Redis does.
+//!
+//! SPOP picks at random, so it is written to the append-only file as what it removed: one
+//! `SREM key member` per member, or `DEL key` when its count took the whole set (`t_set.c`).
 
 use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
 use super::random::{self, Picks};
@@ -183,25 +186,48 @@ pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Some(Some(n)) if n >= 0 => Some(n as usize),
         Some(_) => return ctx.error("ERR value is out of range, must be positive"),
     };
+    // The members popped, for the SREMs the pop is written as; not kept when the count takes
+    // the whole set, which is written as DEL.
+    let mut removed: Vec<Vec<u8>> = Vec::new();
     let popped = ctx.write::<Set, _>(key, false, |s, out| {
         let n = count.unwrap_or(1);
+        let whole = count.is_some() && n >= s.len();
         if count.is_some() {
             out.set_len(n.min(s.len()));
         }
         if n == 0 {
-            return Ok(0);
+            return Ok((0, whole));
         }
-        Ok(s.pop(n, &mut random::random, |m| reply_member(out, m)))
+        let popped = s.pop(n, &mut random::random, |m| {
+            reply_member(out, m);
+            if !whole {
+                removed.push(m.to_vec());
+            }
+        });
+        Ok((popped, whole))
     });
     match (popped, count) {
         (None, _) => {}
         (Some(None), None) => ctx.out.null(),
         (Some(None), Some(_)) => ctx.out.set_len(0),
-        (Some(Some(n)), _) => {
+        (Some(Some((n, whole))), _) => {
             if n > 0 {
                 ctx.touch(ctx.db(), key);
+                propagate_spop(ctx, key, whole, &removed);
             }
         }
+    }
+}
+
+/// SPOP is written as Redis's `spopCommand` and `spopWithCountCommand` write it, since which
+/// members a replay would pick is random: `DEL key` when the count took the whole set, else
+/// one `SREM key member` per member popped (more than one become one MULTI … EXEC block).
+fn propagate_spop(ctx: &mut Ctx<'_, '_>, key: &[u8], whole: bool, removed: &[Vec<u8>]) {
+    if whole {
+        return ctx.propagate_as(&[b"DEL", key]);
+    }
+    for member in removed {
+        ctx.propagate_as(&[b"SREM", key, member]);
     }
 }
 

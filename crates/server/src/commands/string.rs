@@ -3,8 +3,21 @@
 //! Values are stored by `store::value`: canonical integers as varints (`int` encoding), other
 //! strings as bytes (`embstr` up to 44 bytes, `raw` above or once modified in place). Redis's limit
 //! on a string's length is `proto-max-bulk-len` (512 MB by default), checked before any growth.
+//!
+//! The append-only file gets what a replay needs to give the same string, as Redis 7.0's
+//! `t_string.c` writes it (`Ctx::propagate_as`):
+//!
+//! ```text
+//!  SET … EX|PX|EXAT|PXAT, SETEX, PSETEX → SET key value PXAT <ms>      (other options dropped)
+//!  SET … GET (no expire time)           → the SET without its GET tokens
+//!  GETEX                                → PEXPIREAT key <ms> | PERSIST key | DEL key (nothing
+//!                                         when it changed nothing)
+//!  GETDEL → DEL key     GETSET → SET key value     INCRBYFLOAT → SET key <new value> KEEPTTL
+//! ```
+//! A past EXAT/PXAT of GETEX writes UNLINK instead of DEL under `lazyfree-lazy-expire`, GETDEL
+//! under `lazyfree-lazy-user-del`, as Redis picks.
 
-use super::args::{is, parse_i64};
+use super::args::{decimal, deletion, is, parse_i64};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, KPAIRS, READONLY, Spec, WRITE, table};
 use store::{StoreError, Str, Ttl};
 
@@ -248,11 +261,32 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if !store(ctx, key, value, ttl) {
         return;
     }
+    if let Ttl::At(at) = ttl {
+        propagate_set_pxat(ctx, key, value, at);
+    } else if get {
+        // Written without its GET tokens (they may repeat), the other options as they were;
+        // only options can sit from the fourth argument on when no expire time is among them.
+        let kept: Vec<&[u8]> = args
+            .iter()
+            .enumerate()
+            .filter(|&(i, a)| i < 3 || !is(a, "get"))
+            .map(|(_, &a)| a)
+            .collect();
+        ctx.propagate_as(&kept);
+    }
     match old {
         Some(Some(v)) => ctx.out.bulk(&v),
         Some(None) => ctx.out.null(),
         None => ctx.ok(),
     }
+}
+
+/// A SET that gave its key an expire time (EX, PX, EXAT, PXAT, SETEX, PSETEX) is written as
+/// `SET key value PXAT <ms>`, its other options dropped, as Redis's `setGenericCommand` does:
+/// a relative time replayed later would expire the key later.
+fn propagate_set_pxat(ctx: &mut Ctx<'_, '_>, key: &[u8], value: &[u8], at: u64) {
+    let at = decimal(at as i64);
+    ctx.propagate_as(&[b"SET", key, value, b"PXAT", &at]);
 }
 
 pub fn setnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -269,6 +303,7 @@ fn setex_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], unit: Unit, command: &st
         return;
     };
     if store(ctx, args[1], args[3], Ttl::At(at)) {
+        propagate_set_pxat(ctx, args[1], args[3], at);
         ctx.ok();
     }
 }
@@ -331,6 +366,7 @@ pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 pub fn getset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Ok(old) = read(ctx, args[1]) else { return };
     if store(ctx, args[1], args[2], Ttl::Clear) {
+        ctx.propagate_as(&[b"SET", args[1], args[2]]);
         match old {
             Some(v) => ctx.out.bulk(&v),
             None => ctx.out.null(),
@@ -345,6 +381,8 @@ pub fn getdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             let (db, now) = (ctx.db(), ctx.now_ms);
             ctx.shard(args[1]).remove(db, args[1], now);
             ctx.touch(db, args[1]);
+            let del = deletion(ctx.server.config.read().lazyfree_lazy_user_del);
+            ctx.propagate_as(&[del, args[1]]);
             ctx.out.bulk(&v);
         }
         None => ctx.out.null(),
@@ -378,25 +416,41 @@ pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Some(None) => Some(None),
         None => None,
     };
-    if let Some(at) = at {
-        let (db, now) = (ctx.db(), ctx.now_ms);
-        // An EXAT/PXAT already in the past deletes the key at once, as Redis's getexCommand
-        // does (relative times are positive, so only absolute ones can be past).
-        if at.is_some_and(|at| at <= now) {
-            ctx.shard(key).remove(db, key, now);
-            ctx.touch(db, key);
-            ctx.out.bulk(&value);
-            return;
-        }
-        let had_ttl = matches!(ctx.shard(key).expire_at(db, key, now), Some(Some(_)));
-        if at.is_some() || had_ttl {
-            if let Err(e) = ctx.shard(key).set_expire(db, key, at, now) {
-                return ctx.store_error(e);
-            }
-            ctx.touch(db, key);
-        }
+    if let Some(at) = at
+        && !getex_apply(ctx, key, at)
+    {
+        return;
     }
     ctx.out.bulk(&value);
+}
+
+/// GETEX's change to the key's expire time (`Some(ms)`, or `None` for PERSIST), written as
+/// Redis's `getexCommand` writes it: never as GETEX, but as the PEXPIREAT, PERSIST, or DEL
+/// (UNLINK with lazyfree-lazy-expire) it amounted to; nothing when PERSIST found no TTL.
+/// False after replying the store's error.
+fn getex_apply(ctx: &mut Ctx<'_, '_>, key: &[u8], at: Option<u64>) -> bool {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let result = match at {
+        // An EXAT/PXAT already in the past deletes the key at once (relative times are
+        // positive, so only absolute ones can be past).
+        Some(at) if at <= now => {
+            ctx.shard(key).remove(db, key, now);
+            ctx.touch(db, key);
+            let del = deletion(ctx.server.config.read().lazyfree_lazy_expire);
+            ctx.propagate_as(&[del, key]);
+            Ok(())
+        }
+        Some(at) => ctx.shard(key).set_expire(db, key, Some(at), now).map(|_| {
+            ctx.touch(db, key);
+            ctx.propagate_as(&[b"PEXPIREAT", key, &decimal(at as i64)]);
+        }),
+        None if !matches!(ctx.shard(key).expire_at(db, key, now), Some(Some(_))) => Ok(()),
+        None => ctx.shard(key).set_expire(db, key, None, now).map(|_| {
+            ctx.touch(db, key);
+            ctx.propagate_as(&[b"PERSIST", key]);
+        }),
+    };
+    result.map_err(|e| ctx.store_error(e)).is_ok()
 }
 
 fn max_len(ctx: &Ctx<'_, '_>) -> u64 {
@@ -496,6 +550,8 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    // Written as the value it gave, so that no float formatting can differ on replay.
+    ctx.propagate_as(&[b"SET", key, &text, b"KEEPTTL"]);
     ctx.out.bulk(&text);
 }
 

@@ -97,6 +97,7 @@ pub fn exec(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     client.in_exec = true;
     crate::dispatch::run_queued(server, client, out.out_mut(), &mut locks, queue, now);
     client.in_exec = false;
+    crate::propagate::exec_done(server);
     drop(locks);
     end_multi(ctx);
 }

@@ -326,11 +326,6 @@ pub fn banner(config: &Config) {
 /// Warns about settings densekv accepts but does not act on yet, where acting on them matters
 /// to the data: persistence and the memory limit.
 pub fn warn_unbuilt(config: &Config) {
-    if config.appendonly {
-        crate::log::warning(
-            "The append-only file is not built yet: appendonly yes has no effect and the data lives in memory only.",
-        );
-    }
     if config.maxmemory > 0 {
         crate::log::warning(&format!(
             "Eviction is not built yet: maxmemory {} is not enforced.",
@@ -345,7 +340,8 @@ pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Resul
     match apply {
         // Encoding limits are handed to the shards by CONFIG SET itself, which knows the locks
         // it holds (`commands::config::share_limits`).
-        Apply::None | Apply::EncodingLimits => {}
+        Apply::None | Apply::EncodingLimits | Apply::AppendOnly => {}
+        Apply::AofOptions => server.aof.configure(config),
         Apply::LogLevel => crate::log::set_level(&config.loglevel),
         Apply::SlowLog => server
             .slowlog_slower_than

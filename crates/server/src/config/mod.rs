@@ -121,6 +121,11 @@ pub enum Apply {
     /// The shards' encoding thresholds (`effects::store_limits`), handed to every shard once
     /// the new configuration is in place (it cannot fail).
     EncodingLimits,
+    /// `appendonly`: the AOF is switched on (a rewrite) or off, with every shard held, once
+    /// the new configuration is in place (`aof::rewrite::turn_on`).
+    AppendOnly,
+    /// `appendfsync`, `aof-timestamp-enabled`, `no-appendfsync-on-rewrite`: cached by the AOF.
+    AofOptions,
 }
 
 /// An `is_valid` check of a new value: the error is Redis's text.

@@ -37,7 +37,8 @@ const LLONG_MAX: i64 = i64::MAX;
 const ULLONG_MAX: i64 = -1;
 
 // What the statuses say, once each.
-const AOF: Status = Status::Planned("the append-only file");
+const AOF: Status =
+    Status::Works("as Redis 7.0's multi-part append-only file (docs/persistence.md)");
 const EVICTION: Status = Status::Planned("eviction (maxmemory and its policies)");
 const MESSAGING: Status =
     Status::Planned("messaging (pub/sub, keyspace notifications, client tracking)");
@@ -300,12 +301,12 @@ directives! {
     repl_disable_tcp_nodelay: bool = false; "repl-disable-tcp-nodelay", MODIFIABLE, yesno(None), REPLICATION, None;
     repl_diskless_sync: bool = true; "repl-diskless-sync", DEBUG | MODIFIABLE, yesno(None), REPLICATION, None;
     aof_rewrite_incremental_fsync: bool = true; "aof-rewrite-incremental-fsync", MODIFIABLE, yesno(None), AOF, None;
-    no_appendfsync_on_rewrite: bool = false; "no-appendfsync-on-rewrite", MODIFIABLE, yesno(None), AOF, None;
+    no_appendfsync_on_rewrite: bool = false; "no-appendfsync-on-rewrite", MODIFIABLE, yesno(None), AOF, AofOptions;
     cluster_require_full_coverage: bool = true; "cluster-require-full-coverage", MODIFIABLE, yesno(None), CLUSTER, None;
     rdb_save_incremental_fsync: bool = true; "rdb-save-incremental-fsync", MODIFIABLE, yesno(None), Status::Works("a file being saved is fsynced every 32 MiB"), None;
     aof_load_truncated: bool = true; "aof-load-truncated", MODIFIABLE, yesno(None), AOF, None;
     aof_use_rdb_preamble: bool = true; "aof-use-rdb-preamble", MODIFIABLE, yesno(None), AOF, None;
-    aof_timestamp_enabled: bool = false; "aof-timestamp-enabled", MODIFIABLE, yesno(None), AOF, None;
+    aof_timestamp_enabled: bool = false; "aof-timestamp-enabled", MODIFIABLE, yesno(None), AOF, AofOptions;
     cluster_replica_no_failover: bool = false; "cluster-replica-no-failover" | "cluster-slave-no-failover", MODIFIABLE, yesno(None), CLUSTER, None;
     replica_lazy_flush: bool = false; "replica-lazy-flush" | "slave-lazy-flush", MODIFIABLE, yesno(None), REPLICATION, None;
     replica_serve_stale_data: bool = true; "replica-serve-stale-data" | "slave-serve-stale-data", MODIFIABLE, yesno(None), REPLICATION, None;
@@ -315,7 +316,7 @@ directives! {
     activedefrag: bool = false; "activedefrag", DEBUG | MODIFIABLE, yesno(Some(sp::valid_active_defrag)), DEFRAG, None;
     syslog_enabled: bool = false; "syslog-enabled", IMMUTABLE, yesno(None), Status::Works("log lines also go to syslog(3)"), None;
     cluster_enabled: bool = false; "cluster-enabled", IMMUTABLE, yesno(None), Status::Refused("cluster mode"), None;
-    appendonly: bool = false; "appendonly", MODIFIABLE | DENY_LOADING, yesno(None), AOF, None;
+    appendonly: bool = false; "appendonly", MODIFIABLE | DENY_LOADING, yesno(None), AOF, AppendOnly;
     cluster_allow_reads_when_down: bool = false; "cluster-allow-reads-when-down", MODIFIABLE, yesno(None), CLUSTER, None;
     cluster_allow_pubsubshard_when_down: bool = true; "cluster-allow-pubsubshard-when-down", MODIFIABLE, yesno(None), CLUSTER, None;
     crash_log_enabled: bool = true; "crash-log-enabled", MODIFIABLE, yesno(None), Status::Works("a panic writes the bug report before the process aborts"), CrashLog;
@@ -360,7 +361,7 @@ directives! {
     repl_diskless_load: i32 = 0; "repl-diskless-load", DEBUG | MODIFIABLE | DENY_LOADING, enumeration(REPL_DISKLESS_LOAD, None), REPLICATION, None;
     loglevel: String = "notice".into(); "loglevel", MODIFIABLE, named(LOGLEVEL), Status::Works("CONFIG SET changes it at once"), LogLevel;
     maxmemory_policy: String = "noeviction".into(); "maxmemory-policy", MODIFIABLE, named(MAXMEMORY_POLICY), EVICTION, None;
-    appendfsync: i32 = 2; "appendfsync", MODIFIABLE, enumeration(AOF_FSYNC, None), AOF, None;
+    appendfsync: i32 = 2; "appendfsync", MODIFIABLE, enumeration(AOF_FSYNC, None), AOF, AofOptions;
     oom_score_adj: i32 = 0; "oom-score-adj", MODIFIABLE, enumeration(OOM_SCORE_ADJ, None), Status::Works("writes /proc/self/oom_score_adj as Redis's setOOMScoreAdj"), OomScore;
     acl_pubsub_default: i32 = 0; "acl-pubsub-default", MODIFIABLE, enumeration(ACL_PUBSUB_DEFAULT, None), Status::NoEffect("densekv has only the default user, who may use every channel"), None;
     sanitize_dump_payload: i32 = 0; "sanitize-dump-payload", DEBUG | MODIFIABLE, enumeration(SANITIZE_DUMP, None), Status::NoEffect("densekv has no RESTORE yet"), None;

@@ -459,7 +459,7 @@ impl Thread<'_> {
                 }
             }
         }
-        self.unblock(&mut touched);
+        let mail = self.unblock(&mut touched);
         for &token in &touched {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
@@ -474,6 +474,8 @@ impl Thread<'_> {
         // beforeSleep: a client woken by its first reply finds the others already waiting. A
         // write per connection as soon as it ran woke the client once per connection; the
         // wake-ups (an IPI each on this VM) cost as much server CPU as the inserts themselves.
+        // What those commands appended to the AOF reaches the file first (group commit).
+        crate::aof::before_replies(self.server, mail);
         for token in touched {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
@@ -509,8 +511,9 @@ impl Thread<'_> {
     }
 
     /// Resumes blocked clients of this thread: those another command served (their replies wait
-    /// in the thread's inbox) and those whose timeout passed (null reply).
-    fn unblock(&mut self, touched: &mut Vec<usize>) {
+    /// in the thread's inbox) and those whose timeout passed (null reply). True when another
+    /// thread served some (their pops are in the AOF stream before their replies leave).
+    fn unblock(&mut self, touched: &mut Vec<usize>) -> bool {
         let server = self.server;
         let mail = {
             let mut inbox = server.inboxes[self.index].lock();
@@ -520,6 +523,7 @@ impl Thread<'_> {
                 std::mem::take(&mut *inbox)
             }
         };
+        let had_mail = !mail.is_empty();
         for (id, reply) in mail {
             if let Some((&token, conn)) =
                 self.conns.iter_mut().find(|(_, c)| c.state.shared.id == id)
@@ -530,7 +534,7 @@ impl Thread<'_> {
             }
         }
         if server.blocked_clients.load(Ordering::Relaxed) == 0 {
-            return;
+            return had_mail;
         }
         let now = unix_ms();
         let mut timed_out = Vec::new();
@@ -546,6 +550,7 @@ impl Thread<'_> {
         for token in timed_out {
             self.touch(token, touched);
         }
+        had_mail
     }
 
     /// Closes connection `token` and releases at once everything it held: its blocking
@@ -601,7 +606,9 @@ impl Thread<'_> {
             server.sample_ops(now);
             if !server.cron_paused.load(Ordering::Relaxed) {
                 crate::bgsave::cron(server);
+                crate::aof::rewrite::cron(server);
             }
+            server.aof.cron();
         }
         active_expire(server, self.index, self.threads, now);
         let timeout_secs = server.config.read().timeout_secs;
@@ -639,6 +646,7 @@ fn active_expire(server: &Server, index: usize, threads: usize, now: u64) {
         for db in 0..shard.databases() {
             loop {
                 let round = shard.active_expire(db, now, 200);
+                crate::propagate::expired(server, &mut shard);
                 server
                     .stats
                     .expired_keys_active

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 /// Ports this test process has handed out; never handed out twice.
 static USED_PORTS: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
         let port = listener.local_addr().expect("local addr").port();
@@ -325,6 +325,11 @@ impl Client {
 
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("send");
+    }
+
+    /// Sends bytes; `Err` when the connection is gone (a server killed on purpose).
+    pub fn try_send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)
     }
 
     /// Sends one command and returns its raw reply.

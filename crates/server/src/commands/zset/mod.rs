@@ -29,7 +29,7 @@ use range::{
 use resp::{Protocol, ReplyWriter};
 use store::{Edit, StoreError, ZSet};
 
-pub use pop::{pop_for_blocked, reply_popped};
+pub use pop::{pop_for_blocked, propagate_pop, reply_popped};
 
 const NAN_ERROR: &str = "ERR resulting score is not a number (NaN)";
 const NOT_FLOAT: &str = "ERR value is not a valid float";

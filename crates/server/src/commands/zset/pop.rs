@@ -1,9 +1,10 @@
 //! The pops of a sorted set: ZPOPMIN, ZPOPMAX and ZMPOP, and the helpers the blocking pops
-//! (BZPOPMIN, BZPOPMAX, BZMPOP, `commands/blocking.rs`) build on.
+//! (BZPOPMIN, BZPOPMAX, BZMPOP, `commands/blocking.rs`) build on. ZMPOP and the blocking pops
+//! are written to the append-only file as the ZPOPMIN/ZPOPMAX they amounted to (`propagate_pop`).
 
 use super::{parse_long_in, reply_score};
 use crate::command::Ctx;
-use crate::commands::args::is;
+use crate::commands::args::{decimal, is};
 use resp::{Protocol, ReplyWriter};
 
 /// Pops up to `count` entries from the zset at `key` (lowest first, or highest with `max`),
@@ -34,6 +35,19 @@ pub fn pop_for_blocked(
         ctx.touch(db, key);
     }
     Some(popped)
+}
+
+/// ZMPOP, BZMPOP, BZPOPMIN and BZPOPMAX are written as the plain pop they amounted to, as
+/// Redis's `genericZpopCommand`, `blockingGenericZpopCommand` and
+/// `serveClientsBlockedOnSortedSetKey` write them: `ZPOPMIN|ZPOPMAX key`, or
+/// `ZPOPMIN|ZPOPMAX key <count>` with the number of entries popped for the M forms. A replay
+/// then names the one key that was popped and can never block.
+pub fn propagate_pop(ctx: &mut Ctx<'_, '_>, key: &[u8], max: bool, count: Option<usize>) {
+    let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+    match count {
+        Some(n) => ctx.propagate_as(&[name, key, &decimal(n as i64)]),
+        None => ctx.propagate_as(&[name, key]),
+    }
 }
 
 /// Writes popped entries as ZPOPMIN does: member then score for each, each pair in its own
@@ -149,6 +163,9 @@ pub fn zmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             Some(None) => {}
             Some(Some(())) => {
                 let popped = pop_for_blocked(ctx, key, max, count).unwrap_or_default();
+                if !popped.is_empty() {
+                    propagate_pop(ctx, key, max, Some(popped.len()));
+                }
                 ctx.out.array_len(2);
                 ctx.out.bulk(key);
                 ctx.out.array_len(popped.len());

@@ -1,0 +1,160 @@
+//! What a command hands to the append-only file: commands that replay to the same dataset
+//! (Redis's `call` → `alsoPropagate` → `propagatePendingCommands`), appended while the command
+//! still holds its shards, so the file's order agrees with the order of the writes.
+//!
+//! ```text
+//!  handler ─ ctx.touch ──────────▶ Effects.dirty += 1          (Redis's server.dirty)
+//!          ─ ctx.propagate_as ───▶ Effects.replaced += [argv]  (SET … EX 10 → SET … PXAT t)
+//!          ─ ctx.force_propagation (FLUSHALL, FLUSHDB: written even when nothing changed)
+//!  end of the command, shards still held (`command_done`):
+//!     DEL of each key the held shards deleted by expiry (the store's expiry log), then
+//!     replaced?  each replacement : (WRITE flag ∧ (dirty > 0 ∨ forced))?  the argv itself
+//!     ──▶ PENDING (this thread's, encoded)
+//!  not inside EXEC ──▶ flush: Aof::append, as one MULTI … EXEC block when more than one
+//!  EXEC: the queued commands' effects gather in PENDING, flushed once before EXEC lets go of
+//!  the shards (`exec_done`)
+//! ```
+//! Invariant: PENDING is empty whenever a thread holds no shard for a command: every path that
+//! fills it (`command_done`, `expired`) flushes before its shards are released, except inside
+//! EXEC, which flushes before it releases its own.
+
+use crate::command::{Ctx, flag};
+use crate::server::Server;
+use std::cell::{Cell, RefCell};
+use store::Shard;
+
+/// What a handler says about its command's effects.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Changes the command made (each `Ctx::touch`).
+    pub dirty: Cell<u32>,
+    /// The commands written instead of the command itself; `Some(empty)` writes none.
+    pub replaced: Option<Vec<Vec<Vec<u8>>>>,
+    /// Written even when nothing changed (FLUSHALL and FLUSHDB, as Redis forces them).
+    pub forced: bool,
+}
+
+impl Effects {
+    /// One more command to write instead of the command itself.
+    pub fn replace_with(&mut self, args: &[&[u8]]) {
+        self.replaced
+            .get_or_insert_with(Vec::new)
+            .push(args.iter().map(|a| a.to_vec()).collect());
+    }
+
+    /// The command writes nothing, even if it changed something (SPOP's effects are its
+    /// SREMs, given one by one).
+    pub fn suppress(&mut self) {
+        self.replaced.get_or_insert_with(Vec::new);
+    }
+}
+
+/// One command to append: its database and its RESP encoding.
+type Op = (usize, Vec<u8>);
+
+thread_local! {
+    /// This thread's commands waiting to be appended (see the module doc's invariant).
+    static PENDING: RefCell<Vec<Op>> = const { RefCell::new(Vec::new()) };
+}
+
+fn encode(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    persist::aof_base::encode_command(&mut out, args);
+    out
+}
+
+/// The deletion a key's expiry is written as: DEL, or UNLINK with `lazyfree-lazy-expire`.
+fn expiry_deletion(server: &Server) -> &'static [u8] {
+    if server.config.read().lazyfree_lazy_expire {
+        b"UNLINK"
+    } else {
+        b"DEL"
+    }
+}
+
+/// Queues a DEL for each key `shard` deleted by expiry since it was last asked.
+fn queue_expired(server: &Server, shard: &mut Shard, pending: &mut Vec<Op>) {
+    let expired = shard.take_expired();
+    if expired.is_empty() {
+        return;
+    }
+    let del = expiry_deletion(server);
+    for (db, key) in expired {
+        pending.push((db, encode(&[del, &key])));
+    }
+}
+
+/// After a command ran, its shards still held: queues its effects and, outside EXEC, appends
+/// them. `args` is the command as the client sent it, written as it is when nothing replaced
+/// it, it has the WRITE flag and it changed something.
+pub fn command_done(ctx: &mut Ctx<'_, '_>, flags: u32, args: &[&[u8]]) {
+    let server = ctx.server;
+    if !server.aof.feeding() {
+        return;
+    }
+    let db = ctx.client.db;
+    PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        for shard in ctx.locks.iter_mut() {
+            queue_expired(server, shard, &mut pending);
+        }
+        if let Some(commands) = ctx.effects.replaced.take() {
+            for command in commands {
+                let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
+                pending.push((db, encode(&args)));
+            }
+        } else {
+            let changed = ctx.effects.dirty.get() > 0 || ctx.effects.forced;
+            if flags & flag::WRITE != 0 && changed {
+                pending.push((db, encode(args)));
+            }
+        }
+    });
+    if !ctx.client.in_exec {
+        flush(server);
+    }
+}
+
+/// EXEC's end, before it lets go of every shard: its commands' effects as one block.
+pub fn exec_done(server: &Server) {
+    flush(server);
+}
+
+/// Active expiry deleted keys in `shard` (held): their DELs are appended now.
+pub fn expired(server: &Server, shard: &mut Shard) {
+    if !server.aof.feeding() {
+        return;
+    }
+    PENDING.with(|pending| queue_expired(server, shard, &mut pending.borrow_mut()));
+    flush_each(server);
+}
+
+/// Appends what is pending, more than one command as one MULTI … EXEC block (Redis 7.0 wraps
+/// whatever one command or one EXEC propagated).
+fn flush(server: &Server) {
+    let ops = PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut()));
+    if !ops.is_empty() {
+        let end = server.aof.append(&ops, ops.len() > 1);
+        APPENDED.set(APPENDED.get().max(end));
+    }
+}
+
+/// Appends what is pending, each command on its own (active expiry's DELs).
+fn flush_each(server: &Server) {
+    let ops = PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut()));
+    if !ops.is_empty() {
+        let end = server.aof.append(&ops, false);
+        APPENDED.set(APPENDED.get().max(end));
+    }
+}
+
+thread_local! {
+    /// The end, in the append-only stream, of what this thread appended last: its replies
+    /// wait until the file holds (`appendfsync always`: and has synced) that far.
+    static APPENDED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How far the append-only stream must reach before this thread's replies may leave.
+pub fn appended_here() -> u64 {
+    APPENDED.get()
+}
