@@ -279,6 +279,7 @@ fn begin(
     let (tx, rx) = sync_channel(CHANNEL_CHUNKS);
     let writer = {
         let (job, server) = (Arc::clone(&job), Arc::clone(&handle));
+        let annotate = server.config.read().aof_timestamp_enabled;
         let incremental = match target {
             Target::Rdb => server.config.read().rdb_save_incremental_fsync,
             Target::AofBase { .. } => server.config.read().aof_rewrite_incremental_fsync,
@@ -286,7 +287,7 @@ fn begin(
         move || {
             let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
             let result = match target {
-                Target::AofBase { rdb: false } => write_commands(out, &rx, &job),
+                Target::AofBase { rdb: false } => write_commands(out, &rx, &job, annotate),
                 _ => write(out, options, &sizes, &rx, &job),
             };
             if result.is_err() {
@@ -479,12 +480,22 @@ fn write(
     out.finish().map_err(failed)
 }
 
-/// The writer of a base in command form: SELECT when the database changes, then the chunks'
-/// commands, then the fsync.
-fn write_commands(out: SyncEvery, rx: &Receiver<Chunk>, job: &Job) -> Result<(), String> {
+/// The writer of a base in command form: a `#TS:` annotation first with
+/// `aof-timestamp-enabled` (`annotate`), as Redis's rewrite forces one; SELECT when the
+/// database changes, then the chunks' commands, then the fsync.
+fn write_commands(
+    out: SyncEvery,
+    rx: &Receiver<Chunk>,
+    job: &Job,
+    annotate: bool,
+) -> Result<(), String> {
     use std::io::Write;
     let failed = |e: std::io::Error| format!("Write error writing the AOF base: {e}");
     let mut w = BufWriter::with_capacity(CHUNK_BYTES, out);
+    if annotate {
+        w.write_all(format!("#TS:{}\r\n", unix_ms() / 1000).as_bytes())
+            .map_err(failed)?;
+    }
     let mut selected: Option<usize> = None;
     let mut select = Vec::new();
     for chunk in rx {

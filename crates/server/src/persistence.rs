@@ -213,13 +213,14 @@ fn write_file(
 }
 
 /// Writes the whole keyspace held as `shards` to `temp` as an AOF base, an RDB (with
-/// `aof-base 1`) or commands, and fsyncs it (the base `appendonly yes` starts from when there
-/// are no files yet).
+/// `aof-base 1`) or commands (opened by a `#TS:` annotation when `annotate`), and fsyncs it
+/// (the base `appendonly yes` starts from when there are no files yet).
 pub fn write_base(
     temp: &str,
     shards: &mut [&mut Shard],
     options: SaveOptions,
     rdb: bool,
+    annotate: bool,
 ) -> Result<(), String> {
     let failed = |e: std::io::Error| {
         let _ = std::fs::remove_file(temp);
@@ -232,6 +233,10 @@ pub fn write_base(
         w.keyspace(shards).map_err(failed)?;
         out = w.finish().map_err(failed)?;
     } else {
+        if annotate {
+            let ts = format!("#TS:{}\r\n", unix_ms() / 1000);
+            out.write_all(ts.as_bytes()).map_err(failed)?;
+        }
         write_commands(&mut out, shards).map_err(failed)?;
     }
     out.flush().map_err(failed)?;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use support::persist::{densekv_in, info_field, temp_dir};
+use support::persist::{copy_dir, densekv_in, info_field, redis_aof_in, temp_dir};
 use support::{Client, Server};
 
 fn aof_dir(dir: &Path) -> std::path::PathBuf {
@@ -245,17 +245,34 @@ fn rewrite_keeps_the_dataset_and_deletes_history() {
     assert_eq!(server.connect().cmd(&["DEBUG", "DIGEST"]), digest);
 }
 
-/// The base in command form (`aof-use-rdb-preamble no`) replays to the same dataset.
+/// The base in command form (`aof-use-rdb-preamble no`) and incremental files with
+/// `#TS:` annotations (`aof-timestamp-enabled`) replay to the same dataset.
 #[test]
-fn a_command_base_replays() {
+fn a_command_base_and_timestamps_replay() {
     let dir = temp_dir("aof", "command-base");
-    let opts = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"];
+    let opts = [
+        "--appendonly",
+        "yes",
+        "--aof-use-rdb-preamble",
+        "no",
+        "--aof-timestamp-enabled",
+        "yes",
+    ];
     let server = densekv_in(&dir, &opts);
     let mut c = server.connect();
     fill(&mut c, "a");
     c.cmd(&["BGREWRITEAOF"]);
     wait_rewrite(&mut c);
     assert!(manifest(&dir).starts_with("file appendonly.aof.2.base.aof seq 2 type b\n"));
+    let base = std::fs::read(aof_dir(&dir).join("appendonly.aof.2.base.aof")).unwrap();
+    assert!(base.starts_with(b"#TS:"), "an annotation opens the base");
+    std::thread::sleep(Duration::from_millis(1100));
+    fill(&mut c, "b");
+    let incr = std::fs::read(aof_dir(&dir).join("appendonly.aof.2.incr.aof")).unwrap();
+    assert!(
+        incr.starts_with(b"#TS:"),
+        "a write in a new second is annotated"
+    );
     let digest = c.cmd(&["DEBUG", "DIGEST"]);
     drop(c);
     drop(server);
@@ -263,27 +280,8 @@ fn a_command_base_replays() {
     assert_eq!(server.connect().cmd(&["DEBUG", "DIGEST"]), digest);
 }
 
-/// Copies every file of `from` into a fresh `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
-}
-
 fn redis_in(dir: &Path, preamble: &str) -> Server {
-    Server::redis(&[
-        "--enable-debug-command",
-        "yes",
-        "--dir",
-        dir.to_str().unwrap(),
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        preamble,
-    ])
+    redis_aof_in(dir, &["--aof-use-rdb-preamble", preamble])
 }
 
 /// densekv's appendonlydir (base + incrementals, both base forms) starts redis-server with the

@@ -18,7 +18,7 @@ mod support;
 use persist::aof::{self, Item};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::persist::{densekv_in, temp_dir};
+use support::persist::{copy_dir, densekv_in, redis_aof_in, temp_dir};
 use support::{Client, Server};
 
 /// densekv's AOF options in every test: every reply waits until its command is on disk.
@@ -228,14 +228,7 @@ impl Fixture {
         let copy = temp_dir("aof-effects", &format!("{name}-redis"));
         copy_dir(&dir.join("appendonlydir"), &copy.join("appendonlydir"));
         // Server::redis fails the test, rather than skipping it, when redis-server is missing.
-        let redis = Server::redis(&[
-            "--dir",
-            copy.to_str().unwrap(),
-            "--appendonly",
-            "yes",
-            "--enable-debug-command",
-            "yes",
-        ]);
+        let redis = redis_aof_in(&copy, &[]);
         assert_eq!(
             snapshot(&mut redis.connect(), keys),
             before,
@@ -256,16 +249,6 @@ fn snapshot(c: &mut Client, keys: &[&str]) -> Vec<Vec<u8>> {
         out.push(c.cmd(&["PEXPIRETIME", key]));
     }
     out
-}
-
-/// Copies every file of `from` into a fresh `to`.
-fn copy_dir(from: &Path, to: &Path) {
-    let _ = std::fs::remove_dir_all(to);
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-    }
 }
 
 /// The bulk strings of an array reply (a SPOP's members, in reply order).

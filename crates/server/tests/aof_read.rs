@@ -7,20 +7,19 @@ mod support;
 
 use persist::aof::{self, FileType, Item};
 use support::Server;
-use support::persist::temp_dir;
+use support::persist::{redis_aof_in, temp_dir};
 
 /// redis-server with the AOF on in `dir`, the base written as `preamble` says.
 fn redis_with_aof(dir: &std::path::Path, preamble: &str) -> Server {
-    Server::redis(&[
-        "--dir",
-        dir.to_str().unwrap(),
-        "--appendonly",
-        "yes",
-        "--aof-use-rdb-preamble",
-        preamble,
-        "--aof-timestamp-enabled",
-        "yes",
-    ])
+    redis_aof_in(
+        dir,
+        &[
+            "--aof-use-rdb-preamble",
+            preamble,
+            "--aof-timestamp-enabled",
+            "yes",
+        ],
+    )
 }
 
 fn commands(bytes: &[u8]) -> Vec<Vec<Vec<u8>>> {

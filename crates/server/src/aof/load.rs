@@ -304,56 +304,46 @@ impl<'s, 'h> Replay<'s, 'h> {
         let Some(queue) = self.queue.take() else {
             return;
         };
-        let mut own = None;
+        let commands: Vec<(usize, Vec<&[u8]>)> = queue
+            .iter()
+            .map(|(index, args)| (*index, args.iter().map(Vec::as_slice).collect()))
+            .collect();
+        self.run_all(&commands, Locks::all);
+    }
+
+    /// One command, with its own shards (or the held ones).
+    fn run(&mut self, index: usize, args: &[&[u8]]) {
+        let own = |server| command::locks_for(server, COMMANDS[index], args);
+        self.run_all(&[(index, args.to_vec())], own);
+    }
+
+    /// Runs `commands` with the held shards, or with the locks `own` takes for them.
+    fn run_all(
+        &mut self,
+        commands: &[(usize, Vec<&[u8]>)],
+        own: impl FnOnce(&'s Server) -> Locks<'s>,
+    ) {
+        let mut taken = None;
         let locks = match self.held.as_deref_mut() {
             Some(locks) => locks,
-            None => own.insert(Locks::all(self.server)),
+            None => taken.insert(own(self.server)),
         };
-        for (index, args) in queue {
-            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
-            run(
-                self.server,
-                &mut self.client,
-                &mut self.out,
-                &mut self.mark,
+        for (index, args) in commands {
+            let now = unix_ms();
+            let (server, client, out) = (self.server, &mut self.client, &mut self.out);
+            command::run(
+                server,
+                client,
+                out,
                 locks,
-                index,
-                &args,
+                *index,
+                args,
+                now,
+                &mut self.mark,
             );
+            self.out.clear();
         }
     }
-
-    /// One command, with the held shards or its own.
-    fn run(&mut self, index: usize, args: &[&[u8]]) {
-        let mut own = None;
-        let locks = match self.held.as_deref_mut() {
-            Some(locks) => locks,
-            None => own.insert(command::locks_for(self.server, COMMANDS[index], args)),
-        };
-        run(
-            self.server,
-            &mut self.client,
-            &mut self.out,
-            &mut self.mark,
-            locks,
-            index,
-            args,
-        );
-    }
-}
-
-/// Runs one command of the file as the loader's client; its reply is dropped.
-fn run<'s>(
-    server: &'s Server,
-    client: &mut ClientState,
-    out: &mut Vec<u8>,
-    mark: &mut crate::clock::Mark,
-    locks: &mut Locks<'s>,
-    index: usize,
-    args: &[&[u8]],
-) {
-    command::run(server, client, out, locks, index, args, unix_ms(), mark);
-    out.clear();
 }
 
 #[cfg(test)]

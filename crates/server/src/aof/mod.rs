@@ -163,7 +163,7 @@ impl Aof {
         let mut feed = self.feed.lock();
         let start = feed.buf.len();
         if self.timestamps.load(Ordering::Relaxed) {
-            annotate(&mut feed, false);
+            annotate(&mut feed);
         }
         if wrap {
             select(&mut feed, ops[0].0);
@@ -465,11 +465,11 @@ fn select(feed: &mut Feed, db: usize) {
     }
 }
 
-/// Writes a `#TS:<unix secs>` annotation when the second changed (or `force`), as Redis's
+/// Writes a `#TS:<unix secs>` annotation when the second changed, as Redis's
 /// `genAofTimestampAnnotationIfNeeded`.
-fn annotate(feed: &mut Feed, force: bool) {
+fn annotate(feed: &mut Feed) {
     let now = unix_ms() / 1000;
-    if force || now > feed.last_ts_secs {
+    if now > feed.last_ts_secs {
         feed.buf
             .extend_from_slice(format!("#TS:{now}\r\n").as_bytes());
         feed.last_ts_secs = now;

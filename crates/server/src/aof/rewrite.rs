@@ -390,7 +390,8 @@ fn write_base_now(
     let temp = bgsave::temp_name(bgsave::Target::AofBase { rdb });
     let (_, mut options) = crate::persistence::save_options(server, shards);
     options.aof_base = true;
-    crate::persistence::write_base(&temp, shards, options, rdb)?;
+    let annotate = server.config.read().aof_timestamp_enabled;
+    crate::persistence::write_base(&temp, shards, options, rdb, annotate)?;
     std::fs::rename(&temp, path).map_err(|e| {
         format!(
             "Error trying to rename the temporary AOF base file {temp} into {}: {e}",

@@ -27,6 +27,31 @@ pub fn densekv_in(dir: &Path, extra: &[&str]) -> Server {
     Server::densekv(&args)
 }
 
+/// redis-server with DEBUG enabled and the AOF on, working in `dir`, with `extra` options.
+pub fn redis_aof_in(dir: &Path, extra: &[&str]) -> Server {
+    let mut args = vec![
+        "--enable-debug-command",
+        "yes",
+        "--dir",
+        dir.to_str().unwrap(),
+        "--appendonly",
+        "yes",
+    ];
+    args.extend_from_slice(extra);
+    Server::redis(&args)
+}
+
+/// Copies every file of `from` into a fresh directory `to` (an `appendonlydir` handed from one
+/// server to the other).
+pub fn copy_dir(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+}
+
 /// One field of INFO persistence.
 pub fn info_field(c: &mut Client, field: &str) -> String {
     let info = String::from_utf8_lossy(&c.cmd(&["INFO", "persistence"])).into_owned();
