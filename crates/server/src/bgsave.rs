@@ -35,6 +35,11 @@
 //! (nothing is encoded), because it is what returns every entry's epoch bit to rest, and the
 //! job ends only then: the writer drains the channel until every sink is gone, so a new save
 //! never meets a snapshot still running.
+//!
+//! The same job writes the base of a rewritten append-only file (`Target::AofBase`, started by
+//! `aof/rewrite.rs` after it switched the incremental file with every shard held): an RDB with
+//! `aof-base 1`, or commands (`persist::aof_base`), to `temp-rewriteaof-bg-<pid>.aof`, which
+//! `aof::rewrite::done` puts in place. One job runs at a time, as Redis has one child.
 
 use crate::persistence::{self, SYNC_EVERY_BYTES, SyncEvery};
 use crate::server::{Server, unix_ms};

@@ -1,8 +1,9 @@
 //! Persistence commands (Redis's `rdb.c`, `db.c`): SAVE writes the RDB file while every shard
 //! is held, so it is the dataset at one instant and writers wait for it (SAVE's contract);
 //! BGSAVE starts the forkless background save, whose file is the dataset at the instant it
-//! replied (`crate::bgsave`); LASTSAVE reports when the last save succeeded. The file side is
-//! `crate::persistence`.
+//! replied (`crate::bgsave`); LASTSAVE reports when the last save succeeded; BGREWRITEAOF
+//! rewrites the append-only file's base on the same job slot (`crate::aof::rewrite`). The file
+//! side is `crate::persistence`.
 
 use crate::bgsave::{self, Started};
 use crate::command::{
