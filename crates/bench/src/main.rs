@@ -5,14 +5,15 @@
 //! cargo run --release -p bench -- heap [--quick] [--rounds N] [--workload W,..] [--alloc A,..]
 //! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
 //! cargo run --release -p bench -- persist [--quick] [--rounds N] [--densekv PATH] [--n N]
+//! cargo run --release -p bench -- aof [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
 //!
 //! Suites are subcommands: `heap` today (densekv's heap against mimalloc, jemalloc and the system
 //! allocator; see `workload.rs` for its dimensions and `docs/heap-bench.md`); `maps`, `shapes`,
-//! `server` and `persist` (densekv against redis-server) join as their crates land, and `all`
-//! runs every suite there is. Each suite prints its tables and writes
+//! `server`, `persist` and `aof` (densekv against redis-server) join as their crates land, and
+//! `all` runs every suite there is. Each suite prints its tables and writes
 //! `bench-results/<suite>.json` in the workspace root. Measurements that need a clean process
 //! (peak RSS) re-execute this binary through a hidden subcommand (`heap-child`).
 //!
@@ -22,11 +23,21 @@
 //! (the server processes), `server_memory` (one memory measurement), `server_rb`
 //! (redis-benchmark), `server_report` (tables, JSON, Markdown) and `server_suite` (the run).
 //!
+//! `persist` (`persist_*`: BGSAVE memory, latency during saves, SAVE and load) and `aof`
+//! (`aof_*`: throughput under each appendfsync, BGREWRITEAOF memory through the persist suite's
+//! BGSAVE measurement, rewrite and load times) share `persist_server` and the server suite's
+//! process handling.
+//!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
 //! (tables and JSON), `machine` (`/proc`, perf, date), `rng` and `stats`.
 
 mod alloc;
+mod aof_markdown;
+mod aof_report;
+mod aof_suite;
+mod aof_throughput;
+mod aof_timing;
 mod child;
 mod heap_report;
 mod heap_suite;
@@ -73,9 +84,13 @@ enum Suite {
     Server(server_suite::ServerArgs),
     /// densekv's persistence against redis-server: BGSAVE memory, p99 during BGSAVE, SAVE/load.
     Persist(persist_suite::PersistArgs),
+    /// densekv's append-only file against redis-server: throughput per appendfsync,
+    /// BGREWRITEAOF memory and time, load.
+    Aof(aof_suite::AofArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, server, then persist (same --quick and --out-dir).
+    /// Every suite there is: heap, shapes, server, persist, then aof (same --quick and
+    /// --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -119,6 +134,7 @@ fn main() -> ExitCode {
         Suite::Heap(args) => heap_suite::run(&args),
         Suite::Server(args) => server_suite::run(&args),
         Suite::Persist(args) => persist_suite::run(&args),
+        Suite::Aof(args) => aof_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
@@ -140,7 +156,13 @@ fn main() -> ExitCode {
                 out_dir: args.out_dir.clone(),
                 ..persist_suite::PersistArgs::default()
             };
-            persist_suite::run(&persist).map(|persist_ok| heap_ok && server_ok && persist_ok)
+            let persist_ok = persist_suite::run(&persist)?;
+            let aof = aof_suite::AofArgs {
+                quick: args.quick,
+                out_dir: args.out_dir.clone(),
+                ..aof_suite::AofArgs::default()
+            };
+            aof_suite::run(&aof).map(|aof_ok| heap_ok && server_ok && persist_ok && aof_ok)
         }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };

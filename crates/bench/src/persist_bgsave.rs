@@ -1,12 +1,15 @@
 //! The persist suite's first figure: the memory a background save costs while every key is
-//! overwritten, as the peak over the resident memory before.
+//! overwritten, as the peak over the resident memory before. The aof suite measures BGREWRITEAOF
+//! the same way ([`BackgroundJob`]): the same dataset, delay and overwrite, with `--appendonly
+//! yes`, so the overwrite's SETs are appended to the AOF too, as a client's would be.
 //!
 //! ```text
 //! fresh server ─ DEBUG POPULATE N key 16 ─ before = VmRSS (once still for 0.5 s)
-//!   ─ CONFIG SET rdb-key-save-delay D ─ BGSAVE
+//!   ─ CONFIG SET rdb-key-save-delay D ─ BGSAVE | BGREWRITEAOF
 //!   ─┬─ writer thread: SET key:<i> new:<i> for every i, batches of 1000, one connection
-//!    └─ every 10 ms: memory now; INFO persistence; until rdb_bgsave_in_progress:0
-//! peak / before      counted only when the save still ran as the overwrite's last batch left
+//!    └─ every 10 ms: memory now; INFO persistence; until rdb_bgsave_in_progress:0 (a rewrite:
+//!       aof_rewrite_in_progress:0 and aof_rewrite_scheduled:0)
+//! peak / before      counted only when the job still ran as the overwrite's last batch left
 //! ```
 //!
 //! What "memory now" is differs by design. densekv saves from a thread of its own process, so
@@ -15,7 +18,8 @@
 //! and then each holds a private copy, so the total is the parent's `VmRSS` plus the child's
 //! private pages (`Private_Clean + Private_Dirty` of `/proc/<child>/smaps_rollup`; its shared
 //! pages are already in the parent's figure). One formula covers both: `VmRSS` plus the private
-//! memory of every live child, and densekv has none.
+//! memory of every live child, and densekv has none. A rewrite is the same in both servers: an
+//! RDB body (`aof-use-rdb-preamble yes`) written by the fork's child, or by densekv's walk.
 //!
 //! The save delay makes the save outlast the overwrite, so the peak is what a save costs when
 //! every key changes under it (the worst case for copy-on-write, and for densekv's pre-images).
@@ -37,7 +41,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::machine;
-use crate::persist_server::{self, POLL_INTERVAL, SAVE_LIMIT, TempDir};
+use crate::persist_server::{self, BackgroundJob, POLL_INTERVAL, SAVE_LIMIT, TempDir};
 use crate::server_proc::{ServerKind, ServerProcess};
 use crate::server_resp::Connection;
 
@@ -55,17 +59,18 @@ pub struct BgsaveSample {
     pub delay: i32,
     pub before_bytes: u64,
     pub peak_bytes: u64,
-    /// From BGSAVE's reply to the first `rdb_bgsave_in_progress:0`.
+    /// From BGSAVE's reply to the first `rdb_bgsave_in_progress:0` (or BGREWRITEAOF's to the
+    /// first look that found no rewrite running or scheduled).
     pub save_secs: f64,
-    /// From BGSAVE's reply to the last reply of the overwrite.
+    /// From the job's reply to the last reply of the overwrite.
     pub overwrite_secs: f64,
-    /// Whether the save was still running when the overwrite's last batch was sent: the round
-    /// counts only then (every key but that batch's was overwritten during the save, and those
+    /// Whether the job was still running when the overwrite's last batch was sent: the round
+    /// counts only then (every key but that batch's was overwritten during the job, and those
     /// were sent before it could end).
     pub counted: bool,
-    /// Memory samples taken while the save ran.
+    /// Memory samples taken while the job ran.
     pub samples: usize,
-    /// Whether a child process was seen during the save (redis-server's fork).
+    /// Whether a child process was seen during the job (redis-server's fork).
     pub child_seen: bool,
 }
 
@@ -86,21 +91,22 @@ fn footprint(server: &ServerProcess) -> (u64, bool) {
     (server.rss_bytes() + private, !children.is_empty())
 }
 
-/// Runs one round on a fresh `kind` server.
+/// Runs one round of `job` on a fresh `kind` server.
 pub fn measure(
+    job: BackgroundJob,
     kind: ServerKind,
     binary: &Path,
     n: u64,
     delay: i32,
     round: usize,
 ) -> Result<BgsaveSample, String> {
-    let dir = TempDir::new(&format!("bgsave-{}", kind.name()))?;
-    let server = persist_server::start_in(kind, binary, &dir)?;
+    let dir = TempDir::new(&format!("{}-{}", job.name(), kind.name()))?;
+    let server = persist_server::start_in_with(kind, binary, &dir, job.server_options())?;
     let mut connection = persist_server::connect(server.port)?;
     persist_server::populate(&mut connection, n)?;
     let before_bytes = server.wait_quiet(BEFORE_STILL, Duration::ZERO, BEFORE_LIMIT);
     persist_server::set_save_delay(&mut connection, delay)?;
-    persist_server::bgsave(&mut connection)?;
+    job.start(&mut connection)?;
     let started = Instant::now();
     let port = server.port;
     let writer = thread::spawn(move || {
@@ -111,13 +117,13 @@ pub fn measure(
             persist_server::populated_key,
             persist_server::new_value,
             |c| {
-                saving_at_last = persist_server::save_in_progress(c)?;
+                saving_at_last = job.in_progress(c)?;
                 Ok(())
             },
         )
         .map(|()| (Instant::now(), saving_at_last))
     });
-    let watched = watch_save(&server, &mut connection, started);
+    let watched = watch_job(job, &server, &mut connection, started);
     let (overwrite_end, saving_at_last) = writer
         .join()
         .map_err(|_| "the overwrite thread panicked".to_owned())??;
@@ -136,7 +142,7 @@ pub fn measure(
     })
 }
 
-/// What [`watch_save`] saw.
+/// What [`watch_job`] saw.
 struct Watched {
     peak_bytes: u64,
     end: Instant,
@@ -144,9 +150,10 @@ struct Watched {
     child_seen: bool,
 }
 
-/// Samples the memory every [`POLL_INTERVAL`] until `INFO persistence` says the save is over.
+/// Samples the memory every [`POLL_INTERVAL`] until `INFO persistence` says `job` is over.
 /// A sample is taken before each look, so the last one precedes the look that saw the end.
-fn watch_save(
+fn watch_job(
+    job: BackgroundJob,
     server: &ServerProcess,
     connection: &mut Connection,
     started: Instant,
@@ -162,13 +169,14 @@ fn watch_save(
         watched.peak_bytes = watched.peak_bytes.max(bytes);
         watched.child_seen |= child;
         watched.samples += 1;
-        if !persist_server::save_in_progress(connection)? {
+        if !job.in_progress(connection)? {
             watched.end = Instant::now();
             return Ok(watched);
         }
         if started.elapsed() > SAVE_LIMIT {
             return Err(format!(
-                "the background save still runs after {} s",
+                "the background {} still runs after {} s",
+                job.name(),
                 SAVE_LIMIT.as_secs()
             ));
         }

@@ -2,8 +2,9 @@
 //! `docs/BENCHMARKS.md` (method, command, the summary against densekv's targets, one table per
 //! figure), from a [`PersistReport`].
 //!
-//! The section lives in the file the server suite writes whole; that suite keeps it
-//! ([`section`], [`splice`]) and this one replaces only it, in place or at the end.
+//! The section lives in the file the server suite writes whole; that suite keeps it and the aof
+//! suite's ([`section`], [`splice`]), and this one replaces only its own, in place or at the end
+//! ([`splice_at`], which the aof suite uses for its section too).
 
 use std::fmt::Write as _;
 
@@ -30,9 +31,9 @@ pub fn headline_table(rows: &[Headline], markdown: bool) -> String {
         .iter()
         .map(|row| {
             vec![
-                row.figure.to_owned(),
-                num(row.densekv, 3),
-                num(row.redis, 3),
+                row.figure.clone(),
+                figure(row.densekv),
+                figure(row.redis),
                 ratio_text(row.ratio),
                 row.target.clone(),
                 match row.met {
@@ -46,12 +47,26 @@ pub fn headline_table(rows: &[Headline], markdown: bool) -> String {
     table(&header, &body, markdown)
 }
 
+/// A headline's figure: three decimals for ratios and seconds, none for rates in the thousands
+/// (the aof suite's requests per second).
+fn figure(value: Option<f64>) -> String {
+    match value {
+        Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
+        _ => num(value, 3),
+    }
+}
+
 fn mib(bytes: Option<f64>) -> Option<f64> {
     bytes.map(|b| b / f64::from(1u32 << 20))
 }
 
 /// The BGSAVE memory table.
 pub fn bgsave_table(rows: &[BgsaveSummary], markdown: bool) -> String {
+    job_table(rows, "save s", markdown)
+}
+
+/// The memory table of a background job (BGSAVE, BGREWRITEAOF), whose time is `job_column`.
+pub fn job_table(rows: &[BgsaveSummary], job_column: &str, markdown: bool) -> String {
     let header = [
         "server",
         "D",
@@ -59,7 +74,7 @@ pub fn bgsave_table(rows: &[BgsaveSummary], markdown: bool) -> String {
         "before MiB",
         "peak MiB",
         "peak/before",
-        "save s",
+        job_column,
         "overwrite s",
     ];
     let body: Vec<Vec<String>> = rows
@@ -214,8 +229,8 @@ pub fn markdown_section(report: &PersistReport) -> String {
     out
 }
 
-/// `bench persist ...` as `cargo run --release -p bench -- persist ...`.
-fn cargo_command(command: &str) -> String {
+/// `bench <suite> ...` as `cargo run --release -p bench -- <suite> ...`.
+pub fn cargo_command(command: &str) -> String {
     let args = command.strip_prefix("bench ").unwrap_or(command);
     format!("cargo run --release -p bench -- {args}")
 }
@@ -294,15 +309,36 @@ fn markdown_speed(out: &mut String, report: &PersistReport) {
     out.push('\n');
 }
 
-/// The `## Persistence` section of a `BENCHMARKS.md` text, up to the next `## ` heading.
+/// The headings of the sections other suites write into the server suite's file, in the order
+/// they follow its own: this suite's and the aof suite's.
+const KEPT_HEADINGS: [&str; 2] = [SECTION_HEADING, crate::aof_markdown::SECTION_HEADING];
+
+/// The `## Persistence` and `## Append-only file` sections of a `BENCHMARKS.md` text, each up to
+/// the next `## ` heading, joined in that order: what the server suite keeps when it writes the
+/// file anew. `None` when there is neither.
 pub fn section(doc: &str) -> Option<String> {
-    let (start, end) = section_bounds(doc)?;
+    let kept: String = KEPT_HEADINGS
+        .iter()
+        .filter_map(|heading| section_at(doc, heading))
+        .collect();
+    (!kept.is_empty()).then_some(kept)
+}
+
+/// The section of `doc` whose heading line starts with `heading`, up to the next `## ` heading.
+pub fn section_at(doc: &str, heading: &str) -> Option<String> {
+    let (start, end) = section_bounds(doc, heading)?;
     Some(doc[start..end].to_owned())
 }
 
-/// `doc` with its `## Persistence` section replaced by `section`, or with `section` appended.
+/// `doc` with its `## Persistence` section (or, when it has none, its end) replaced by
+/// `section`, which may hold more than one section.
 pub fn splice(doc: &str, section: &str) -> String {
-    if let Some((start, end)) = section_bounds(doc) {
+    splice_at(doc, SECTION_HEADING, section)
+}
+
+/// `doc` with the section under `heading` replaced by `section`, or with `section` appended.
+pub fn splice_at(doc: &str, heading: &str, section: &str) -> String {
+    if let Some((start, end)) = section_bounds(doc, heading) {
         format!("{}{section}{}", &doc[..start], &doc[end..])
     } else {
         let trimmed = doc.trim_end_matches('\n');
@@ -310,14 +346,14 @@ pub fn splice(doc: &str, section: &str) -> String {
     }
 }
 
-/// Byte offsets of the section: its heading's line start, and the next `## ` line's start.
-fn section_bounds(doc: &str) -> Option<(usize, usize)> {
+/// Byte offsets of a section: its heading's line start, and the next `## ` line's start.
+fn section_bounds(doc: &str, heading: &str) -> Option<(usize, usize)> {
     let mut offset = 0;
     let mut start = None;
     for line in doc.split_inclusive('\n') {
         if line.starts_with("## ") {
             match start {
-                None if line.starts_with(SECTION_HEADING) => start = Some(offset),
+                None if line.starts_with(heading) => start = Some(offset),
                 Some(s) => return Some((s, offset)),
                 None => {}
             }
@@ -329,7 +365,7 @@ fn section_bounds(doc: &str) -> Option<(usize, usize)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{cargo_command, section, splice};
+    use super::{cargo_command, section, splice, splice_at};
 
     #[test]
     fn the_command_is_given_as_cargo_runs_it() {
@@ -353,5 +389,28 @@ mod tests {
             format!("# B\n\n## Memory\n\nm\n\n{new}")
         );
         assert_eq!(section("# B\n## Memory\n"), None);
+    }
+
+    #[test]
+    fn the_server_suite_keeps_both_persistence_sections() {
+        let doc = "# B\n\n## Persistence: p\n\np\n\n## Append-only file: a\n\na\n";
+        let kept = section(doc).unwrap();
+        assert_eq!(
+            kept,
+            "## Persistence: p\n\np\n\n## Append-only file: a\n\na\n"
+        );
+        assert_eq!(
+            splice("# B\n\n## Memory\n\nm\n", &kept),
+            format!("# B\n\n## Memory\n\nm\n\n{kept}")
+        );
+        let aof = "## Append-only file: new\n\nnew\n";
+        assert_eq!(
+            splice_at(doc, "## Append-only file", aof),
+            format!("# B\n\n## Persistence: p\n\np\n\n{aof}")
+        );
+        assert_eq!(
+            section("## Append-only file: a\n\na\n").unwrap(),
+            "## Append-only file: a\n\na\n"
+        );
     }
 }

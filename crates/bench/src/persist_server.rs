@@ -1,17 +1,21 @@
-//! What the persist suite's three measurements share: a server in a temporary directory of its
-//! own, its N keys, a pipelined overwrite of them, and the state of its background save.
+//! What the persist and aof suites' measurements share: a server in a temporary directory of its
+//! own, its N keys, a pipelined overwrite of them, and the state of its background job (BGSAVE
+//! or BGREWRITEAOF).
 //!
 //! ```text
 //! <binary> --port P --bind 127.0.0.1 --save "" --appendonly no
 //!          --dir /tmp/densekv-bench-persist-<pid>-<label>-<n> --enable-debug-command yes
+//!          [--appendonly yes --appendfsync <policy>: the aof suite's servers]
 //! DEBUG POPULATE N key 16        keys key:0 … key:<N-1>, values "value:<i>" padded to 16 bytes
 //! SET <key(i)> <value(i)>        for every i, 1000 commands per write, every reply +OK
 //! INFO persistence               rdb_bgsave_in_progress:0|1
+//!                                aof_rewrite_in_progress:0|1, aof_rewrite_scheduled:0|1
 //! ```
 //!
 //! The servers are [`ServerProcess`]es (`server_proc.rs`): started on ephemeral ports, stopped
-//! by pid. Only `--save ""` keeps them from saving on their own, so nothing but the suite's
-//! SAVE and BGSAVE writes a file, and each writes it into the directory the suite removes.
+//! by pid. Only `--save ""` keeps them from saving on their own, so nothing but the suites'
+//! SAVE, BGSAVE and BGREWRITEAOF (and, with the AOF on, the appends) writes a file, and each
+//! writes it into the directory the suite removes.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -68,12 +72,24 @@ impl Drop for TempDir {
 /// Starts `kind` working in `dir` with DEBUG enabled (and, from `server_proc`, no save points
 /// and no AOF).
 pub fn start_in(kind: ServerKind, binary: &Path, dir: &TempDir) -> Result<ServerProcess, String> {
-    let extra = [
+    start_in_with(kind, binary, dir, &[])
+}
+
+/// [`start_in`] with `options` last on the command line (`--appendonly yes`, ...), where they
+/// override the defaults before them.
+pub fn start_in_with(
+    kind: ServerKind,
+    binary: &Path,
+    dir: &TempDir,
+    options: &[&str],
+) -> Result<ServerProcess, String> {
+    let mut extra = vec![
         "--dir".to_owned(),
         dir.path().display().to_string(),
         "--enable-debug-command".to_owned(),
         "yes".to_owned(),
     ];
+    extra.extend(options.iter().map(|o| (*o).to_owned()));
     ServerProcess::start_with(kind, binary, &extra)
 }
 
@@ -111,18 +127,77 @@ pub fn set_save_delay(connection: &mut Connection, delay: i32) -> Result<(), Str
 
 /// `BGSAVE`, which both servers answer `+Background saving started`.
 pub fn bgsave(connection: &mut Connection) -> Result<(), String> {
-    expect_status(connection, &["BGSAVE"], "Background saving started")
+    BackgroundJob::Bgsave.start(connection)
 }
 
 /// Whether a background save is running (`rdb_bgsave_in_progress:1`). redis-server clears it
 /// when its cron reaps the child, up to 100 ms after the child exits.
 pub fn save_in_progress(connection: &mut Connection) -> Result<bool, String> {
-    match connection.command(&["INFO", "persistence"]) {
-        Ok(Reply::Bulk(Some(text))) => {
-            info_field(&String::from_utf8_lossy(&text), "rdb_bgsave_in_progress")
-                .map(|v| v == 1)
-                .ok_or_else(|| "INFO persistence has no rdb_bgsave_in_progress".to_owned())
+    BackgroundJob::Bgsave.in_progress(connection)
+}
+
+/// The background job a memory measurement runs (`persist_bgsave.rs`): the persist suite's
+/// BGSAVE, or the aof suite's BGREWRITEAOF. In redis-server both fork a child that writes an
+/// RDB body (the rewrite's base, with `aof-use-rdb-preamble yes`, both servers' default); in
+/// densekv both are the same snapshot walk (`bgsave.rs`), and both honour `rdb-key-save-delay`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackgroundJob {
+    Bgsave,
+    Bgrewriteaof,
+}
+
+impl BackgroundJob {
+    /// The command, lower-case.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Bgsave => "bgsave",
+            Self::Bgrewriteaof => "bgrewriteaof",
         }
+    }
+
+    /// Server options the job needs on top of [`start_in`]'s: a rewrite needs the AOF on.
+    pub fn server_options(self) -> &'static [&'static str] {
+        match self {
+            Self::Bgsave => &[],
+            Self::Bgrewriteaof => &["--appendonly", "yes"],
+        }
+    }
+
+    /// Sends the command and checks the reply both servers give when the job starts at once.
+    pub fn start(self, connection: &mut Connection) -> Result<(), String> {
+        match self {
+            Self::Bgsave => expect_status(connection, &["BGSAVE"], "Background saving started"),
+            Self::Bgrewriteaof => expect_status(
+                connection,
+                &["BGREWRITEAOF"],
+                "Background append only file rewriting started",
+            ),
+        }
+    }
+
+    /// Whether the job runs or waits to: `rdb_bgsave_in_progress:1` for a save;
+    /// `aof_rewrite_in_progress:1` or `aof_rewrite_scheduled:1` for a rewrite. redis-server
+    /// clears either when its cron reaps the child, up to 100 ms after the child exits.
+    pub fn in_progress(self, connection: &mut Connection) -> Result<bool, String> {
+        let info = info_persistence(connection)?;
+        let fields: &[&str] = match self {
+            Self::Bgsave => &["rdb_bgsave_in_progress"],
+            Self::Bgrewriteaof => &["aof_rewrite_in_progress", "aof_rewrite_scheduled"],
+        };
+        let mut running = false;
+        for field in fields {
+            let value = info_field(&info, field)
+                .ok_or_else(|| format!("INFO persistence has no {field}"))?;
+            running |= value == 1;
+        }
+        Ok(running)
+    }
+}
+
+/// The text of `INFO persistence`.
+pub fn info_persistence(connection: &mut Connection) -> Result<String, String> {
+    match connection.command(&["INFO", "persistence"]) {
+        Ok(Reply::Bulk(Some(text))) => Ok(String::from_utf8_lossy(&text).into_owned()),
         Ok(reply) => Err(format!("INFO persistence: {reply}")),
         Err(e) => Err(format!("INFO persistence: {e}")),
     }
@@ -130,11 +205,18 @@ pub fn save_in_progress(connection: &mut Connection) -> Result<bool, String> {
 
 /// Waits, at most [`SAVE_LIMIT`], until no background save is running.
 pub fn wait_saved(connection: &mut Connection) -> Result<(), String> {
+    wait_done(connection, BackgroundJob::Bgsave)
+}
+
+/// Waits, at most [`SAVE_LIMIT`], until `job` neither runs nor waits to, looking every
+/// [`POLL_INTERVAL`].
+pub fn wait_done(connection: &mut Connection, job: BackgroundJob) -> Result<(), String> {
     let started = Instant::now();
-    while save_in_progress(connection)? {
+    while job.in_progress(connection)? {
         if started.elapsed() > SAVE_LIMIT {
             return Err(format!(
-                "the background save still runs after {} s",
+                "the background {} still runs after {} s",
+                job.name(),
                 SAVE_LIMIT.as_secs()
             ));
         }
@@ -204,15 +286,28 @@ pub fn set_all(
 /// The last `DB loaded from disk: X seconds` of a server log (redis-server's line; densekv logs
 /// the same one).
 pub fn loaded_secs(log: &str) -> Option<f64> {
+    logged_secs(log, "DB loaded from disk")
+}
+
+/// The X of the last log line with `marker` followed by `…: X seconds`: `DB loaded from disk`,
+/// and for an AOF `DB loaded from base file`, `DB loaded from incr file` (each followed by the
+/// file's name) and `DB loaded from append only file`, all redis-server's lines that densekv
+/// logs alike.
+pub fn logged_secs(log: &str, marker: &str) -> Option<f64> {
     log.lines().rev().find_map(|line| {
-        let (_, rest) = line.split_once("DB loaded from disk: ")?;
-        rest.strip_suffix(" seconds")?.trim().parse().ok()
+        let (_, rest) = line.split_once(marker)?;
+        let (_, secs) = rest.rsplit_once(": ")?;
+        secs.trim_end()
+            .strip_suffix(" seconds")?
+            .trim()
+            .parse()
+            .ok()
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{TempDir, benchmark_key, loaded_secs, new_value, populated_key};
+    use super::{TempDir, benchmark_key, loaded_secs, logged_secs, new_value, populated_key};
 
     #[test]
     fn keys_and_values_have_the_shapes_the_servers_use() {
@@ -229,6 +324,20 @@ mod tests {
                    2:M 01 Dec 2026 10:00:02.000 * DB loaded from disk: 1.250 seconds\n";
         assert_eq!(loaded_secs(log), Some(1.25));
         assert_eq!(loaded_secs("* Ready to accept connections\n"), None);
+    }
+
+    #[test]
+    fn aof_load_seconds_come_from_their_own_lines() {
+        let log = "1:M * DB loaded from base file appendonly.aof.1.base.rdb: 0.512 seconds\n\
+                   1:M * DB loaded from incr file appendonly.aof.1.incr.aof: 0.250 seconds\n\
+                   1:M * DB loaded from append only file: 0.771 seconds\n";
+        assert_eq!(logged_secs(log, "DB loaded from base file"), Some(0.512));
+        assert_eq!(logged_secs(log, "DB loaded from incr file"), Some(0.25));
+        assert_eq!(
+            logged_secs(log, "DB loaded from append only file"),
+            Some(0.771)
+        );
+        assert_eq!(loaded_secs(log), None);
     }
 
     #[test]

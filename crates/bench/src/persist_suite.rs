@@ -33,7 +33,7 @@ use crate::persist_markdown::{self, markdown_section, render};
 use crate::persist_report::{
     PersistConfig, PersistReport, bgsave_summary, headlines, latency_summary, speed_summary,
 };
-use crate::persist_server::{self, TempDir};
+use crate::persist_server::{self, BackgroundJob, TempDir};
 use crate::persist_speed::{self, SpeedSample};
 use crate::server_proc::{self, ServerKind};
 use crate::server_rb::{self, CLIENTS};
@@ -205,8 +205,9 @@ impl Results {
     }
 }
 
-/// The servers in running order for `round`: densekv first at odd rounds, redis at even ones.
-fn ordered(round: usize) -> [ServerKind; 2] {
+/// The servers in running order for `round`: densekv first at odd rounds, redis at even ones
+/// (the aof suite's order too).
+pub fn ordered(round: usize) -> [ServerKind; 2] {
     let [d, r] = ServerKind::BOTH;
     if round.is_multiple_of(2) {
         [r, d]
@@ -264,7 +265,8 @@ fn bgsave_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, result
     let delay = plan.delay(kind);
     eprint!("{label} bgsave  {:<8} D={delay:<4}", kind.name());
     let n = plan.config.n;
-    match persist_bgsave::measure(kind, plan.binary(kind), n, delay, round) {
+    let job = BackgroundJob::Bgsave;
+    match persist_bgsave::measure(job, kind, plan.binary(kind), n, delay, round) {
         Ok(sample) => {
             eprintln!(
                 " before {:>7.1} MiB  peak {:>7.1} MiB  {:.3}x  save {:.2} s  overwrite {:.2} s{}",
