@@ -21,14 +21,6 @@ use crate::server::{Server, unix_ms};
 use persist::aof::{AofFile, Commands, Item, StreamError};
 use std::sync::atomic::Ordering;
 
-/// How a file's load ended.
-#[derive(Debug, PartialEq, Eq)]
-enum Loaded {
-    Whole,
-    /// Cut back to its last whole command (`aof-load-truncated`).
-    Truncated,
-}
-
 /// Loads the files the manifest names: `Ok(false)` when there are none (the caller then starts
 /// empty: with the AOF on, Redis does not read the RDB file). Each command holds its own
 /// shards, so INFO and the other commands allowed while loading are served in between.
@@ -104,16 +96,13 @@ fn load_with<'s>(server: &'s Server, mut held: Option<&mut Locks<'s>>) -> Result
         let last = i + 1 == files.len();
         let name = String::from_utf8_lossy(&file.name).into_owned();
         let began = std::time::Instant::now();
-        let loaded = load_file(
+        load_file(
             server,
             held.as_deref_mut(),
             &layout.path(&file.name),
             &name,
             last,
         )?;
-        if loaded == Loaded::Truncated && !last {
-            return Err("Fatal error: the truncated file is not the last file".into());
-        }
         let kind = if *base { "base" } else { "incr" };
         crate::log::notice(&format!(
             "DB loaded from {kind} file {name}: {:.3} seconds",
@@ -134,7 +123,7 @@ fn load_file<'s>(
     path: &std::path::Path,
     name: &str,
     last: bool,
-) -> Result<Loaded, String> {
+) -> Result<(), String> {
     let bytes = std::fs::read(path).map_err(|e| {
         format!("Fatal error: can't open the append log file {name} for reading: {e}")
     })?;
@@ -147,7 +136,7 @@ fn load_file<'s>(
         crate::rdb_load::load_path(server, path, &mut hold).map_err(|e| {
             format!("Error reading the RDB base file {name}, AOF loading aborted: {e}")
         })?;
-        return Ok(Loaded::Whole);
+        return Ok(());
     }
     let mut replay = Replay::new(server, held);
     let result = replay.replay(&bytes, name);
@@ -157,7 +146,7 @@ fn load_file<'s>(
         .loaded_bytes
         .fetch_add(bytes.len() as u64, Ordering::Relaxed);
     match result {
-        Ok(()) if replay.queue.is_none() => Ok(Loaded::Whole),
+        Ok(()) if replay.queue.is_none() => Ok(()),
         Ok(()) => {
             crate::log::warning(&format!(
                 "Revert incomplete MULTI/EXEC transaction in AOF file {name}"
@@ -186,7 +175,7 @@ fn truncate(
     name: &str,
     valid: usize,
     last: bool,
-) -> Result<Loaded, String> {
+) -> Result<(), String> {
     if !last {
         return Err("Fatal error: the truncated file is not the last file".into());
     }
@@ -213,7 +202,7 @@ fn truncate(
     crate::log::warning(&format!(
         "AOF {name} loaded anyway because aof-load-truncated is enabled"
     ));
-    Ok(Loaded::Truncated)
+    Ok(())
 }
 
 /// The replay of one file's commands.
