@@ -31,17 +31,14 @@ use crate::aof_markdown::{self, markdown_section, render};
 use crate::aof_report::{AofConfig, AofReport, headlines, throughput_summary, timing_summary};
 use crate::aof_throughput::{self, PIPELINES, POLICIES, ThroughputSample};
 use crate::aof_timing::{self, TimingSample};
-use crate::heap_suite::workspace_root;
 use crate::machine::MachineInfo;
 use crate::persist_bgsave::{self, BgsaveSample};
-use crate::persist_markdown;
 use crate::persist_report::bgsave_summary;
 use crate::persist_server::{self, BackgroundJob};
-use crate::persist_suite::{DENSEKV_DELAY_DEFAULT, REDIS_DELAY_DEFAULT, ordered};
+use crate::persist_suite::{PeerArgs, ordered};
 use crate::server_proc::{self, ServerKind};
 use crate::server_rb::{self, CLIENTS};
 use crate::server_report::Versions;
-use crate::server_suite::{self, ServerArgs};
 use crate::stats::ratio;
 
 /// A figure of the suite; the value of `--only`.
@@ -81,33 +78,11 @@ pub struct AofArgs {
     /// SETs after the rewrite, loaded from the incremental file [default: 200000, quick: 20000].
     #[arg(long)]
     pub incr_sets: Option<u64>,
-    /// densekv's rdb-key-save-delay during the rewrite's overwrite: µs per key.
-    #[arg(long, default_value_t = DENSEKV_DELAY_DEFAULT, allow_negative_numbers = true)]
-    pub densekv_delay: i32,
-    /// redis-server's rdb-key-save-delay during the rewrite's overwrite: negative, 1 µs per that
-    /// many keys (in probability).
-    #[arg(long, default_value_t = REDIS_DELAY_DEFAULT, allow_negative_numbers = true)]
-    pub redis_delay: i32,
-    /// The densekv binary [default: `cargo build --release -p server`, then
-    /// `<target>/release/densekv`].
-    #[arg(long)]
-    pub densekv: Option<PathBuf>,
-    /// The redis-server binary [default: redis-server].
-    #[arg(long)]
-    pub redis: Option<PathBuf>,
-    /// The redis-benchmark binary [default: redis-benchmark].
-    #[arg(long)]
-    pub redis_benchmark: Option<PathBuf>,
+    #[command(flatten)]
+    pub peers: PeerArgs,
     /// Only these figures, comma-separated [default: throughput,memory,timing].
     #[arg(long = "only", value_enum, value_delimiter = ',')]
     pub figures: Vec<Figure>,
-    /// Directory for `aof.json` [default: `bench-results/` in the workspace root].
-    #[arg(long)]
-    pub out_dir: Option<PathBuf>,
-    /// Write no `## Append-only file` section into `docs/BENCHMARKS.md` (never written with
-    /// --quick).
-    #[arg(long)]
-    pub no_docs: bool,
 }
 
 impl Default for AofArgs {
@@ -120,14 +95,8 @@ impl Default for AofArgs {
             requests_p1: None,
             requests_p16: None,
             incr_sets: None,
-            densekv_delay: DENSEKV_DELAY_DEFAULT,
-            redis_delay: REDIS_DELAY_DEFAULT,
-            densekv: None,
-            redis: None,
-            redis_benchmark: None,
+            peers: PeerArgs::default(),
             figures: Vec::new(),
-            out_dir: None,
-            no_docs: false,
         }
     }
 }
@@ -177,8 +146,8 @@ impl Plan {
                 clients: CLIENTS,
                 keyspace: aof_throughput::KEYSPACE,
                 incr_sets: scaled(args.incr_sets, INCR_SETS),
-                densekv_delay: args.densekv_delay,
-                redis_delay: args.redis_delay,
+                densekv_delay: args.peers.densekv_delay,
+                redis_delay: args.peers.redis_delay,
                 batch_len: persist_server::BATCH_LEN,
                 poll_ms: persist_server::POLL_INTERVAL.as_millis() as u64,
                 benchmark_commands,
@@ -189,11 +158,8 @@ impl Plan {
                 args.figures.clone()
             },
             densekv,
-            redis: args.redis.clone().unwrap_or_else(|| "redis-server".into()),
-            redis_benchmark: args
-                .redis_benchmark
-                .clone()
-                .unwrap_or_else(|| "redis-benchmark".into()),
+            redis: args.peers.redis(),
+            redis_benchmark: args.peers.redis_benchmark(),
         }
     }
 
@@ -246,13 +212,7 @@ impl Results {
 pub fn run(args: &AofArgs) -> Result<bool, String> {
     server_proc::install_interrupt_handler();
     let started = Instant::now();
-    let redis = args.redis.clone().unwrap_or_else(|| "redis-server".into());
-    server_suite::ensure_redis(&redis)?;
-    let (densekv, densekv_status) = server_suite::resolve_densekv(&ServerArgs {
-        densekv: args.densekv.clone(),
-        ..ServerArgs::default()
-    });
-    let densekv = densekv.ok_or_else(|| format!("densekv: {densekv_status}"))?;
+    let (densekv, densekv_status) = args.peers.binaries()?;
     let plan = Plan::new(args, densekv);
     let mut results = Results::default();
     for round in 1..=plan.config.rounds {
@@ -260,7 +220,10 @@ pub fn run(args: &AofArgs) -> Result<bool, String> {
     }
     let report = report(&plan, densekv_status, results);
     print!("{}", render(&report));
-    write_outputs(args, &report)?;
+    let section = || markdown_section(&report);
+    let heading = aof_markdown::SECTION_HEADING;
+    args.peers
+        .write_outputs(args.quick, "aof.json", &report, heading, section)?;
     println!(
         "\naof suite: {:.0} s in all",
         started.elapsed().as_secs_f64()
@@ -439,34 +402,6 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> AofReport {
         notes: results.notes,
         failures: results.failures,
     }
-}
-
-/// Writes the JSON, and on a full run the `## Append-only file` section of `docs/BENCHMARKS.md`.
-fn write_outputs(args: &AofArgs, report: &AofReport) -> Result<(), String> {
-    let root = workspace_root();
-    let out_dir = args
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("bench-results"));
-    let json_path = crate::heap_suite::write_json(&out_dir, "aof.json", report)?;
-    println!("\nwrote {}", json_path.display());
-    if args.quick || args.no_docs {
-        return Ok(());
-    }
-    let md_path = root.join("docs").join("BENCHMARKS.md");
-    let doc = std::fs::read_to_string(&md_path).unwrap_or_default();
-    let section = markdown_section(report);
-    std::fs::write(
-        &md_path,
-        persist_markdown::splice_at(&doc, aof_markdown::SECTION_HEADING, &section),
-    )
-    .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    println!(
-        "wrote the {} section of {}",
-        aof_markdown::SECTION_HEADING,
-        md_path.display()
-    );
-    Ok(())
 }
 
 #[cfg(test)]

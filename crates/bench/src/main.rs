@@ -151,15 +151,19 @@ fn main() -> ExitCode {
                 ..server_suite::ServerArgs::default()
             };
             let server_ok = server_suite::run(&server)?;
+            let peers = persist_suite::PeerArgs {
+                out_dir: args.out_dir.clone(),
+                ..persist_suite::PeerArgs::default()
+            };
             let persist = persist_suite::PersistArgs {
                 quick: args.quick,
-                out_dir: args.out_dir.clone(),
+                peers: peers.clone(),
                 ..persist_suite::PersistArgs::default()
             };
             let persist_ok = persist_suite::run(&persist)?;
             let aof = aof_suite::AofArgs {
                 quick: args.quick,
-                out_dir: args.out_dir.clone(),
+                peers,
                 ..aof_suite::AofArgs::default()
             };
             aof_suite::run(&aof).map(|aof_ok| heap_ok && server_ok && persist_ok && aof_ok)

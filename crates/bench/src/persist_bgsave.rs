@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::machine;
-use crate::persist_server::{self, BackgroundJob, POLL_INTERVAL, SAVE_LIMIT, TempDir};
+use crate::persist_server::{self, BackgroundJob, POLL_INTERVAL, TempDir};
 use crate::server_proc::{ServerKind, ServerProcess};
 use crate::server_resp::Connection;
 
@@ -173,13 +173,7 @@ fn watch_job(
             watched.end = Instant::now();
             return Ok(watched);
         }
-        if started.elapsed() > SAVE_LIMIT {
-            return Err(format!(
-                "the background {} still runs after {} s",
-                job.name(),
-                SAVE_LIMIT.as_secs()
-            ));
-        }
+        job.within_limit(started)?;
         thread::sleep(POLL_INTERVAL);
     }
 }

@@ -147,6 +147,18 @@ pub enum BackgroundJob {
 }
 
 impl BackgroundJob {
+    /// `Err` once the job, begun at `started`, has run longer than [`SAVE_LIMIT`].
+    pub fn within_limit(self, started: Instant) -> Result<(), String> {
+        if started.elapsed() > SAVE_LIMIT {
+            return Err(format!(
+                "the background {} still runs after {} s",
+                self.name(),
+                SAVE_LIMIT.as_secs()
+            ));
+        }
+        Ok(())
+    }
+
     /// The command, lower-case.
     pub fn name(self) -> &'static str {
         match self {
@@ -213,13 +225,7 @@ pub fn wait_saved(connection: &mut Connection) -> Result<(), String> {
 pub fn wait_done(connection: &mut Connection, job: BackgroundJob) -> Result<(), String> {
     let started = Instant::now();
     while job.in_progress(connection)? {
-        if started.elapsed() > SAVE_LIMIT {
-            return Err(format!(
-                "the background {} still runs after {} s",
-                job.name(),
-                SAVE_LIMIT.as_secs()
-            ));
-        }
+        job.within_limit(started)?;
         thread::sleep(POLL_INTERVAL);
     }
     Ok(())

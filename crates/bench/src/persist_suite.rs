@@ -71,6 +71,17 @@ pub struct PersistArgs {
     /// quick: 20000].
     #[arg(long)]
     pub requests: Option<u64>,
+    #[command(flatten)]
+    pub peers: PeerArgs,
+    /// Only these figures, comma-separated [default: bgsave,latency,speed].
+    #[arg(long = "only", value_enum, value_delimiter = ',')]
+    pub figures: Vec<Figure>,
+}
+
+/// The options the suites beside redis-server share (`persist`, `aof`): the binaries, the
+/// background job's slowing, where the results go.
+#[derive(Debug, Clone, Args)]
+pub struct PeerArgs {
     /// densekv's rdb-key-save-delay during the overwrite: µs per key.
     #[arg(long, default_value_t = DENSEKV_DELAY_DEFAULT, allow_negative_numbers = true)]
     pub densekv_delay: i32,
@@ -88,15 +99,84 @@ pub struct PersistArgs {
     /// The redis-benchmark binary [default: redis-benchmark].
     #[arg(long)]
     pub redis_benchmark: Option<PathBuf>,
-    /// Only these figures, comma-separated [default: bgsave,latency,speed].
-    #[arg(long = "only", value_enum, value_delimiter = ',')]
-    pub figures: Vec<Figure>,
-    /// Directory for `persist.json` [default: `bench-results/` in the workspace root].
+    /// Directory for the suite's JSON [default: `bench-results/` in the workspace root].
     #[arg(long)]
     pub out_dir: Option<PathBuf>,
-    /// Write no `## Persistence` section into `docs/BENCHMARKS.md` (never written with --quick).
+    /// Write no section of the suite into `docs/BENCHMARKS.md` (never written with --quick).
     #[arg(long)]
     pub no_docs: bool,
+}
+
+impl Default for PeerArgs {
+    /// What the command line gives without options.
+    fn default() -> Self {
+        Self {
+            densekv_delay: DENSEKV_DELAY_DEFAULT,
+            redis_delay: REDIS_DELAY_DEFAULT,
+            densekv: None,
+            redis: None,
+            redis_benchmark: None,
+            out_dir: None,
+            no_docs: false,
+        }
+    }
+}
+
+impl PeerArgs {
+    /// Checks that redis-server runs; returns the densekv binary (built unless given) and how
+    /// it was found (the report's `densekv_status`).
+    pub fn binaries(&self) -> Result<(PathBuf, String), String> {
+        server_suite::ensure_redis(&self.redis())?;
+        let (densekv, densekv_status) = server_suite::resolve_densekv(&ServerArgs {
+            densekv: self.densekv.clone(),
+            ..ServerArgs::default()
+        });
+        let densekv = densekv.ok_or_else(|| format!("densekv: {densekv_status}"))?;
+        Ok((densekv, densekv_status))
+    }
+
+    /// The redis-server binary.
+    pub fn redis(&self) -> PathBuf {
+        self.redis.clone().unwrap_or_else(|| "redis-server".into())
+    }
+
+    /// The redis-benchmark binary.
+    pub fn redis_benchmark(&self) -> PathBuf {
+        self.redis_benchmark
+            .clone()
+            .unwrap_or_else(|| "redis-benchmark".into())
+    }
+
+    /// Writes the JSON as `json_name`, and unless `quick` or `--no-docs` the section `heading`
+    /// of `docs/BENCHMARKS.md` (`section`).
+    pub fn write_outputs(
+        &self,
+        quick: bool,
+        json_name: &str,
+        report: &impl serde::Serialize,
+        heading: &str,
+        section: impl FnOnce() -> String,
+    ) -> Result<(), String> {
+        let root = workspace_root();
+        let out_dir = self
+            .out_dir
+            .clone()
+            .unwrap_or_else(|| root.join("bench-results"));
+        let json_path = crate::heap_suite::write_json(&out_dir, json_name, report)?;
+        println!("\nwrote {}", json_path.display());
+        if quick || self.no_docs {
+            return Ok(());
+        }
+        let md_path = root.join("docs").join("BENCHMARKS.md");
+        let doc = std::fs::read_to_string(&md_path).unwrap_or_default();
+        std::fs::write(
+            &md_path,
+            persist_markdown::splice_at(&doc, heading, &section()),
+        )
+        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+        println!("wrote the {heading} section of {}", md_path.display());
+        Ok(())
+    }
 }
 
 impl Default for PersistArgs {
@@ -107,14 +187,8 @@ impl Default for PersistArgs {
             quick: false,
             rounds: None,
             requests: None,
-            densekv_delay: DENSEKV_DELAY_DEFAULT,
-            redis_delay: REDIS_DELAY_DEFAULT,
-            densekv: None,
-            redis: None,
-            redis_benchmark: None,
+            peers: PeerArgs::default(),
             figures: Vec::new(),
-            out_dir: None,
-            no_docs: false,
         }
     }
 }
@@ -147,8 +221,8 @@ impl Plan {
                 n,
                 quick: args.quick,
                 rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
-                densekv_delay: args.densekv_delay,
-                redis_delay: args.redis_delay,
+                densekv_delay: args.peers.densekv_delay,
+                redis_delay: args.peers.redis_delay,
                 requests,
                 clients: CLIENTS,
                 batch_len: persist_server::BATCH_LEN,
@@ -161,11 +235,8 @@ impl Plan {
                 args.figures.clone()
             },
             densekv,
-            redis: args.redis.clone().unwrap_or_else(|| "redis-server".into()),
-            redis_benchmark: args
-                .redis_benchmark
-                .clone()
-                .unwrap_or_else(|| "redis-benchmark".into()),
+            redis: args.peers.redis(),
+            redis_benchmark: args.peers.redis_benchmark(),
         }
     }
 
@@ -221,13 +292,7 @@ pub fn ordered(round: usize) -> [ServerKind; 2] {
 pub fn run(args: &PersistArgs) -> Result<bool, String> {
     server_proc::install_interrupt_handler();
     let started = Instant::now();
-    let redis = args.redis.clone().unwrap_or_else(|| "redis-server".into());
-    server_suite::ensure_redis(&redis)?;
-    let (densekv, densekv_status) = server_suite::resolve_densekv(&ServerArgs {
-        densekv: args.densekv.clone(),
-        ..ServerArgs::default()
-    });
-    let densekv = densekv.ok_or_else(|| format!("densekv: {densekv_status}"))?;
+    let (densekv, densekv_status) = args.peers.binaries()?;
     let plan = Plan::new(args, densekv);
     let mut results = Results::default();
     for round in 1..=plan.config.rounds {
@@ -235,7 +300,10 @@ pub fn run(args: &PersistArgs) -> Result<bool, String> {
     }
     let report = report(&plan, densekv_status, results);
     print!("{}", render(&report));
-    write_outputs(args, &report)?;
+    let section = || markdown_section(&report);
+    let heading = persist_markdown::SECTION_HEADING;
+    args.peers
+        .write_outputs(args.quick, "persist.json", &report, heading, section)?;
     println!(
         "\npersist suite: {:.0} s in all",
         started.elapsed().as_secs_f64()
@@ -427,33 +495,6 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> PersistRepor
         notes: results.notes,
         failures: results.failures,
     }
-}
-
-/// Writes the JSON, and on a full run the `## Persistence` section of `docs/BENCHMARKS.md`.
-fn write_outputs(args: &PersistArgs, report: &PersistReport) -> Result<(), String> {
-    let root = workspace_root();
-    let out_dir = args
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("bench-results"));
-    let json_path = crate::heap_suite::write_json(&out_dir, "persist.json", report)?;
-    println!("\nwrote {}", json_path.display());
-    if args.quick || args.no_docs {
-        return Ok(());
-    }
-    let md_path = root.join("docs").join("BENCHMARKS.md");
-    let doc = std::fs::read_to_string(&md_path).unwrap_or_default();
-    std::fs::write(
-        &md_path,
-        persist_markdown::splice(&doc, &markdown_section(report)),
-    )
-    .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    println!(
-        "wrote the {} section of {}",
-        persist_markdown::SECTION_HEADING,
-        md_path.display()
-    );
-    Ok(())
 }
 
 #[cfg(test)]
