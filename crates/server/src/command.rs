@@ -264,6 +264,11 @@ impl<'a> Locks<'a> {
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Shard> {
         self.guards.iter_mut().map(|(_, g)| &mut **g)
     }
+
+    /// The held shards with their indices.
+    pub fn iter_indexed(&mut self) -> impl Iterator<Item = (usize, &mut Shard)> {
+        self.guards.iter_mut().map(|(i, g)| (*i, &mut **g))
+    }
 }
 
 /// What a handler's store access gave: `None` when an error was replied, else the result
@@ -693,6 +698,9 @@ pub fn run<'s>(
     (spec.handler)(&mut ctx, args);
     crate::log::clear_current_command();
     crate::propagate::command_done(&mut ctx, spec.flags, args);
+    if server.eviction.limited() {
+        server.eviction.publish(ctx.locks);
+    }
     let failed = ctx.failed;
     let ended = crate::clock::now();
     let usec = crate::clock::micros(*mark, ended);

@@ -167,6 +167,9 @@ fn check(
         return refuse(Text::Formatted(text));
     }
     // Each check reads its atomic first: the common case costs a load per command.
+    if server.eviction.limited() && out_of_memory(server, state, spec) {
+        return refuse(Text::Shared(OOM));
+    }
     if crate::bgsave::writes_denied(server)
         && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
     {
@@ -187,6 +190,22 @@ fn check(
     Ok((index, spec))
 }
 
+/// Redis's `shared.oomerr`.
+const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+/// Evicts as `maxmemory` asks (before every command, as Redis's `processCommand`), and whether
+/// this command must be refused for it: a DENYOOM one (EXEC: with a DENYOOM command queued), or
+/// any command but EXEC, DISCARD, QUIT and RESET inside MULTI, when nothing more could be freed.
+fn out_of_memory(server: &Server, state: &ClientState, spec: &Spec) -> bool {
+    let now = crate::server::unix_ms();
+    if server.eviction.perform(server, now) == crate::evict::Outcome::Ok {
+        return false;
+    }
+    let queued_in_multi =
+        state.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
+    flags_of(state, spec) & flag::DENYOOM != 0 || queued_in_multi
+}
+
 /// Redis's `shared.bgsaveerr`.
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
@@ -197,7 +216,7 @@ fn flags_of(state: &ClientState, spec: &Spec) -> u32 {
     match &state.multi {
         Some(queue) if spec.name == "exec" => {
             let flags = |q: &Queued| COMMANDS[q.index].flags;
-            let write = queue.iter().fold(0, |f, q| f | flags(q)) & flag::WRITE;
+            let write = queue.iter().fold(0, |f, q| f | flags(q)) & (flag::WRITE | flag::DENYOOM);
             let loading = queue.iter().all(|q| flags(q) & flag::LOADING != 0);
             (spec.flags & !flag::LOADING)
                 | write

@@ -32,6 +32,7 @@ pub mod command;
 pub mod commands;
 pub mod config;
 pub mod dispatch;
+pub mod evict;
 pub mod hot_stats;
 pub mod log;
 pub mod longdouble;

@@ -94,7 +94,6 @@ fn start(config: &mut Config, no_arguments: bool) -> bool {
     effects::banner(config);
     effects::disable_thp(config);
     let _ = effects::set_oom_score_adj(config);
-    effects::warn_unbuilt(config);
     daemonize
 }
 

@@ -129,6 +129,22 @@ pub fn expired(server: &Server, shard: &mut Shard) {
     flush_each(server);
 }
 
+/// Eviction deleted `keys` (a shard of theirs held): a DEL each, or UNLINK under
+/// `lazyfree-lazy-eviction` (Redis's `propagateDeletion`), appended now.
+pub fn evicted(server: &Server, keys: &[(usize, Vec<u8>)], lazy: bool) {
+    if !server.aof.feeding() {
+        return;
+    }
+    let del: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+    PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        for (db, key) in keys {
+            pending.push((*db, encode(&[del, key])));
+        }
+    });
+    flush_each(server);
+}
+
 /// Appends what is pending, more than one command as one MULTI … EXEC block (Redis 7.0 wraps
 /// whatever one command or one EXEC propagated).
 fn flush(server: &Server) {

@@ -149,6 +149,8 @@ pub struct Server {
     pub aof: crate::aof::Aof,
     /// Highest `used_memory` seen (INFO, MEMORY STATS and the cron update it).
     pub used_memory_peak: AtomicU64,
+    /// `maxmemory`: the gauge, the check and eviction (`evict.rs`).
+    pub eviction: crate::evict::Eviction,
     /// Samples of (ms, total commands) for `instantaneous_ops_per_sec`.
     pub ops_samples: Mutex<std::collections::VecDeque<(u64, u64)>>,
     pub run_id: String,
@@ -190,13 +192,19 @@ pub fn unix_ms() -> u64 {
 impl Server {
     pub fn new(config: Config) -> Result<Server, store::StoreError> {
         let aof = crate::aof::Aof::new(&config);
+        let eviction = crate::evict::Eviction::new(&config);
         let shard_config = ShardConfig {
             databases: config.databases,
             limits: crate::config::effects::store_limits(&config),
             ..ShardConfig::default()
         };
+        let access = crate::evict::access_policy(&config);
         let shards = (0..config.shards)
-            .map(|_| Shard::new(&shard_config).map(Mutex::new))
+            .map(|_| {
+                let mut shard = Shard::new(&shard_config)?;
+                shard.set_access_policy(access);
+                Ok::<_, store::StoreError>(Mutex::new(shard))
+            })
             .collect::<Result<Vec<_>, _>>()?
             .into_boxed_slice();
         let run_id = {
@@ -243,6 +251,7 @@ impl Server {
             persistence: crate::persistence::State::new(),
             aof,
             used_memory_peak: AtomicU64::new(0),
+            eviction,
             ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,
             wakers: RwLock::new(Vec::new()),
@@ -386,6 +395,9 @@ impl Server {
 
     /// Marks the watchers of `key` dirty without counting a change (the flush already did).
     pub fn touch_watchers(&self, db: usize, key: &[u8]) {
+        if self.watched.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         if let Some(list) = self.watches.lock().get(&(db, key.to_vec())) {
             for c in list {
                 c.watch_dirty.store(true, Ordering::Relaxed);

@@ -69,22 +69,22 @@ struct Copied {
 impl Shard {
     /// The type of `key`'s value (TYPE).
     pub fn kind(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Kind> {
-        self.with_entry(db, key, now_ms, |e| e.encoding().kind())
+        self.peek_entry(db, key, now_ms, |e| e.encoding().kind())
     }
 
     /// The expiry of a live key: `None` when missing, `Some(None)` without a TTL.
     pub fn expire_at(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Option<u64>> {
-        self.with_entry(db, key, now_ms, |e| e.expire_at_ms)
+        self.peek_entry(db, key, now_ms, |e| e.expire_at_ms)
     }
 
     /// The encoding of `key`'s value.
     pub fn encoding(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<Encoding> {
-        self.with_entry(db, key, now_ms, |e| e.encoding())
+        self.peek_entry(db, key, now_ms, |e| e.encoding())
     }
 
     /// OBJECT ENCODING of `key`'s value, with Redis 7.0's names.
     pub fn object_encoding(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<&'static str> {
-        self.with_slot(db, key, now_ms, |slot| match slot {
+        self.peek_slot(db, key, now_ms, |slot| match slot {
             Slot::Missing => None,
             Slot::Inline { tag: t, .. } => Some(inline_encoding_name(t)),
             Slot::Boxed { object, .. } => Some(object.encoding_name()),
@@ -94,7 +94,7 @@ impl Shard {
     /// Whether `key` holds one of the integers 0..9999 that Redis shares (OBJECT REFCOUNT
     /// reports them with refcount INT_MAX); `None` when missing.
     pub fn is_shared_integer(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<bool> {
-        self.with_entry(db, key, now_ms, |e| {
+        self.peek_entry(db, key, now_ms, |e| {
             is_string(e.tag)
                 && matches!(str_of(e.tag, e.payload), shape::Str::Int(i) if (0..10_000).contains(&i))
         })
@@ -102,7 +102,7 @@ impl Shard {
 
     /// MEMORY USAGE of `key`: its entry in the page, out-of-line copies, and its object.
     pub fn memory_usage(&mut self, db: usize, key: &[u8], now_ms: u64) -> Option<usize> {
-        self.with_slot(db, key, now_ms, |slot| {
+        self.peek_slot(db, key, now_ms, |slot| {
             let (payload, ttl, object) = match slot {
                 Slot::Missing => return None,
                 Slot::Inline {

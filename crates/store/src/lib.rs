@@ -15,6 +15,8 @@
 //! | `encoding.rs` | the meta tags, the `Encoding` of every value, `Kind` (TYPE) |
 //! | `shard.rs` | raw entries: lookup with lazy expiry, the one write and the one take |
 //! | `walk.rs` | SCAN steps, random keys, active expiry |
+//! | `access.rs` | the two access bits per key: LRU recency or LFU frequency class |
+//! | `evict.rs` | the hand: aging, and eviction by the `maxmemory-policy` pickers |
 //! | `entries.rs` | every stored entry as it is (expired or not): a walk and a peek, typed |
 //! | `snapshot.rs` | point-in-time snapshots of a running shard (the forkless BGSAVE) |
 //! | `strings.rs` | string reads and writes, the INCR read-modify-write |
@@ -34,10 +36,12 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod access;
 mod edit;
 mod encoding;
 mod entries;
 mod error;
+mod evict;
 pub mod glob;
 mod keyops;
 mod limits;
@@ -50,10 +54,12 @@ mod value;
 mod view;
 mod walk;
 
+pub use access::AccessPolicy;
 pub use edit::{Builder, Collection, Edit};
 pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
 pub use entries::Entry;
 pub use error::StoreError;
+pub use evict::{EvictRequest, EvictStep, Picker, Scope};
 pub use keyops::{Relocated, copy_between, rename_between};
 pub use limits::Limits;
 pub use shape::{Str, canonical_i64};

@@ -33,8 +33,10 @@
 //! - `counts[d][e] == #{entries of d in encoding e}`;
 //! - for every shape `s`: `shapes.holds(s) == #{record entries of any d whose shape is s}`.
 
+use crate::access::{Access, AccessPolicy};
 use crate::encoding::{ENCODING_SLOTS, Encoding, tag};
 use crate::error::StoreError;
+use crate::evict::Hand;
 use crate::limits::Limits;
 use crate::object::{self, HANDLE_BYTES, Handle, Object};
 use heap::{Heap, HeapConfig};
@@ -219,6 +221,10 @@ pub struct Shard {
     /// The payload of the string being written.
     pub(crate) string_buf: Vec<u8>,
     pub(crate) expired_keys: u64,
+    /// How accesses set the entries' access bits (`access.rs`).
+    pub(crate) access: Access,
+    /// Where eviction's and aging's walk of the keyspace is (`evict.rs`).
+    pub(crate) hand: Hand,
     /// Keys deleted because their TTL passed, (database, name), while someone drains them (the
     /// server's append-only file writes each as a DEL); `None`: not kept.
     pub(crate) expired_log: Option<Vec<(usize, Vec<u8>)>>,
@@ -251,6 +257,8 @@ impl Shard {
             value_buf: Vec::with_capacity(256),
             string_buf: Vec::with_capacity(256),
             expired_keys: 0,
+            access: Access::default(),
+            hand: Hand::default(),
             expired_log: None,
             fresh: false,
             snapshot: None,
@@ -267,6 +275,11 @@ impl Shard {
 
     pub fn heap(&self) -> &Heap {
         &self.heap
+    }
+
+    /// Bytes the shard's heap has handed out (what `maxmemory` counts of the shard).
+    pub fn heap_bytes(&self) -> u64 {
+        self.heap.stats().allocated_bytes
     }
 
     /// The shape tree of the shard's hash records (statistics).
@@ -329,7 +342,8 @@ impl Shard {
         self.dbs[db].keys.as_ref().map(PageHash::shape)
     }
 
-    /// Calls `f` with the live entry of `key`, deleting it instead if its TTL has passed.
+    /// Calls `f` with the live entry of `key`, deleting it instead if its TTL has passed; the
+    /// access counts for eviction (`access.rs`).
     #[inline]
     pub(crate) fn with_entry<R>(
         &mut self,
@@ -338,17 +352,56 @@ impl Shard {
         now_ms: u64,
         f: impl FnOnce(EntryRef<'_>) -> R,
     ) -> Option<R> {
+        let (r, meta) = self.peek_entry_meta(db, key, now_ms, f)?;
+        self.touch(db, key, meta);
+        Some(r)
+    }
+
+    /// `with_entry` for a look that is not a use (TYPE, TTL, OBJECT, EXISTS: Redis's
+    /// LOOKUP_NOTOUCH): the access bits stay as they are.
+    #[inline]
+    pub(crate) fn peek_entry<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(EntryRef<'_>) -> R,
+    ) -> Option<R> {
+        self.peek_entry_meta(db, key, now_ms, f).map(|(r, _)| r)
+    }
+
+    #[inline]
+    fn peek_entry_meta<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(EntryRef<'_>) -> R,
+    ) -> Option<(R, Meta)> {
         let keys = self.dbs[db].keys.as_ref()?;
-        let entry = split_value(keys.get(&self.heap, key)?);
+        let value = keys.get(&self.heap, key)?;
+        let meta = value.meta;
+        let entry = split_value(value);
         if !entry.expired(now_ms) {
-            return Some(f(entry));
+            return Some((f(entry), meta));
         }
         self.delete_expired(db, key);
         None
     }
 
+    /// Records a use of the live entry `key`, whose meta is `meta` (`access.rs`): a second
+    /// lookup, only when its access bits change.
+    #[inline]
+    pub(crate) fn touch(&mut self, db: usize, key: &[u8], meta: Meta) {
+        if let Some(meta) = self.access.touched(meta)
+            && let Some(keys) = self.dbs[db].keys.as_mut()
+        {
+            keys.set_meta(&self.heap, key, meta);
+        }
+    }
+
     /// Calls `f` with the value of `key` (see `Slot`), deleting the key first if its TTL has
-    /// passed.
+    /// passed; the access counts for eviction (`access.rs`).
     #[inline]
     pub(crate) fn with_slot<R>(
         &mut self,
@@ -357,35 +410,66 @@ impl Shard {
         now_ms: u64,
         f: impl FnOnce(Slot<'_>) -> R,
     ) -> R {
+        let (r, meta) = self.peek_slot_meta(db, key, now_ms, f);
+        if let Some(meta) = meta {
+            self.touch(db, key, meta);
+        }
+        r
+    }
+
+    /// `with_slot` for a look that is not a use (OBJECT ENCODING, MEMORY USAGE).
+    #[inline]
+    pub(crate) fn peek_slot<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Slot<'_>) -> R,
+    ) -> R {
+        self.peek_slot_meta(db, key, now_ms, f).0
+    }
+
+    /// `f`'s result, and the meta of the live entry `f` saw (`None`: missing).
+    #[inline]
+    fn peek_slot_meta<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(Slot<'_>) -> R,
+    ) -> (R, Option<Meta>) {
         let Some(keys) = self.dbs[db].keys.as_ref() else {
-            return f(Slot::Missing);
+            return (f(Slot::Missing), None);
         };
         let Some(value) = keys.get(&self.heap, key) else {
-            return f(Slot::Missing);
+            return (f(Slot::Missing), None);
         };
+        let meta = value.meta;
         let entry = split_value(value);
         if entry.expired(now_ms) {
             self.delete_expired(db, key);
-            return f(Slot::Missing);
+            return (f(Slot::Missing), None);
         }
         if entry.tag != tag::BOXED {
-            return f(Slot::Inline {
+            let r = f(Slot::Inline {
                 tag: entry.tag,
                 expire_at_ms: entry.expire_at_ms,
                 bytes: entry.payload,
                 shapes: &mut self.shapes,
             });
+            return (r, Some(meta));
         }
         let (expire_at_ms, handle) = (entry.expire_at_ms, object::handle_of(entry.payload));
         // SAFETY: the handle is the payload of a live boxed entry, and `&mut self` excludes every
         // other reference to its object for the duration of `f`, which cannot reach the map.
         let object = unsafe { object::object_mut(&handle) };
-        f(Slot::Boxed {
+        let r = f(Slot::Boxed {
             expire_at_ms,
             object,
             heap: &mut self.heap,
             shapes: &mut self.shapes,
-        })
+        });
+        (r, Some(meta))
     }
 
     pub(crate) fn delete_expired(&mut self, db: usize, key: &[u8]) {
@@ -453,7 +537,16 @@ impl Shard {
             self.value_buf.extend_from_slice(&at.to_le_bytes());
         }
         self.value_buf.extend_from_slice(payload);
-        let meta = self.new_meta(t, expire_at.is_some());
+        let old_level = match self.access.policy {
+            AccessPolicy::Lru => None,
+            AccessPolicy::Lfu { .. } => self.dbs[db]
+                .keys
+                .as_ref()
+                .and_then(|k| k.meta(&self.heap, key))
+                .map(Meta::lfu),
+        };
+        let level = self.access.written(old_level);
+        let meta = Meta::new(t, expire_at.is_some(), level).with_epoch(self.fresh);
         let d = &mut self.dbs[db];
         let keys = d.keys.as_mut().expect("created above");
         // What the overwritten entry owned, released after the write.
@@ -561,7 +654,7 @@ impl Shard {
 
     /// Whether `key` exists (and has not expired).
     pub fn contains(&mut self, db: usize, key: &[u8], now_ms: u64) -> bool {
-        self.with_entry(db, key, now_ms, |_| ()).is_some()
+        self.peek_entry(db, key, now_ms, |_| ()).is_some()
     }
 
     /// Removes every key of `db`, giving its pages back to the heap.
@@ -664,10 +757,11 @@ impl Shard {
             .check_holds(|s| holds.get(&s).copied().unwrap_or(0))
     }
 
-    /// The meta of an entry written now: tag `t`, the TTL bit, and the epoch bit of entries
-    /// newer than any running snapshot.
-    pub(crate) fn new_meta(&self, t: u8, has_ttl: bool) -> Meta {
-        Meta::new(t, has_ttl, 0).with_epoch(self.fresh)
+    /// The meta of an entry written now: tag `t`, the TTL bit, the epoch bit of entries newer
+    /// than any running snapshot, and the access level of a new key (`access.rs`).
+    pub(crate) fn new_meta(&mut self, t: u8, has_ttl: bool) -> Meta {
+        let level = self.access.written(None);
+        Meta::new(t, has_ttl, level).with_epoch(self.fresh)
     }
 }
 

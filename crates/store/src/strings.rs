@@ -111,6 +111,7 @@ impl Shard {
             self.keys_mut(db)?;
             let keys = self.dbs[db].keys.as_mut().expect("created above");
             let (mut result, mut write, mut blocked) = (None, None, None);
+            let access = &mut self.access;
             keys.upsert_with(&mut self.heap, key, out, |old, out| {
                 let old = old.map(|v| (v.meta, split_value(v)));
                 let live = old.filter(|(_, e)| e.expire_at_ms.is_none_or(|at| at > now_ms));
@@ -127,6 +128,7 @@ impl Shard {
                         if let Some(at) = e.expire_at_ms {
                             out.extend_from_slice(&at.to_le_bytes());
                         }
+                        let meta = access.touched(meta).unwrap_or(meta);
                         meta.with_tag(tag::STR_INT)
                     }
                     None => new_meta,

@@ -144,6 +144,9 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if applies.iter().any(|(a, _)| *a == Apply::EncodingLimits) {
         share_limits(ctx, effects::store_limits(&next));
     }
+    if applies.iter().any(|(a, _)| *a == Apply::Eviction) {
+        share_access_policy(ctx, crate::evict::access_policy(&next));
+    }
     let append_only = applies.iter().any(|(a, _)| *a == Apply::AppendOnly);
     let on = next.appendonly;
     *ctx.server.config.write() = next;
@@ -173,6 +176,15 @@ fn switch_append_only(ctx: &mut Ctx<'_, '_>, on: bool) -> Result<(), String> {
 /// Hands new encoding thresholds to every shard.
 fn share_limits(ctx: &mut Ctx<'_, '_>, limits: store::Limits) {
     ctx.with_all_shards(|_, shards| shards.iter_mut().for_each(|s| s.set_limits(limits)));
+}
+
+/// Hands the access policy (LRU or LFU, `lfu-log-factor`) to every shard.
+fn share_access_policy(ctx: &mut Ctx<'_, '_>, access: store::AccessPolicy) {
+    ctx.with_all_shards(|_, shards| {
+        for shard in shards.iter_mut() {
+            shard.set_access_policy(access);
+        }
+    });
 }
 
 /// Puts the working directory back (the one side effect a set itself has: `dir`'s chdir).

@@ -48,7 +48,7 @@ pub static COMMANDS: &[Spec] = table! {
     "del",         -2,    WRITE,                             KALL,   0,      del;
     "unlink",      -2,    WRITE | FAST,                      KALL,   0,      del;
     "exists",      -2,    READONLY | FAST,                   KALL,   0,      exists;
-    "touch",       -2,    READONLY | FAST,                   KALL,   0,      exists;
+    "touch",       -2,    READONLY | FAST,                   KALL,   0,      touch;
     "type",        2,     READONLY | FAST,                   K1,     0,      type_;
     "rename",      3,     WRITE,                             K12,    0,      rename;
     "renamenx",    3,     WRITE | FAST,                      K12,    0,      renamenx;
@@ -78,6 +78,16 @@ pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
     }
     ctx.out.integer(deleted);
+}
+
+/// TOUCH: EXISTS that counts as a use of each key (its access bits, `store::AccessPolicy`).
+pub fn touch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let count = args[1..]
+        .iter()
+        .filter(|&&key| ctx.shard(key).touch_key(db, key, now))
+        .count();
+    ctx.out.integer(count as i64);
 }
 
 pub fn exists(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -555,14 +565,30 @@ pub fn object_refcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.integer(if int { i64::from(i32::MAX) } else { 1 });
 }
 
+/// OBJECT FREQ: the LFU counter Redis would show for the key's access level (`store`'s
+/// `access.rs`); only under an LFU policy, as in Redis.
 pub fn object_freq(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    if object_key(ctx, args).is_some() {
-        ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    if object_key(ctx, args).is_none() {
+        return;
     }
+    if !crate::evict::is_lfu(&ctx.server.config.read()) {
+        return ctx.error("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    }
+    let (key, db, now) = (args[2], ctx.db(), ctx.now_ms);
+    let freq = ctx.shard(key).frequency(db, key, now).unwrap_or(0);
+    ctx.out.integer(i64::from(freq));
 }
 
+/// OBJECT IDLETIME: seconds since the key's last use, estimated from its access level and the
+/// shard's aging passes; not under an LFU policy, as in Redis.
 pub fn object_idletime(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    if object_key(ctx, args).is_some() {
-        ctx.error("ERR densekv does not track per-key idle time: no access clock is stored per key, to keep entries small");
+    if object_key(ctx, args).is_none() {
+        return;
     }
+    if crate::evict::is_lfu(&ctx.server.config.read()) {
+        return ctx.error("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.");
+    }
+    let (key, db, now) = (args[2], ctx.db(), ctx.now_ms);
+    let idle = ctx.shard(key).idle_secs(db, key, now).unwrap_or(0);
+    ctx.out.integer(i64::try_from(idle).unwrap_or(i64::MAX));
 }

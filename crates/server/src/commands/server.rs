@@ -488,9 +488,10 @@ fn info_loading(t: &mut String, load: &crate::rdb_load::Progress) {
 /// Writes INFO's stats section: connection, command, traffic, keyspace and error counters.
 fn info_stats(t: &mut String, server: &Server, expired: u64) {
     let st = &server.stats;
+    let (exceeded_total, exceeded_current) = server.eviction.exceeded_ms();
     let _ = write!(
         t,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:0\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
         st.connections_received.load(Ordering::Relaxed),
         server.hot.get(|c| &c.commands_processed),
         server.instantaneous_ops_per_sec(),
@@ -498,6 +499,9 @@ fn info_stats(t: &mut String, server: &Server, expired: u64) {
         st.net_output_bytes.load(Ordering::Relaxed),
         st.rejected_connections.load(Ordering::Relaxed),
         expired,
+        server.eviction.evicted_keys.load(Ordering::Relaxed),
+        exceeded_total,
+        exceeded_current,
         server.hot.get(|c| &c.keyspace_hits),
         server.hot.get(|c| &c.keyspace_misses),
         st.total_errors.load(Ordering::Relaxed),

@@ -323,17 +323,6 @@ pub fn banner(config: &Config) {
     crate::log::raw(&art);
 }
 
-/// Warns about settings densekv accepts but does not act on yet, where acting on them matters
-/// to the data: persistence and the memory limit.
-pub fn warn_unbuilt(config: &Config) {
-    if config.maxmemory > 0 {
-        crate::log::warning(&format!(
-            "Eviction is not built yet: maxmemory {} is not enforced.",
-            config.maxmemory
-        ));
-    }
-}
-
 /// Runs one CONFIG SET apply with the new configuration; the error is Redis's text.
 pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Result<(), String> {
     use super::Apply;
@@ -360,7 +349,7 @@ pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Resul
         Apply::OomScore => set_oom_score_adj(config)
             .map_err(|_| "Failed to set current oom_score_adj. Check server logs.".to_string())?,
         Apply::CrashLog => crate::log::set_crash_log(config.crash_log_enabled),
-        Apply::MaxMemory => warn_unbuilt_maxmemory(config),
+        Apply::Eviction => server.eviction.configure(config),
         Apply::ReplBacklog => config.repl_backlog_size = config.repl_backlog_size.max(16 << 10),
         Apply::Port | Apply::Bind => rebind(server, apply, config)?,
     }
@@ -380,15 +369,6 @@ pub fn store_limits(config: &Config) -> store::Limits {
         list_chunk_bytes: store::Limits::list_chunk_bytes_for(i64::from(
             config.list_max_listpack_size,
         )),
-    }
-}
-
-fn warn_unbuilt_maxmemory(config: &Config) {
-    if config.maxmemory > 0 {
-        crate::log::warning(&format!(
-            "Eviction is not built yet: maxmemory {} is not enforced.",
-            config.maxmemory
-        ));
     }
 }
 

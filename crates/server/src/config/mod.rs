@@ -111,7 +111,9 @@ pub enum Apply {
     MaxClients,
     OomScore,
     CrashLog,
-    MaxMemory,
+    /// `maxmemory` and its policy, samples, tenacity, LFU factors: cached by the eviction
+    /// state; the access policy is handed to every shard by CONFIG SET itself.
+    Eviction,
     /// `repl-backlog-size` below 16 KiB becomes 16 KiB, as Redis's `resizeReplicationBacklog`.
     ReplBacklog,
     /// Needs the network loop: listen on the new port.

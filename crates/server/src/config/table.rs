@@ -39,7 +39,10 @@ const ULLONG_MAX: i64 = -1;
 // What the statuses say, once each.
 const AOF: Status =
     Status::Works("as Redis 7.0's multi-part append-only file (docs/persistence.md)");
-const EVICTION: Status = Status::Planned("eviction (maxmemory and its policies)");
+const EVICTION: Status = Status::Works(
+    "two access bits per key and a CLOCK hand per shard stand in for Redis's 24-bit clock and sampling (docs/memory.md)",
+);
+const CLIENT_EVICTION: Status = Status::Planned("client eviction (maxmemory-clients)");
 const MESSAGING: Status =
     Status::Planned("messaging (pub/sub, keyspace notifications, client tracking)");
 const SCRIPTING: Status = Status::Planned("scripting (EVAL, FUNCTION)");
@@ -293,7 +296,7 @@ directives! {
     stop_writes_on_bgsave_error: bool = true; "stop-writes-on-bgsave-error", MODIFIABLE, yesno(None), Status::Works("after a failed background save, with save points, writes and PING get MISCONF until a save works"), None;
     set_proc_title: bool = true; "set-proc-title", IMMUTABLE, yesno(None), PROC_TITLE, None;
     dynamic_hz: bool = true; "dynamic-hz", MODIFIABLE, yesno(None), Status::NoEffect("the cron runs at `hz` whatever the number of clients"), None;
-    lazyfree_lazy_eviction: bool = false; "lazyfree-lazy-eviction", DEBUG | MODIFIABLE, yesno(None), LAZYFREE, None;
+    lazyfree_lazy_eviction: bool = false; "lazyfree-lazy-eviction", DEBUG | MODIFIABLE, yesno(None), Status::Works("evicted keys go to the append-only file as UNLINK instead of DEL, as in Redis; their memory is freed at once either way"), Eviction;
     lazyfree_lazy_expire: bool = false; "lazyfree-lazy-expire", DEBUG | MODIFIABLE, yesno(None), LAZYFREE, None;
     lazyfree_lazy_server_del: bool = false; "lazyfree-lazy-server-del", DEBUG | MODIFIABLE, yesno(None), LAZYFREE, None;
     lazyfree_lazy_user_del: bool = false; "lazyfree-lazy-user-del", DEBUG | MODIFIABLE, yesno(None), LAZYFREE, None;
@@ -360,7 +363,7 @@ directives! {
     syslog_facility: i32 = 128; "syslog-facility", IMMUTABLE, enumeration(SYSLOG_FACILITY, None), Status::Works("the syslog(3) facility"), None;
     repl_diskless_load: i32 = 0; "repl-diskless-load", DEBUG | MODIFIABLE | DENY_LOADING, enumeration(REPL_DISKLESS_LOAD, None), REPLICATION, None;
     loglevel: String = "notice".into(); "loglevel", MODIFIABLE, named(LOGLEVEL), Status::Works("CONFIG SET changes it at once"), LogLevel;
-    maxmemory_policy: String = "noeviction".into(); "maxmemory-policy", MODIFIABLE, named(MAXMEMORY_POLICY), EVICTION, None;
+    maxmemory_policy: String = "noeviction".into(); "maxmemory-policy", MODIFIABLE, named(MAXMEMORY_POLICY), EVICTION, Eviction;
     appendfsync: i32 = 2; "appendfsync", MODIFIABLE, enumeration(AOF_FSYNC, None), AOF, AofOptions;
     oom_score_adj: i32 = 0; "oom-score-adj", MODIFIABLE, enumeration(OOM_SCORE_ADJ, None), Status::Works("writes /proc/self/oom_score_adj as Redis's setOOMScoreAdj"), OomScore;
     acl_pubsub_default: i32 = 0; "acl-pubsub-default", MODIFIABLE, enumeration(ACL_PUBSUB_DEFAULT, None), Status::NoEffect("densekv has only the default user, who may use every channel"), None;
@@ -386,12 +389,12 @@ directives! {
     active_defrag_cycle_max: i32 = 25; "active-defrag-cycle-max", MODIFIABLE, number(Int, 1, 99, INTEGER, None), DEFRAG, None;
     active_defrag_threshold_lower: i32 = 10; "active-defrag-threshold-lower", MODIFIABLE, number(Int, 0, 1000, INTEGER, None), DEFRAG, None;
     active_defrag_threshold_upper: i32 = 100; "active-defrag-threshold-upper", MODIFIABLE, number(Int, 0, 1000, INTEGER, None), DEFRAG, None;
-    lfu_log_factor: i32 = 10; "lfu-log-factor", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), EVICTION, None;
-    lfu_decay_time: i32 = 1; "lfu-decay-time", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), EVICTION, None;
+    lfu_log_factor: i32 = 10; "lfu-log-factor", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), EVICTION, Eviction;
+    lfu_decay_time: i32 = 1; "lfu-decay-time", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), EVICTION, Eviction;
     replica_priority: i32 = 100; "replica-priority" | "slave-priority", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), REPLICATION, None;
     repl_diskless_sync_delay: i32 = 5; "repl-diskless-sync-delay", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), REPLICATION, None;
-    maxmemory_samples: i32 = 5; "maxmemory-samples", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), EVICTION, None;
-    maxmemory_eviction_tenacity: i32 = 10; "maxmemory-eviction-tenacity", MODIFIABLE, number(Int, 0, 100, INTEGER, None), EVICTION, None;
+    maxmemory_samples: i32 = 5; "maxmemory-samples", MODIFIABLE, number(Int, 1, INT_MAX, INTEGER, None), EVICTION, Eviction;
+    maxmemory_eviction_tenacity: i32 = 10; "maxmemory-eviction-tenacity", MODIFIABLE, number(Int, 0, 100, INTEGER, None), EVICTION, Eviction;
     timeout_secs: u64 = 0; "timeout", MODIFIABLE, number(Int, 0, INT_MAX, INTEGER, None), Status::Works("idle clients are closed by their thread's cron"), None;
     replica_announce_port: i32 = 0; "replica-announce-port" | "slave-announce-port", MODIFIABLE, number(Int, 0, 65535, INTEGER, None), REPLICATION, None;
     tcp_backlog: u32 = 511; "tcp-backlog", IMMUTABLE, number(Int, 0, INT_MAX, INTEGER, None), RUNS, None;
@@ -432,7 +435,7 @@ directives! {
     repl_backlog_size: i64 = 1 << 20; "repl-backlog-size", MODIFIABLE, number(LongLong, 1, LLONG_MAX, MEMORY, None), REPLICATION, ReplBacklog;
 
     // ---- unsigned long long ----
-    maxmemory: u64 = 0; "maxmemory", MODIFIABLE, number(ULongLong, 0, ULLONG_MAX, MEMORY, None), EVICTION, MaxMemory;
+    maxmemory: u64 = 0; "maxmemory", MODIFIABLE, number(ULongLong, 0, ULLONG_MAX, MEMORY, None), EVICTION, Eviction;
     cluster_link_sendbuf_limit: u64 = 0; "cluster-link-sendbuf-limit", MODIFIABLE, number(ULongLong, 0, ULLONG_MAX, MEMORY, None), CLUSTER, None;
 
     // ---- size_t ----
@@ -446,7 +449,7 @@ directives! {
     hll_sparse_max_bytes: u64 = 3000; "hll-sparse-max-bytes", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), HLL, None;
     tracking_table_max_keys: u64 = 1_000_000; "tracking-table-max-keys", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MESSAGING, None;
     client_query_buffer_limit: u64 = 1 << 30; "client-query-buffer-limit", DEBUG | MODIFIABLE, number(SizeT, 1 << 20, LONG_MAX, MEMORY, None), RUNS, None;
-    maxmemory_clients: i64 = 0; "maxmemory-clients", MODIFIABLE, number(SSizeT, -100, i64::MAX, MEMORY | PERCENT, None), EVICTION, None;
+    maxmemory_clients: i64 = 0; "maxmemory-clients", MODIFIABLE, number(SSizeT, -100, i64::MAX, MEMORY | PERCENT, None), CLIENT_EVICTION, None;
 
     // ---- time_t, off_t ----
     repl_backlog_ttl: i64 = 3600; "repl-backlog-ttl", MODIFIABLE, number(TimeT, 0, LONG_MAX, INTEGER, None), REPLICATION, None;

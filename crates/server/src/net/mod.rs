@@ -611,6 +611,7 @@ impl Thread<'_> {
             server.aof.cron();
         }
         active_expire(server, self.index, self.threads, now);
+        server.eviction.cron(server, self.index, self.threads, now);
         let timeout_secs = server.config.read().timeout_secs;
         if timeout_secs > 0 {
             // Redis's clientsCronHandleTimeout: blocked clients wait for their own timeout.
