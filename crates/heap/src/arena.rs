@@ -9,7 +9,8 @@
 //! A megablock is either block land (block 0 holds descriptors, blocks 1..128 serve slabs and
 //! groups), part of a large region, or free. Free megablocks below the high-water mark sit in
 //! `free_ranges` (start → length, coalesced), already purged so they read as zero; `alloc` takes
-//! the first range that fits before it raises the mark. Everything is indexed by number
+//! the first range that fits before it raises the mark; `take_at` takes the megablocks right after
+//! a large region, so the region grows in place. Everything is indexed by number
 //! (`megablock = offset >> 20`, `block = offset >> 13`), so a block index times 8 KiB is its
 //! offset from `base` and a 4-byte block index is a complete link.
 //!
@@ -94,6 +95,49 @@ impl Arena {
         self.committed_megablocks = end as u32;
         self.committed_blocks = (end * BLOCKS_PER_MEGABLOCK) as u32;
         Ok(start)
+    }
+
+    /// Takes exactly megablocks `[at, at + count)` if they are free: inside one free range, or a
+    /// free range reaching the high-water mark followed by fresh megablocks, or fresh megablocks
+    /// starting at the mark. This is how a large region grows in place (the arena's `mremap`).
+    /// Returns false, changing nothing, when any of them is in use or past the reservation.
+    pub fn take_at(&mut self, at: u32, count: u32) -> bool {
+        let free_len = self.free_ranges.get(&at).copied().unwrap_or(0);
+        if free_len >= count {
+            self.free_ranges.remove(&at);
+            if free_len > count {
+                self.free_ranges.insert(at + count, free_len - count);
+            }
+            self.free_megablocks -= count;
+            return true;
+        }
+        // Fewer free megablocks than asked: the rest must come from above the mark.
+        if at + free_len != self.committed_megablocks {
+            return false;
+        }
+        let fresh = count - free_len;
+        let end = self.committed_megablocks as usize + fresh as usize;
+        if end * MEGABLOCK_BYTES > self.reserve_bytes {
+            return false;
+        }
+        // SAFETY: the fresh megablocks lie inside the reservation (checked just above) and above
+        // the high-water mark, so nothing else uses them.
+        let committed = unsafe {
+            os::commit(
+                self.megablock_ptr(self.committed_megablocks),
+                fresh as usize * MEGABLOCK_BYTES,
+            )
+        };
+        if committed.is_err() {
+            return false;
+        }
+        if free_len > 0 {
+            self.free_ranges.remove(&at);
+            self.free_megablocks -= free_len;
+        }
+        self.committed_megablocks = end as u32;
+        self.committed_blocks = (end * BLOCKS_PER_MEGABLOCK) as u32;
+        true
     }
 
     /// Returns megablocks `[start, start + count)`, purging them first.

@@ -1,13 +1,25 @@
-//! Walks over the descriptors: the census, the defragmenter hooks, and `validate`, the full
-//! consistency check run by the tests and by the `expensive-checks` feature after every call.
+//! Walks over the descriptors: the census, the defragmenter hooks (`block_usage`, `for_each_live`,
+//! `defrag_hint`, `fragmentation`), and `validate`, the full consistency check run by the tests and
+//! by the `expensive-checks` feature after every call.
+//!
+//! The defragmenter's question — is moving this object worth it? — is answered as jemalloc's
+//! `get_defrag_hint` answers it for Redis's active defrag: yes when the object's slab is not the
+//! class's current allocation slab (new objects go there, so moving out of it gains nothing), is
+//! not full, and is used no more than 1⅛ × the average of the class's other non-full slabs.
+//! Moving its objects (alloc new, copy, free old) then fills the fuller slabs and lets this one
+//! empty and go back to the block runs; the ⅛ slack keeps a class whose slabs are all equally
+//! sparse from stalling. An absolute bound ("less than half full") was rejected: it leaves a class of slabs
+//! that are all 60% full at 60% for good.
 //!
 //! Every walk visits a megablock's units head to head: a head descriptor says how many blocks its
 //! unit spans, so a walk reads one descriptor per unit (every descriptor, when every block is its
 //! own unit) and never a stale interior one.
 
+use crate::blocks::{CLEAN, DIRTY};
+use crate::class::{CLASS_COUNT, SIZES, SLAB_BLOCKS};
 use crate::desc::{BlockDesc, FLAG_DIRTY, NIL, kind};
 use crate::large::MegaSlot;
-use crate::stats::{BlockCensus, BlockUsage};
+use crate::stats::{BlockCensus, BlockUsage, ClassOccupancy, Fragmentation};
 use crate::{BLOCK_BYTES, BLOCKS_PER_MEGABLOCK, Heap, MEGABLOCK_BYTES};
 use std::ptr::NonNull;
 
@@ -44,6 +56,7 @@ impl<const D: usize> Heap<D> {
                 kind::SLAB => {
                     census.slab_blocks += blocks;
                     census.live_slots += desc.used as u64;
+                    census.empty_slabs += u64::from(desc.used == 0);
                 }
                 kind::GROUP => census.group_blocks += blocks,
                 kind::CACHED => census.cached_blocks += blocks,
@@ -113,6 +126,73 @@ impl<const D: usize> Heap<D> {
             }
             _ => {}
         }
+    }
+
+    /// Whether moving the live object at `ptr` (alloc new, copy, free old) would help a slab
+    /// empty: true when it is a slab slot whose slab is not the class's current allocation slab,
+    /// is not full, and is no fuller than 1⅛ × the average of the class's other non-full slabs
+    /// (see the module block). False for medium groups and large regions: their freed blocks are
+    /// purged whole, so moving them gives no memory back. O(1): two descriptor reads.
+    pub fn defrag_hint(&self, ptr: NonNull<u8>) -> bool {
+        if !self.contains(ptr) || self.arena.offset_of(ptr).is_multiple_of(MEGABLOCK_BYTES) {
+            return false;
+        }
+        let (head, desc) = self.unit_of(ptr);
+        desc.kind == kind::SLAB && self.slab_is_sparse(head, &desc)
+    }
+
+    /// The rule of [`Heap::defrag_hint`] for the slab headed at `head`.
+    fn slab_is_sparse(&self, head: u32, desc: &BlockDesc) -> bool {
+        let class = &self.slabs.classes[desc.class as usize];
+        if head == class.partial || desc.used >= desc.capacity {
+            return false;
+        }
+        // Not full, so on the partial list, behind the current slab: at least two partial slabs.
+        let capacity = desc.capacity as u64;
+        let full_slabs = class.slabs - class.partial_count as u64;
+        let current_used = self.arena.desc::<D>(class.partial).get().used as u64;
+        let other_slabs = class.partial_count as u64 - 1;
+        let other_live = class.live_slots - full_slabs * capacity - current_used;
+        desc.used as u64 * other_slabs <= other_live + other_live / 8
+    }
+
+    /// Slab occupancy per size class, by a walk of every descriptor (like [`Heap::census`]).
+    pub fn fragmentation(&self) -> Fragmentation {
+        let mut classes: Vec<ClassOccupancy> = (0..CLASS_COUNT)
+            .map(|c| ClassOccupancy {
+                slot_bytes: SIZES[c] as usize,
+                slab_bytes: SLAB_BLOCKS[c] as usize * BLOCK_BYTES,
+                ..ClassOccupancy::default()
+            })
+            .collect();
+        self.for_each_unit(|head, desc| {
+            if desc.kind != kind::SLAB {
+                return;
+            }
+            let (used, capacity) = (desc.used as u64, desc.capacity as u64);
+            let class = &mut classes[desc.class as usize];
+            class.slabs += 1;
+            class.live_slots += used;
+            class.capacity_slots += capacity;
+            class.full_slabs += u64::from(used == capacity);
+            class.empty_slabs += u64::from(used == 0);
+            class.occupancy_quartiles[(used * 4 / capacity).min(3) as usize] += 1;
+            if self.slab_is_sparse(head, &desc) {
+                class.hinted_slabs += 1;
+                class.hinted_slots += used;
+            }
+        });
+        classes.retain(|c| c.slabs > 0);
+        let mut out = Fragmentation::default();
+        for c in &classes {
+            out.slab_bytes += c.slabs * c.slab_bytes as u64;
+            out.live_bytes += c.live_slots * c.slot_bytes as u64;
+            out.hinted_bytes += c.hinted_slots * c.slot_bytes as u64;
+            out.hinted_slab_bytes += c.hinted_slabs * c.slab_bytes as u64;
+        }
+        out.free_slot_bytes = out.slab_bytes - out.live_bytes;
+        out.classes = classes;
+        out
     }
 
     /// The head block and descriptor of the unit holding `ptr`.
@@ -209,6 +289,55 @@ impl<const D: usize> Heap<D> {
             );
         }
         assert_eq!(self.listed_free_blocks(), free_blocks, "listed free blocks");
+        self.validate_empty_slabs();
+        self.validate_large();
+    }
+
+    /// Checks the large regions' side-table facts against the cache's counters.
+    fn validate_large(&self) {
+        let (mut touched, mut cached, mut pending) = (0, 0, 0);
+        for (megablock, slot) in self.mega.iter().enumerate() {
+            if !matches!(
+                slot.state,
+                MegaSlot::LIVE | MegaSlot::CACHED | MegaSlot::PENDING
+            ) {
+                continue;
+            }
+            assert!(
+                slot.touched_pages as usize * 4096 <= slot.megablocks as usize * MEGABLOCK_BYTES,
+                "region at megablock {megablock} touched past its end"
+            );
+            touched += slot.touched_pages as u64 * 4096;
+            let class_bytes = crate::LARGE_CLASS_BYTES
+                .get(slot.class as usize)
+                .map_or(0, |&b| b as u64);
+            match slot.state {
+                MegaSlot::CACHED => cached += class_bytes,
+                MegaSlot::PENDING => pending += class_bytes,
+                _ => {}
+            }
+        }
+        assert_eq!(touched, self.large.touched_bytes, "touched bytes");
+        assert_eq!(cached, self.large.cached_bytes, "cached bytes");
+        assert_eq!(pending, self.large.pending_bytes, "pending bytes");
+    }
+
+    /// Checks the kept empty slabs: each recorded one is a live slab of its class, and the bitmap
+    /// marks exactly the classes that record one.
+    fn validate_empty_slabs(&self) {
+        for class in 0..CLASS_COUNT {
+            let empty = self.slabs.empty[class];
+            let marked = self.slabs.empty_classes & (1 << class) != 0;
+            assert_eq!(marked, empty != NIL, "empty-slab bit of class {class}");
+            if empty != NIL {
+                let desc = self.arena.desc::<D>(empty).get();
+                assert_eq!(
+                    (desc.kind, desc.class as usize),
+                    (kind::SLAB, class),
+                    "kept empty slab of class {class}"
+                );
+            }
+        }
     }
 
     /// Checks a free run's dirty count against its flagged blocks, and its tail descriptor.
@@ -245,21 +374,121 @@ impl<const D: usize> Heap<D> {
         );
     }
 
-    /// Walks every free-run list, checking each entry's kind and length, and returns the blocks
-    /// they hold.
+    /// Walks every free-run list, checking each entry's kind, length and set (dirty iff it has a
+    /// dirty block), and returns the blocks they hold.
     fn listed_free_blocks(&self) -> u64 {
-        (1..=crate::blocks::RUN_MAX)
-            .map(|len| {
-                let mut count = 0;
-                let mut head = self.runs.head(len);
+        let mut count = 0;
+        for set in [DIRTY, CLEAN] {
+            for len in 1..=crate::blocks::RUN_MAX {
+                let mut head = self.runs.head(set, len);
                 while head != NIL {
                     let desc = self.arena.desc::<D>(head).get();
                     assert_eq!((desc.kind, desc.blocks), (kind::FREE, len), "list {len}");
+                    assert_eq!(desc.aux > 0, set == DIRTY, "run at {head} in the wrong set");
                     count += len as u64;
                     head = desc.next;
                 }
-                count
-            })
-            .sum()
+            }
+        }
+        count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Heap, HeapConfig};
+    use std::ptr::NonNull;
+
+    #[test]
+    fn defrag_hint_points_at_sparse_slabs_and_moving_empties_them() {
+        let mut heap = Heap::<32>::with_config(HeapConfig {
+            reserve_bytes: 1 << 30,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        // 48-byte slots, 170 per one-block slab: 20 slabs, then 90% of the objects of the first
+        // 16 freed (as deleting old keys does), the last four left full.
+        let objects: Vec<NonNull<u8>> = (0..20 * 170).map(|_| heap.alloc(48).unwrap()).collect();
+        let mut live = Vec::new();
+        for (i, &ptr) in objects.iter().enumerate() {
+            if i < 16 * 170 && i % 10 != 0 {
+                // SAFETY: live, freed once.
+                unsafe { heap.free(ptr, 48) };
+            } else {
+                // SAFETY: 48 bytes allocated.
+                unsafe { ptr.as_ptr().write_bytes((i % 251) as u8, 48) };
+                live.push((ptr, (i % 251) as u8));
+            }
+        }
+        let current = heap.slabs.classes[crate::class::class_of(48)].partial;
+        let fragmentation = heap.fragmentation();
+        assert_eq!(fragmentation.classes.len(), 1);
+        let class = fragmentation.classes[0];
+        assert_eq!(
+            (class.slabs, class.full_slabs, class.empty_slabs),
+            (20, 4, 0)
+        );
+        assert_eq!(class.occupancy_quartiles, [16, 0, 0, 4]);
+        assert_eq!(class.live_slots, live.len() as u64);
+        // Every sparse slab but the current one (the last to get a free slot) is hinted.
+        assert_eq!(class.hinted_slabs, 15);
+        assert_eq!(class.hinted_slots, 15 * 17);
+        assert_eq!(fragmentation.hinted_bytes, 15 * 17 * 48);
+        assert_eq!(fragmentation.slab_bytes, 20 * 8192);
+        for &(ptr, _) in &live {
+            let in_current = heap.arena.block_of(ptr) == current;
+            let in_full = heap.block_usage(ptr).live_objects == 170;
+            assert_eq!(heap.defrag_hint(ptr), !in_current && !in_full, "{ptr:?}");
+        }
+        // The defragmenter's pass: move every hinted object (alloc, copy, free).
+        let before = heap.census().slab_blocks;
+        let mut moved = 0;
+        for (ptr, fill) in &mut live {
+            if heap.defrag_hint(*ptr) {
+                let new = heap.alloc(48).unwrap();
+                // SAFETY: both are live 48-byte slots.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptr.as_ptr(), new.as_ptr(), 48);
+                    heap.free(*ptr, 48);
+                }
+                *ptr = new;
+                moved += 1;
+            }
+            heap.validate();
+            // SAFETY: the object is live with 48 bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), 48) };
+            assert!(bytes.iter().all(|b| b == fill));
+        }
+        let after = heap.census().slab_blocks;
+        assert!(moved <= 15 * 17, "{moved}");
+        // 16 sparse slabs held 272 objects: two slabs' worth after the move.
+        assert!(after <= 4 + 3, "{before} -> {after} slabs");
+        for (ptr, _) in live {
+            // SAFETY: live, freed once.
+            unsafe { heap.free(ptr, 48) };
+        }
+    }
+
+    #[test]
+    fn defrag_hint_is_false_for_groups_large_regions_and_foreign_pointers() {
+        let mut heap = Heap::<32>::with_config(HeapConfig {
+            reserve_bytes: 1 << 30,
+            ..HeapConfig::default()
+        })
+        .unwrap();
+        let group = heap.alloc(64 << 10).unwrap();
+        let large = heap.alloc(1 << 20).unwrap();
+        let lone = heap.alloc(100).unwrap();
+        assert!(!heap.defrag_hint(group));
+        assert!(!heap.defrag_hint(large));
+        assert!(!heap.defrag_hint(lone), "the only slab is the current one");
+        let mut outside = 0u64;
+        assert!(!heap.defrag_hint(NonNull::from(&mut outside).cast()));
+        // SAFETY: live, freed once with their sizes.
+        unsafe {
+            heap.free(group, 64 << 10);
+            heap.free(large, 1 << 20);
+            heap.free(lone, 100);
+        }
     }
 }

@@ -13,7 +13,8 @@
 //!  32 KiB .. 512 KiB       (free runs coalesce; quick cache)
 //!  512 KiB ..= 16 MiB      large region of whole megablocks    large.rs
 //!                          from the large-block cache (8 classes)
-//!  > 16 MiB                large region, mapped directly
+//!  > 16 MiB                large region of ⌈size / 1 MiB⌉
+//!                          megablocks ("direct": never cached)
 //! ```
 //!
 //! Memory comes from one reserved range of address space (`arena.rs`) in 1 MiB megablocks, each cut
@@ -23,10 +24,36 @@
 //! slot or group can start (block 0 is always the descriptor area), so `free` tells them apart
 //! by alignment and keeps their few facts in a per-megablock side table.
 //!
-//! Memory goes back to the OS when blocks are freed: freed runs stay resident ("dirty") up to
-//! `dirty_bytes_max`, then the largest are purged with `MADV_DONTNEED`; a megablock that becomes
-//! entirely free goes back to the arena (purged) when another free one is already on hand; the
-//! large cache releases its coldest regions in batches of `release_batch_bytes`.
+//! # Giving memory back
+//! Freed memory that stays resident waits in three pools: dirty free runs and the quick cache
+//! (`blocks.rs`), one kept empty slab per size class (`slab.rs`), and the large cache
+//! (`large.rs`). Two mechanisms drain them:
+//! ```text
+//!  hard bound, inline in free     dirty runs > dirty_bytes_max (8 MiB) → purge longest to half;
+//!                                 large cache > large_cache_bytes_max (64 MiB) → coldest pending,
+//!                                 released in batches of release_batch_bytes (8 MiB)
+//!  time schedule, Heap::decay     what is not reused within dirty_decay_ms (1 s) → purged, down to
+//!  (owner calls every ~100 ms)    dirty_reserve_bytes (256 KiB) of blocks; empty slabs kept
+//!                                 1 s → back to the runs; bounded work per call (decay.rs)
+//!  Heap::purge (MEMORY PURGE)     all of it, now
+//! ```
+//! A purged run is `MADV_DONTNEED`ed in place; a purged wholly free megablock goes back to the
+//! arena (which also drops its descriptor page). A direct region goes back to the arena (purged)
+//! as soon as it is freed. Without the owner's `decay` calls only the hard bounds act, and up to
+//! `dirty_bytes_max` of freed blocks stay resident for good: that was the 4–8 MiB per shard that
+//! stayed after a server deleted every key.
+//!
+//! `realloc` keeps an allocation in place when it can (same slab class; a group shrinking or
+//! growing into the free run after it; a large region shrinking, or growing into free megablocks
+//! after it), and moves a large region of 16 MiB or more by remapping its pages (`mremap`), so a
+//! value grown by appends costs its size once, not twice, and never a copy of itself.
+//!
+//! # Defragmentation
+//! The heap never moves an object itself: its owners hold the pointers. It tells an active
+//! defragmenter what to move: [`Heap::defrag_hint`] answers per pointer (a slab that is not the
+//! class's current one and is emptier than its peers, jemalloc's rule) and [`Heap::fragmentation`]
+//! counts slab occupancy per class (`check.rs`). Moving the hinted objects (alloc, copy, free) lets
+//! their slabs empty and go back.
 //!
 //! # Threading contract
 //! One heap per owning thread. The server runs one shard per thread and each shard owns one heap;
@@ -38,8 +65,9 @@
 //! # Accounting
 //! `stats()` reports live requested bytes, live usable bytes per size class, committed address
 //! space, an estimate of resident bytes (descriptor pages + blocks in use + dirty free blocks +
-//! touched pages of large regions) and the fragmentation ratio. The estimate tracks the process's
-//! VmRSS within 10% on the benchmarks (see `docs/heap.md`).
+//! touched pages of large regions), the pools decay drains, and the fragmentation ratio. The
+//! estimate tracks the process's VmRSS within 10% on the benchmarks and after decay and purge
+//! (`tests/decay_rss.rs`, `docs/heap.md`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -47,6 +75,7 @@ mod arena;
 mod blocks;
 mod check;
 mod class;
+mod decay;
 pub mod desc;
 mod large;
 mod os;
@@ -55,7 +84,7 @@ mod stats;
 
 pub use class::{CLASS_COUNT, SIZES as CLASS_SIZES, SMALL_MAX_BYTES};
 pub use large::{LARGE_CLASS_BYTES, LARGE_DIRECT_MIN_BYTES};
-pub use stats::{BlockCensus, BlockUsage, HeapStats};
+pub use stats::{BlockCensus, BlockUsage, ClassOccupancy, Fragmentation, HeapStats};
 
 use arena::Arena;
 use std::ptr::NonNull;
@@ -78,8 +107,15 @@ pub struct HeapConfig {
     pub large_cache_bytes_max: usize,
     /// Large regions are released to the OS once this many bytes are pending.
     pub release_batch_bytes: usize,
-    /// Freed block bytes kept resident for reuse before the heap purges them.
+    /// Freed block bytes kept resident for reuse before the heap purges them at once (the hard
+    /// bound; below it, decay purges on a time schedule).
     pub dirty_bytes_max: usize,
+    /// Freed memory not reused within about this long goes back to the OS when the owner calls
+    /// [`Heap::decay`] (jemalloc's `dirty_decay_ms`); 0 purges at every call.
+    pub dirty_decay_ms: u64,
+    /// Freed block bytes that decay leaves resident, for churn (a free and an alloc a second
+    /// apart should not cost page faults).
+    pub dirty_reserve_bytes: usize,
 }
 
 impl Default for HeapConfig {
@@ -89,6 +125,8 @@ impl Default for HeapConfig {
             large_cache_bytes_max: 64 << 20,
             release_batch_bytes: 8 << 20,
             dirty_bytes_max: 8 << 20,
+            dirty_decay_ms: 1000,
+            dirty_reserve_bytes: 256 << 10,
         }
     }
 }
@@ -145,6 +183,7 @@ pub struct Heap<const DESC_BYTES: usize = 32> {
     /// Per-megablock facts for megablocks that are not block land (large regions), indexed by
     /// megablock number; `blockland` counts the block-land megablocks.
     mega: Vec<large::MegaSlot>,
+    decay: decay::Decay,
     counters: stats::Counters,
     config: HeapConfig,
 }
@@ -175,6 +214,7 @@ impl<const DESC_BYTES: usize> Heap<DESC_BYTES> {
             slabs: slab::Slabs::new(),
             large: large::LargeCache::new(),
             mega: Vec::new(),
+            decay: decay::Decay::new(config.dirty_decay_ms),
             counters: stats::Counters::default(),
             config,
         })
@@ -223,32 +263,38 @@ impl<const DESC_BYTES: usize> Heap<DESC_BYTES> {
         self.check_if_expensive();
     }
 
-    /// Resizes an allocation, moving it unless both sizes fall in the same size class.
+    /// Resizes an allocation, keeping its contents up to `min(old_size, new_size)`. It stays in
+    /// place when it can: a slab slot whose size class does not change; a medium group that
+    /// shrinks, or grows into the free run right after it; a large region that shrinks (its tail
+    /// goes back to the arena), stays within its megablocks, or grows into free megablocks right
+    /// after it (or past the arena's high-water mark). Otherwise it moves: a large region of
+    /// 16 MiB or more by remapping its pages (`mremap`, no copy, no second resident copy), anything
+    /// else by alloc, copy, free.
     ///
     /// # Safety
-    /// As [`Heap::free`] for `(ptr, old_size)`. On success the old pointer is dead; on error the old
-    /// allocation is untouched.
+    /// As [`Heap::free`] for `(ptr, old_size)`. On success the old pointer is dead (unless it is
+    /// the one returned); on error the old allocation is untouched.
     pub unsafe fn realloc(
         &mut self,
         ptr: NonNull<u8>,
         old_size: usize,
         new_size: usize,
     ) -> Result<NonNull<u8>, HeapError> {
-        let (old_route, new_route) = (route(old_size), route(new_size));
-        let same_class = match (old_route, new_route) {
+        let in_place = match (route(old_size), route(new_size)) {
+            (Route::Small(old), Route::Small(new)) => old == new,
+            (Route::Medium(old), Route::Medium(new)) => self.resize_group(ptr, old, new),
             (Route::Large, Route::Large) => {
-                large::class_of(old_size) == large::class_of(new_size)
-                    && large::class_of(old_size).is_some()
+                // SAFETY: the caller's contract, and both sizes route to large regions.
+                let ptr = unsafe { self.realloc_large(ptr, old_size, new_size)? };
+                self.check_if_expensive();
+                return Ok(ptr);
             }
-            _ => old_route == new_route,
+            _ => false,
         };
-        if same_class {
-            if old_route == Route::Large {
-                self.resize_large_in_place(ptr, old_size, new_size);
-            } else {
-                self.counters.requested_bytes =
-                    self.counters.requested_bytes - old_size as u64 + new_size as u64;
-            }
+        if in_place {
+            self.counters.requested_bytes =
+                self.counters.requested_bytes - old_size as u64 + new_size as u64;
+            self.check_if_expensive();
             return Ok(ptr);
         }
         let new = self.alloc(new_size)?;
@@ -293,13 +339,21 @@ impl<const DESC_BYTES: usize> Heap<DESC_BYTES> {
         p >= base && p < base + self.arena.committed_megablocks() as usize * MEGABLOCK_BYTES
     }
 
-    /// Gives every freed-but-resident byte back to the OS now: the quick cache is coalesced, dirty
-    /// free runs are purged, and pending and cached large regions are released.
-    pub fn purge(&mut self) {
+    /// Gives every freed-but-resident byte back to the OS now (MEMORY PURGE): kept empty slabs
+    /// and the quick cache go back to the free runs, every dirty run is purged (wholly free
+    /// megablocks return to the arena), and pending and cached large regions are released.
+    /// Returns the resident bytes released (by the `stats()` estimate). Unbounded work: a walk of
+    /// the dirty runs, at most `dirty_bytes_max` of them, and of the large cache.
+    pub fn purge(&mut self) -> usize {
+        let before = self.resident_estimate();
+        let mut budget = u32::MAX;
+        self.release_empty_slabs(0, &mut budget);
         self.flush_quick();
-        self.purge_runs(0);
+        self.purge_runs(0, &mut budget);
         self.release_large_cache();
+        self.decay.rest();
         self.check_if_expensive();
+        before.saturating_sub(self.resident_estimate()) as usize
     }
 
     #[inline(always)]
@@ -653,6 +707,231 @@ mod tests {
             unsafe { heap.free(p, size) };
         }
         heap.validate();
-        assert!(heap.stats().dirty_bytes <= 1 << 20);
+        assert!(heap.runs.dirty_blocks * BLOCK_BYTES as u64 <= 1 << 20);
+        // The quick cache (at most 8 groups of each length) is freed memory too.
+        assert!(heap.stats().dirty_bytes <= (1 << 20) + 8 * 5 * BLOCK_BYTES as u64);
+    }
+}
+
+/// `Heap::decay` and `Heap::purge` on whole heaps (the decay module's own tests cover its clock
+/// and curve).
+#[cfg(test)]
+mod decay_tests {
+    use super::decay::DECAY_STEPS_MAX;
+    use super::*;
+
+    fn heap_with(config: &HeapConfig) -> Heap {
+        Heap::with_config(HeapConfig {
+            reserve_bytes: 2 << 30,
+            ..config.clone()
+        })
+        .unwrap()
+    }
+
+    /// Allocates `count` medium groups of distinct lengths (so the quick cache holds few of them),
+    /// writes them, and returns them with their sizes.
+    fn groups(heap: &mut Heap, count: usize) -> Vec<(NonNull<u8>, usize)> {
+        (0..count)
+            .map(|i| {
+                let size = (5 + i % 40) * BLOCK_BYTES;
+                let ptr = heap.alloc(size).unwrap();
+                // SAFETY: `size` bytes were just allocated.
+                unsafe { ptr.as_ptr().write_bytes(3, size) };
+                (ptr, size)
+            })
+            .collect()
+    }
+
+    fn free_all(heap: &mut Heap, live: Vec<(NonNull<u8>, usize)>) {
+        for (ptr, size) in live {
+            // SAFETY: live, freed once with its size.
+            unsafe { heap.free(ptr, size) };
+        }
+    }
+
+    #[test]
+    fn a_freed_burst_goes_back_within_the_decay_time() {
+        let mut heap = heap_with(&HeapConfig {
+            dirty_bytes_max: 64 << 20,
+            dirty_reserve_bytes: 0,
+            ..HeapConfig::default()
+        });
+        let live = groups(&mut heap, 300);
+        free_all(&mut heap, live);
+        let freed = heap.stats().dirty_bytes;
+        assert!(freed > 40 << 20, "{freed}");
+        let mut released = 0;
+        let mut dirty = Vec::new();
+        for now_ms in (10_000..=11_200).step_by(50) {
+            released += heap.decay(now_ms);
+            heap.validate();
+            dirty.push(heap.stats().dirty_bytes);
+        }
+        // 50 ms steps: every other call falls between epochs and must change nothing.
+        assert!(
+            dirty
+                .chunks(2)
+                .all(|pair| pair.len() == 1 || pair[0] == pair[1])
+        );
+        // The first call is an epoch boundary: the burst enters the ring at age 0 at 10,000 ms,
+        // is at age 4 (half kept) at 10,400 ms and at age 9 (none kept) at 10,900 ms.
+        assert!(
+            dirty[2] > freed * 8 / 10,
+            "the first epochs keep most of it"
+        );
+        assert!(
+            dirty[8] < freed * 6 / 10 && dirty[8] > freed * 4 / 10,
+            "{dirty:?}"
+        );
+        assert_eq!(dirty[18], 0, "all of it after the decay time: {dirty:?}");
+        let stats = heap.stats();
+        assert_eq!(
+            stats.resident_bytes, 0,
+            "wholly free megablocks left block land"
+        );
+        assert_eq!(stats.decayed_bytes, released as u64);
+        assert!(released as u64 >= freed);
+    }
+
+    #[test]
+    fn decay_keeps_the_reserve_and_what_is_reused() {
+        let reserve = 1 << 20;
+        let mut heap = heap_with(&HeapConfig {
+            dirty_reserve_bytes: reserve,
+            ..HeapConfig::default()
+        });
+        // A steady churn that frees and reuses the same blocks every 20 ms keeps its pool: only
+        // growth counts, and the pool never grows past what the first round freed.
+        let mut live = groups(&mut heap, 40);
+        for step in 0..200u64 {
+            let half = live.split_off(20);
+            free_all(&mut heap, half);
+            live.extend(groups(&mut heap, 20));
+            heap.decay(step * 20);
+        }
+        heap.validate();
+        assert!(heap.stats().dirty_bytes <= reserve as u64);
+        free_all(&mut heap, live);
+        for now_ms in (4_000..6_000).step_by(100) {
+            heap.decay(now_ms);
+        }
+        let dirty = heap.stats().dirty_bytes;
+        assert!(dirty > 0 && dirty <= reserve as u64, "{dirty}");
+        heap.purge();
+        assert_eq!(heap.stats().dirty_bytes, 0);
+    }
+
+    #[test]
+    fn decay_releases_empty_slabs_the_quick_cache_and_the_large_cache() {
+        let mut heap = heap_with(&HeapConfig {
+            dirty_reserve_bytes: 0,
+            ..HeapConfig::default()
+        });
+        let small: Vec<_> = (0..3000)
+            .map(|i| (heap.alloc(24 + i % 300).unwrap(), 24 + i % 300))
+            .collect();
+        let pages: Vec<_> = (0..8)
+            .map(|_| (heap.alloc(BLOCK_BYTES).unwrap(), BLOCK_BYTES))
+            .collect();
+        let large = heap.alloc(3 << 20).unwrap();
+        // SAFETY: the region is 3 MiB long.
+        unsafe { large.as_ptr().write_bytes(1, 3 << 20) };
+        free_all(&mut heap, small);
+        free_all(&mut heap, pages);
+        // SAFETY: live, freed once with its size.
+        unsafe { heap.free(large, 3 << 20) };
+        let stats = heap.stats();
+        assert!(stats.empty_slab_bytes > 0);
+        assert_eq!(stats.large_cache_bytes, 3 << 20);
+        assert!(heap.quick.blocks > 0);
+        for now_ms in (0..=2_000).step_by(100) {
+            heap.decay(now_ms);
+            heap.validate();
+        }
+        let stats = heap.stats();
+        assert_eq!(
+            (
+                stats.empty_slab_bytes,
+                stats.dirty_bytes,
+                stats.large_cache_bytes
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(stats.resident_bytes, 0);
+        assert_eq!(heap.census().slab_blocks, 0);
+    }
+
+    #[test]
+    fn decay_work_is_bounded_and_resumes() {
+        let mut heap = heap_with(&HeapConfig {
+            dirty_bytes_max: 1 << 30,
+            dirty_decay_ms: 0,
+            dirty_reserve_bytes: 0,
+            ..HeapConfig::default()
+        });
+        // Every other block freed: ~1,500 single-block dirty runs, one madvise each.
+        let blocks: Vec<_> = (0..3000)
+            .map(|_| heap.alloc(BLOCK_BYTES).unwrap())
+            .collect();
+        for &ptr in &blocks {
+            // SAFETY: each block is live and BLOCK_BYTES long.
+            unsafe { ptr.as_ptr().write_bytes(9, BLOCK_BYTES) };
+        }
+        heap.purge();
+        let (keep, drop): (Vec<_>, Vec<_>) = blocks
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| i % 2 == 0);
+        free_all(
+            &mut heap,
+            drop.into_iter().map(|(_, p)| (p, BLOCK_BYTES)).collect(),
+        );
+        let runs = heap.runs.dirty_blocks;
+        assert!(runs > 1400);
+        let mut calls = 0;
+        while heap.runs.dirty_blocks > 0 {
+            let before = heap.runs.dirty_blocks;
+            heap.decay(1_000);
+            assert!(before - heap.runs.dirty_blocks <= u64::from(DECAY_STEPS_MAX));
+            calls += 1;
+            assert!(calls < 20);
+        }
+        assert_eq!(calls, runs.div_ceil(u64::from(DECAY_STEPS_MAX)));
+        assert_eq!(
+            heap.decay(1_000),
+            0,
+            "caught up: back to waiting for the next epoch"
+        );
+        free_all(
+            &mut heap,
+            keep.into_iter().map(|(_, p)| (p, BLOCK_BYTES)).collect(),
+        );
+        heap.validate();
+    }
+
+    #[test]
+    fn an_idle_heap_decays_nothing() {
+        let mut heap = heap_with(&HeapConfig::default());
+        for now_ms in (0..5_000).step_by(100) {
+            assert_eq!(heap.decay(now_ms), 0);
+        }
+        let p = heap.alloc(100).unwrap();
+        for now_ms in (5_000..10_000).step_by(100) {
+            assert_eq!(heap.decay(now_ms), 0, "live memory is never decayed");
+        }
+        // SAFETY: live, freed once.
+        unsafe { heap.free(p, 100) };
+        assert!(heap.stats().empty_slab_bytes > 0);
+        for now_ms in (10_000..12_000).step_by(100) {
+            heap.decay(now_ms);
+        }
+        // The slab went back to the runs; its one dirty block is within the reserve.
+        let stats = heap.stats();
+        assert_eq!(
+            (stats.empty_slab_bytes, stats.dirty_bytes),
+            (0, BLOCK_BYTES as u64)
+        );
+        assert!(heap.purge() >= BLOCK_BYTES);
+        assert_eq!(heap.stats().resident_bytes, 0);
     }
 }

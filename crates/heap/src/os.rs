@@ -4,8 +4,14 @@
 //! counts against no commit limit, as GHC's two-step allocator does), makes megablocks readable and
 //! writable as the high-water mark advances (`mprotect`), and hands pages back with
 //! `MADV_DONTNEED`, after which they read as zero and are no longer resident. Nothing is ever
-//! unmapped while the heap lives, so a pointer into the committed prefix stays valid memory for the
-//! heap's whole life; `unreserve` runs once, from `Drop`.
+//! left unmapped while the heap lives, so a pointer into the committed prefix stays valid memory
+//! for the heap's whole life; `unreserve` runs once, from `Drop`.
+//!
+//! A large region that must move to grow moves its pages rather than its bytes: `remap` is
+//! `mremap(MREMAP_FIXED | MREMAP_DONTUNMAP)` from one range of the reservation to another, so the
+//! page-table entries move in O(pages) with no copy and no second resident copy, and the source
+//! stays mapped (reading as zero, like a purged range). If the kernel refuses (before Linux 5.7, or
+//! when the source spans several mappings) the destination is mapped afresh and the caller copies.
 //!
 //! The arena is marked `MADV_NOHUGEPAGE`: a transparent huge page would make one touched byte cost
 //! 2 MiB of resident memory and would break the page-granular accounting in `stats.rs`.
@@ -77,6 +83,60 @@ pub(crate) unsafe fn purge(ptr: NonNull<u8>, len: usize) {
     unsafe {
         libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_DONTNEED);
     }
+}
+
+/// What [`remap`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Remap {
+    /// The pages moved; the source reads as zero.
+    Moved,
+    /// Nothing moved; both ranges are as before (the destination reads as zero).
+    Refused,
+    /// Nothing moved, and the destination could not be mapped again: it must never be used.
+    Lost,
+}
+
+/// Moves the pages of `[from, from + len)` to `[to, to + len)` without copying them.
+///
+/// # Safety
+/// Both ranges are committed parts of one reservation from [`reserve`], page-aligned, disjoint;
+/// `to` holds no live object and `from` is not used for data afterwards (it reads as zero when
+/// the pages moved, and is untouched otherwise).
+pub(crate) unsafe fn remap(from: NonNull<u8>, to: NonNull<u8>, len: usize) -> Remap {
+    // SAFETY: the caller guarantees both ranges are ours and that `to` is dead; with MREMAP_FIXED
+    // the kernel replaces the mapping at `to`, and with MREMAP_DONTUNMAP it leaves `from` mapped.
+    let moved = unsafe {
+        libc::mremap(
+            from.as_ptr().cast(),
+            len,
+            len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED | libc::MREMAP_DONTUNMAP,
+            to.as_ptr().cast::<libc::c_void>(),
+        )
+    };
+    if moved == to.as_ptr().cast() {
+        return Remap::Moved;
+    }
+    // A failed MREMAP_FIXED may already have unmapped the destination: map it again, as the
+    // arena commits memory (read-write, no reservation, no huge pages).
+    // SAFETY: `to` is part of our reservation and dead (the caller's contract); MAP_FIXED
+    // replaces only that range.
+    let mapped = unsafe {
+        libc::mmap(
+            to.as_ptr().cast(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+            -1,
+            0,
+        )
+    };
+    if mapped != to.as_ptr().cast() {
+        return Remap::Lost;
+    }
+    // SAFETY: the range was just mapped by us.
+    unsafe { libc::madvise(to.as_ptr().cast(), len, libc::MADV_NOHUGEPAGE) };
+    Remap::Refused
 }
 
 /// Counts the pages of `[ptr, ptr + len)` that are resident, with `mincore`.

@@ -14,11 +14,18 @@
 //! recently freed slot, still in cache), then by bumping, so a fresh slab is never written
 //! ahead of use and its untouched pages stay out of memory. Each class keeps a doubly linked list
 //! of slabs with a free slot (through the descriptors' `next`/`prev`); allocation takes from its
-//! head, a slab that fills leaves the list, and a slab that empties goes back to the block runs
-//! unless it is the class's only one (so a class that oscillates around one slab does not churn).
+//! head (the class's current allocation slab), a slab that fills leaves the list, and a slab that
+//! empties goes back to the block runs unless it is the class's only one with a free slot (so a
+//! class that oscillates around one slab does not churn). That kept empty slab is remembered
+//! (`Slabs::empty`, and its class's bit in `Slabs::empty_classes`) with the decay epoch it
+//! emptied in; `Heap::decay` gives its blocks back once it has stayed empty for `dirty_decay_ms`,
+//! and `Heap::purge` at once. Otherwise one empty slab per class would pin its megablock (and the
+//! dirty free blocks around it) after every key is deleted.
 //!
 //! Invariants (per slab): `used + chain_length + (capacity - aux / slot_bytes) == capacity`; a slab
-//! is on its class list iff `used < capacity`; `Slabs::live_slots[c] == Σ used` over slabs of c.
+//! is on its class list iff `used < capacity`; `Slabs::live_slots[c] == Σ used` over slabs of c;
+//! a class has at most one empty slab, and `Slabs::empty[c]` is NIL or a live slab of class c
+//! (possibly no longer empty), with the class's bit set in `empty_classes` iff it is not NIL.
 
 use crate::class::{self, CLASS_COUNT, SIZES, SLAB_BLOCKS};
 use crate::desc::{NIL, kind};
@@ -39,7 +46,17 @@ pub(crate) struct Slabs {
     pub classes: [SlabClass; CLASS_COUNT],
     /// Blocks held by all slabs.
     pub blocks: u64,
+    /// Per class, the slab kept when it emptied (see the module block), or NIL, and the decay
+    /// epoch it emptied in. Kept apart from `classes`, which the fast paths read, so a class's hot
+    /// state stays 24 bytes.
+    pub empty: [u32; CLASS_COUNT],
+    pub empty_epoch: [u64; CLASS_COUNT],
+    /// Bit `c` is set iff `empty[c]` is not NIL.
+    pub empty_classes: u128,
 }
+
+const _: () = assert!(CLASS_COUNT <= 128);
+const _: () = assert!(std::mem::size_of::<SlabClass>() == 24);
 
 impl Slabs {
     pub fn new() -> Slabs {
@@ -51,6 +68,9 @@ impl Slabs {
                 slabs: 0,
             }; CLASS_COUNT],
             blocks: 0,
+            empty: [NIL; CLASS_COUNT],
+            empty_epoch: [0; CLASS_COUNT],
+            empty_classes: 0,
         }
     }
 }
@@ -122,13 +142,71 @@ impl<const D: usize> Heap<D> {
         if was_full {
             self.push_partial(class, head);
         }
-        if empty && self.slabs.classes[class].partial_count > 1 {
-            self.unlink_partial(class, head);
-            let blocks = SLAB_BLOCKS[class] as u32;
-            self.slabs.classes[class].slabs -= 1;
-            self.slabs.blocks -= blocks as u64;
-            self.give_blocks(head, blocks);
+        if empty {
+            if self.slabs.classes[class].partial_count > 1 {
+                self.release_slab(class, head);
+            } else {
+                self.keep_empty_slab(class, head);
+            }
         }
+    }
+
+    /// Remembers `head`, the class's only slab with a free slot, as its empty slab.
+    #[cold]
+    fn keep_empty_slab(&mut self, class: usize, head: u32) {
+        self.slabs.empty[class] = head;
+        self.slabs.empty_epoch[class] = self.decay.epoch;
+        self.slabs.empty_classes |= 1 << class;
+    }
+
+    /// Gives an empty slab's blocks back to the free runs.
+    fn release_slab(&mut self, class: usize, head: u32) {
+        debug_assert_eq!(self.arena.desc::<D>(head).get().used, 0);
+        self.unlink_partial(class, head);
+        let blocks = SLAB_BLOCKS[class] as u32;
+        self.slabs.classes[class].slabs -= 1;
+        if self.slabs.empty[class] == head {
+            self.slabs.empty[class] = NIL;
+            self.slabs.empty_classes &= !(1 << class);
+        }
+        self.slabs.blocks -= blocks as u64;
+        self.give_blocks(head, blocks);
+    }
+
+    /// Releases the kept empty slabs that emptied at least `age_epochs` decay epochs ago (0: all
+    /// of them), at most `budget` of them; forgets those that are in use again. Returns the blocks
+    /// given back.
+    pub(crate) fn release_empty_slabs(&mut self, age_epochs: u64, budget: &mut u32) -> u64 {
+        let mut released = 0;
+        let mut bits = self.slabs.empty_classes;
+        while bits != 0 && *budget > 0 {
+            let class = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let empty = self.slabs.empty[class];
+            if self.arena.desc::<D>(empty).get().used != 0 {
+                self.slabs.empty[class] = NIL;
+                self.slabs.empty_classes &= !(1 << class);
+            } else if self.decay.epoch - self.slabs.empty_epoch[class] >= age_epochs {
+                self.release_slab(class, empty);
+                released += SLAB_BLOCKS[class] as u64;
+                *budget -= 1;
+            }
+        }
+        released
+    }
+
+    /// Blocks of the kept slabs that are still empty.
+    pub(crate) fn empty_slab_blocks(&self) -> u64 {
+        let mut blocks = 0;
+        let mut bits = self.slabs.empty_classes;
+        while bits != 0 {
+            let class = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if self.arena.desc::<D>(self.slabs.empty[class]).get().used == 0 {
+                blocks += SLAB_BLOCKS[class] as u64;
+            }
+        }
+        blocks
     }
 
     #[cold]

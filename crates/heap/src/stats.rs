@@ -8,6 +8,10 @@
 //!           + (slab + group + quick-cached + dirty free) blocks × 8 KiB
 //!           + touched pages of live, cached and pending large regions
 //! ```
+//! `dirty_bytes` (freed block land not yet purged: dirty free blocks and the quick cache),
+//! `empty_slab_bytes` (kept empty slabs) and `large_cache_bytes` are the parts of it that
+//! `Heap::decay` gives back over time and `Heap::purge` at once; `decayed_bytes` counts what decay
+//! has released so far.
 //! Blocks handed out are counted as resident whether or not the caller touched every page, and a
 //! slab's not-yet-bumped slots too, so the estimate errs high by at most one partly used slab per
 //! class; purged runs and arena-free megablocks are not counted (`MADV_DONTNEED` took them).
@@ -44,8 +48,12 @@ pub struct HeapStats {
     pub resident_bytes: u64,
     /// Bytes of freed large regions held for reuse (cached and pending release).
     pub large_cache_bytes: u64,
-    /// Freed blocks not yet purged.
+    /// Freed blocks not yet purged: dirty blocks of free runs and groups in the quick cache.
     pub dirty_bytes: u64,
+    /// Blocks of empty slabs kept for reuse (at most one per size class).
+    pub empty_slab_bytes: u64,
+    /// Resident bytes released by [`Heap::decay`] since the heap was made.
+    pub decayed_bytes: u64,
     /// Megablocks committed / used as block land / free in the arena.
     pub megablocks: u64,
     pub blockland_megablocks: u64,
@@ -71,7 +79,47 @@ pub struct BlockCensus {
     pub cached_blocks: u64,
     pub free_blocks: u64,
     pub live_slots: u64,
+    /// Slabs with no live slot.
+    pub empty_slabs: u64,
     pub descriptors_read: u64,
+}
+
+/// Slab occupancy of one size class, from [`Heap::fragmentation`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassOccupancy {
+    pub slot_bytes: usize,
+    /// Bytes of one slab of the class.
+    pub slab_bytes: usize,
+    pub slabs: u64,
+    pub full_slabs: u64,
+    pub empty_slabs: u64,
+    pub live_slots: u64,
+    /// Slots of all the class's slabs.
+    pub capacity_slots: u64,
+    /// Slabs by occupancy `used / capacity` in [0, ¼), [¼, ½), [½, ¾), [¾, 1].
+    pub occupancy_quartiles: [u64; 4],
+    /// Slabs for which [`Heap::defrag_hint`] answers true, and the live slots in them: what an
+    /// active defragmenter would move, and the slabs that moving it would empty.
+    pub hinted_slabs: u64,
+    pub hinted_slots: u64,
+}
+
+/// Slab occupancy of the whole heap, from [`Heap::fragmentation`]: the census a defragmenter
+/// needs to decide whether to run (free slot bytes against slab bytes) and what it would gain.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fragmentation {
+    /// Every class with at least one slab, in size order.
+    pub classes: Vec<ClassOccupancy>,
+    /// Bytes held by slabs.
+    pub slab_bytes: u64,
+    /// Bytes of live slots.
+    pub live_bytes: u64,
+    /// `slab_bytes - live_bytes`: free slots and slab tail waste, resident but holding nothing.
+    pub free_slot_bytes: u64,
+    /// Live bytes in hinted slabs (what a defragmenter would copy) and the bytes of those slabs
+    /// (what would go back to the free runs once they empty).
+    pub hinted_bytes: u64,
+    pub hinted_slab_bytes: u64,
 }
 
 impl<const D: usize> Heap<D> {
@@ -85,6 +133,18 @@ impl<const D: usize> Heap<D> {
         }
         // SAFETY: the committed prefix of the reservation is mapped and 1 MiB-aligned.
         (unsafe { crate::os::resident_pages(self.arena.base(), len) } * 4096) as u64
+    }
+
+    /// The resident estimate of the module block, in O(1).
+    pub(crate) fn resident_estimate(&self) -> u64 {
+        let desc_page_bytes = (128 * D).next_multiple_of(4096) as u64;
+        let blocks_resident = self.slabs.blocks
+            + self.counters.group_blocks
+            + self.quick.blocks
+            + self.runs.dirty_blocks;
+        self.counters.blockland_megablocks * desc_page_bytes
+            + blocks_resident * BLOCK_BYTES as u64
+            + self.large.touched_bytes
     }
 
     /// The heap's accounting.
@@ -102,14 +162,7 @@ impl<const D: usize> Heap<D> {
         let medium_bytes = self.counters.group_blocks * BLOCK_BYTES as u64;
         let large_bytes = self.large.live_bytes;
         let allocated_bytes = small_bytes + medium_bytes + large_bytes;
-        let desc_page_bytes = (128 * D).next_multiple_of(4096) as u64;
-        let blocks_resident = self.slabs.blocks
-            + self.counters.group_blocks
-            + self.quick.blocks
-            + self.runs.dirty_blocks;
-        let resident_bytes = self.counters.blockland_megablocks * desc_page_bytes
-            + blocks_resident * BLOCK_BYTES as u64
-            + self.large.touched_bytes;
+        let resident_bytes = self.resident_estimate();
         let committed = self.arena.committed_megablocks() as u64;
         HeapStats {
             requested_bytes: self.counters.requested_bytes,
@@ -121,7 +174,9 @@ impl<const D: usize> Heap<D> {
             reserved_bytes: committed * MEGABLOCK_BYTES as u64,
             resident_bytes,
             large_cache_bytes: self.large.cached_bytes + self.large.pending_bytes,
-            dirty_bytes: self.runs.dirty_blocks * BLOCK_BYTES as u64,
+            dirty_bytes: (self.runs.dirty_blocks + self.quick.blocks) * BLOCK_BYTES as u64,
+            empty_slab_bytes: self.empty_slab_blocks() * BLOCK_BYTES as u64,
+            decayed_bytes: self.decay.released_bytes,
             megablocks: committed,
             blockland_megablocks: self.counters.blockland_megablocks,
             free_megablocks: self.arena.free_megablocks() as u64,
