@@ -288,6 +288,10 @@ impl<const D: usize> Heap<D> {
                 "live slots of {class}"
             );
         }
+        let live_bytes: u64 = (0..crate::CLASS_COUNT)
+            .map(|c| live_slots[c] * u64::from(crate::class::SIZES[c]))
+            .sum();
+        assert_eq!(live_bytes, self.slabs.live_bytes, "live slab bytes");
         assert_eq!(self.listed_free_blocks(), free_blocks, "listed free blocks");
         self.validate_empty_slabs();
         self.validate_large();

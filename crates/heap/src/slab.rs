@@ -46,6 +46,8 @@ pub(crate) struct Slabs {
     pub classes: [SlabClass; CLASS_COUNT],
     /// Blocks held by all slabs.
     pub blocks: u64,
+    /// Σ live_slots × slot size over the classes (`Heap::allocated_bytes` in O(1)).
+    pub live_bytes: u64,
     /// Per class, the slab kept when it emptied (see the module block), or NIL, and the decay
     /// epoch it emptied in. Kept apart from `classes`, which the fast paths read, so a class's hot
     /// state stays 24 bytes.
@@ -68,6 +70,7 @@ impl Slabs {
                 slabs: 0,
             }; CLASS_COUNT],
             blocks: 0,
+            live_bytes: 0,
             empty: [NIL; CLASS_COUNT],
             empty_epoch: [0; CLASS_COUNT],
             empty_classes: 0,
@@ -104,6 +107,7 @@ impl<const D: usize> Heap<D> {
             self.unlink_partial(class, head);
         }
         self.slabs.classes[class].live_slots += 1;
+        self.slabs.live_bytes += u64::from(SIZES[class]);
         // SAFETY: the slot lies inside the slab (checked above in debug builds; by construction of
         // the free chain and bump offset otherwise).
         Ok(unsafe { slab.add(offset as usize) })
@@ -139,6 +143,7 @@ impl<const D: usize> Heap<D> {
             (d.class as usize, was_full, d.used == 0)
         });
         self.slabs.classes[class].live_slots -= 1;
+        self.slabs.live_bytes -= u64::from(SIZES[class]);
         if was_full {
             self.push_partial(class, head);
         }

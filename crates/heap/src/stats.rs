@@ -147,6 +147,15 @@ impl<const D: usize> Heap<D> {
             + self.large.touched_bytes
     }
 
+    /// `stats().allocated_bytes` in O(1): what `maxmemory` counts of this heap, read after every
+    /// command while a limit is set.
+    #[inline]
+    pub fn allocated_bytes(&self) -> u64 {
+        self.slabs.live_bytes
+            + self.counters.group_blocks * BLOCK_BYTES as u64
+            + self.large.live_bytes
+    }
+
     /// The heap's accounting.
     pub fn stats(&self) -> HeapStats {
         let mut class_bytes = Vec::new();

@@ -319,10 +319,10 @@ impl Eviction {
         (total / 1000, current / 1000)
     }
 
-    /// The cron's share of aging and eviction for the shards this thread looks after: ages
-    /// each shard at a bounded rate (passes paced per `AGE_PASS_MIN_MS`, or `lfu-decay-time`
-    /// under LFU), and goes on evicting while over the limit (Redis's eviction time proc).
-    /// Thread `index` of `threads` ages shards `index, index + threads, …`; thread 0 evicts.
+    /// The cron's share of memory work for the shards thread `index` of `threads` looks after
+    /// (`index, index + threads, …`): each heap's decay (freed memory back to the OS), aging at
+    /// a bounded rate (passes paced per `AGE_PASS_MIN_MS`, or `lfu-decay-time` under LFU); and
+    /// on thread 0, evicting while over the limit (Redis's eviction time proc).
     pub fn cron(&self, server: &Server, index: usize, threads: usize, now_ms: u64) {
         let lfu = matches!(
             access_policy(&server.config.read()),
@@ -333,24 +333,27 @@ impl Eviction {
         } else {
             AGE_PASS_MIN_MS
         };
-        if !lfu || pass_gap_ms > 0 {
-            for shard in (index..server.shard_count()).step_by(threads.max(1)) {
-                self.age_shard(server, shard, now_ms, pass_gap_ms);
+        let monotonic_ms = self.origin.elapsed().as_millis() as u64;
+        for shard in (index..server.shard_count()).step_by(threads.max(1)) {
+            let Some(mut guard) = server.try_lock_shard(shard) else {
+                continue;
+            };
+            guard.decay(monotonic_ms);
+            if !lfu || pass_gap_ms > 0 {
+                self.age_shard(shard, &mut guard, now_ms, pass_gap_ms);
             }
+            self.publish_shard(shard, &guard);
         }
         if index == 0 && self.limited() {
             self.perform(server, now_ms);
         }
     }
 
-    fn age_shard(&self, server: &Server, index: usize, now_ms: u64, pass_gap_ms: u64) {
+    fn age_shard(&self, index: usize, shard: &mut Shard, now_ms: u64, pass_gap_ms: u64) {
         let next = &self.next_age_ms[index];
         if now_ms < next.load(Ordering::Relaxed) {
             return;
         }
-        let Some(mut shard) = server.try_lock_shard(index) else {
-            return;
-        };
         let (_, pass_done) = shard.age(AGE_VISITS_PER_TICK, now_ms);
         if pass_done {
             next.store(now_ms + pass_gap_ms, Ordering::Relaxed);

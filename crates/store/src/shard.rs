@@ -279,7 +279,7 @@ impl Shard {
 
     /// Bytes the shard's heap has handed out (what `maxmemory` counts of the shard).
     pub fn heap_bytes(&self) -> u64 {
-        self.heap.stats().allocated_bytes
+        self.heap.allocated_bytes()
     }
 
     /// The shape tree of the shard's hash records (statistics).
@@ -288,8 +288,14 @@ impl Shard {
     }
 
     /// Gives the shard heap's freed-but-resident memory back to the OS now (MEMORY PURGE).
-    pub fn purge(&mut self) {
-        self.heap.purge();
+    pub fn purge(&mut self) -> usize {
+        self.heap.purge()
+    }
+
+    /// Gives memory freed and not reused for a while back to the OS (the heap's decay, called
+    /// about every 100 ms with a monotonic clock in ms); the bytes released.
+    pub fn decay(&mut self, now_ms: u64) -> usize {
+        self.heap.decay(now_ms)
     }
 
     pub fn databases(&self) -> usize {
@@ -535,8 +541,8 @@ impl Shard {
         self.value_buf.clear();
         if let Some(at) = expire_at {
             self.value_buf.extend_from_slice(&at.to_le_bytes());
+            self.value_buf.extend_from_slice(payload);
         }
-        self.value_buf.extend_from_slice(payload);
         let old_level = match self.access.policy {
             AccessPolicy::Lru => None,
             AccessPolicy::Lfu { .. } => self.dbs[db]
@@ -551,8 +557,13 @@ impl Shard {
         let keys = d.keys.as_mut().expect("created above");
         // What the overwritten entry owned, released after the write.
         let mut overwritten: Option<(Encoding, u8, Handle)> = None;
-        let old =
-            keys.replace_with_meta_then(&mut self.heap, key, &self.value_buf, meta, |old| {
+        // The entry's value: the payload itself, or behind its TTL in the scratch buffer.
+        let value = if expire_at.is_some() {
+            &self.value_buf[..]
+        } else {
+            payload
+        };
+        let old = keys.replace_with_meta_then(&mut self.heap, key, value, meta, |old| {
                 let old = split_value(old);
                 let mut owned = [0u8; HANDLE_BYTES];
                 let n = old.payload.len().min(HANDLE_BYTES);
@@ -572,6 +583,7 @@ impl Shard {
                 release_payload(&mut self.heap, &mut self.shapes, old_tag, &owned);
             }
         }
+        trim_scratch(&mut self.value_buf);
         Ok(())
     }
 
@@ -762,6 +774,17 @@ impl Shard {
     pub(crate) fn new_meta(&mut self, t: u8, has_ttl: bool) -> Meta {
         let level = self.access.written(None);
         Meta::new(t, has_ttl, level).with_epoch(self.fresh)
+    }
+}
+
+/// Scratch buffers keep up to this much between writes; a bigger one (a big value went through)
+/// is given back, so a 512 MB SET does not leave 512 MB behind.
+const SCRATCH_KEEP_BYTES: usize = 64 << 10;
+
+/// Gives a scratch buffer's memory back when a big value made it grow.
+pub(crate) fn trim_scratch(buf: &mut Vec<u8>) {
+    if buf.capacity() > SCRATCH_KEEP_BYTES {
+        *buf = Vec::with_capacity(256);
     }
 }
 

@@ -38,10 +38,14 @@ impl Shard {
         ttl: Ttl,
         now_ms: u64,
     ) -> Result<(), StoreError> {
+        let expire_at = self.expire_for(db, key, ttl, now_ms);
+        if let Some(t) = value::bytes_tag(value) {
+            // Not an integer: the bytes are the payload, stored without a copy.
+            return self.put_raw(db, key, t, Encoding::of_inline(t), value, expire_at);
+        }
         let mut payload = std::mem::take(&mut self.string_buf);
         payload.clear();
         let t = value::encode_string(value, &mut payload);
-        let expire_at = self.expire_for(db, key, ttl, now_ms);
         let stored = self.put_raw(db, key, t, Encoding::of_inline(t), &payload, expire_at);
         self.string_buf = payload;
         stored
@@ -74,6 +78,7 @@ impl Shard {
     ) -> Result<Result<i64, E>, StoreError> {
         let mut out = std::mem::take(&mut self.value_buf);
         let written = self.upsert_int_in(db, key, now_ms, &mut out, f);
+        crate::shard::trim_scratch(&mut out);
         self.value_buf = out;
         let (result, write) = written?;
         if let Some((old, expired)) = write {

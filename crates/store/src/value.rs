@@ -18,6 +18,18 @@ use shape::{Str, canonical_i64};
 
 /// Appends the payload of string `value` to `out` and returns its tag: canonical integers become
 /// varints, everything else stays bytes.
+/// The tag of `value` stored as its own bytes (embstr or raw), `None` when it is an integer
+/// (`encode_string` then writes its varint).
+pub(crate) fn bytes_tag(value: &[u8]) -> Option<u8> {
+    if canonical_i64(value).is_some() {
+        None
+    } else if value.len() <= EMBSTR_MAX_BYTES {
+        Some(tag::STR_EMBSTR)
+    } else {
+        Some(tag::STR_RAW)
+    }
+}
+
 pub(crate) fn encode_string(value: &[u8], out: &mut Vec<u8>) -> u8 {
     if let Some(i) = canonical_i64(value) {
         encode_int(i, out)
