@@ -638,6 +638,27 @@ impl IntMap {
         self.table.shape()
     }
 
+    /// Used bytes of the pages over their payload capacity (O(1)).
+    pub fn fill_ratio(&self) -> f64 {
+        self.table.fill_ratio()
+    }
+
+    /// Whether [`IntMap::compact_step`] is worth calling: the pages would hold the entries in
+    /// one page fewer at 3/4 fill, or a compaction pass is under way. O(1).
+    pub fn sparse(&self) -> bool {
+        self.table.sparse()
+    }
+
+    /// One bounded step of compaction (`table.rs`, "Compaction"): merges buddy buckets and
+    /// moves buckets out of sparse pages, freeing the pages that empty, for `budget` work
+    /// units (a bucket visited, merged or moved each; at most a page's bytes copied per unit).
+    /// A SCAN running across steps still returns every key present throughout.
+    pub fn compact_step(&mut self, heap: &mut Heap, budget: usize) -> crate::CompactProgress {
+        let progress = self.table.compact_step(heap, budget);
+        self.check(heap);
+        progress
+    }
+
     /// Mean runs probed by a hit and by a miss: 1 and 1, every entry living in its home run
     /// (diagnostics for INFO and benchmarks).
     pub fn probe_stats(&self, heap: &Heap) -> (f64, f64) {
@@ -743,6 +764,16 @@ impl IntSet {
 
     pub fn memory_bytes(&self) -> usize {
         self.map.memory_bytes()
+    }
+
+    /// See [`IntMap::sparse`].
+    pub fn sparse(&self) -> bool {
+        self.map.sparse()
+    }
+
+    /// See [`IntMap::compact_step`].
+    pub fn compact_step(&mut self, heap: &mut Heap, budget: usize) -> crate::CompactProgress {
+        self.map.compact_step(heap, budget)
     }
 
     pub fn destroy(self, heap: &mut Heap) {

@@ -8,6 +8,7 @@
 //!  SmallMap   <= 8 pairs               one packed heap allocation, 8 hints in a u64 smallmap.rs
 //!
 //!  table.rs   directory, buckets ("tenants"), split / shed / merge, scan, sampling
+//!  compact.rs compaction of a thinned table in bounded steps: buddy merges, repacking, freeing
 //!  page.rs    the 8 KiB page: header, run index (128 runs, 16 per bucket slot), dense runs
 //!  raw.rs     the unsafe core: heap pointers to pages and blobs
 //!  hash.rs    seeded hashing (foldhash for bytes, a keyed bijective mix for u64)
@@ -20,7 +21,11 @@
 //! `&Heap`. `Drop` cannot reach the heap, so `destroy(heap)` frees a map; a map dropped without it
 //! leaks its pages into the heap, which is reclaimed when the shard's heap dies.
 //!
-//! The byte layouts, the split/merge rules and the bytes-per-entry arithmetic are in
+//! Removals give pages back by themselves only when a page falls under a quarter full; after
+//! uniform removals the owner calls `compact_step` while `sparse()` holds (`table.rs`,
+//! "Compaction").
+//!
+//! The byte layouts, the split/merge/compaction rules and the bytes-per-entry arithmetic are in
 //! `docs/page-format.md`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -41,7 +46,7 @@ pub use intmap::{IntMap, IntSet};
 pub use page::{AREA_BYTES, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
 pub use pagehash::{PageHash, ValueRef};
 pub use smallmap::{HintStats, SmallInsert, SmallMap, hint_stats, reset_hint_stats};
-pub use table::Config;
+pub use table::{CompactProgress, Config};
 
 /// What can go wrong in a map operation (input or the heap; never a bug, which panics).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

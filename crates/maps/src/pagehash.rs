@@ -680,6 +680,33 @@ impl PageHash {
         self.table.shape()
     }
 
+    #[doc(hidden)]
+    pub fn page_census(&self) -> Vec<(usize, usize, bool)> {
+        self.table.page_census()
+    }
+
+    /// Used bytes of the pages over their payload capacity (O(1); blobs not counted).
+    pub fn fill_ratio(&self) -> f64 {
+        self.table.fill_ratio()
+    }
+
+    /// Whether [`PageHash::compact_step`] is worth calling: the pages would hold the entries
+    /// in one page fewer at 3/4 fill, or a compaction pass is under way. O(1).
+    pub fn sparse(&self) -> bool {
+        self.table.sparse()
+    }
+
+    /// One bounded step of compaction (`table.rs`, "Compaction"): merges buddy buckets and
+    /// moves buckets out of sparse pages, freeing the pages that empty, for `budget` work
+    /// units (a bucket visited, merged or moved each; at most a page's bytes copied per unit).
+    /// Keys stay where lookups find them, and a SCAN running across steps still returns every
+    /// key present throughout.
+    pub fn compact_step(&mut self, heap: &mut Heap, budget: usize) -> crate::CompactProgress {
+        let progress = self.table.compact_step(heap, budget);
+        self.check(heap);
+        progress
+    }
+
     /// Removes everything, keeping one empty page.
     pub fn clear(&mut self, heap: &mut Heap) -> Result<(), MapError> {
         let config = self.table.config();
