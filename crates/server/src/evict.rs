@@ -41,6 +41,11 @@ const VISITS_PER_CALL: usize = 1_024;
 const AGE_VISITS_PER_TICK: usize = 2_048;
 /// The shortest aging pass (LRU): OBJECT IDLETIME's resolution on a small keyspace.
 const AGE_PASS_MIN_MS: u64 = 1_000;
+/// Compaction the cron does per shard per tick, at most (deletes of half of 1M keys are
+/// compacted in about two seconds at this pace).
+const COMPACT_PER_TICK: Duration = Duration::from_millis(1);
+/// Compaction units after each eviction call: what the evicted keys freed comes back as pages.
+const COMPACT_UNITS_PER_EVICTION: usize = 64;
 
 /// `maxmemory-policy`, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -244,6 +249,7 @@ impl Eviction {
             let index = self.next_shard.fetch_add(1, Ordering::Relaxed) % shards;
             let mut shard = server.lock_shard(index);
             let step = shard.evict(&request, now_ms, &mut evicted);
+            shard.compact(COMPACT_UNITS_PER_EVICTION);
             crate::propagate::expired(server, &mut shard);
             self.buried(server, &mut evicted);
             self.publish_shard(index, &shard);
@@ -320,7 +326,8 @@ impl Eviction {
     }
 
     /// The cron's share of memory work for the shards thread `index` of `threads` looks after
-    /// (`index, index + threads, …`): each heap's decay (freed memory back to the OS), aging at
+    /// (`index, index + threads, …`): compaction of sparse keyspace pages (up to 1 ms a shard),
+    /// each heap's decay (freed memory back to the OS), aging at
     /// a bounded rate (passes paced per `AGE_PASS_MIN_MS`, or `lfu-decay-time` under LFU); and
     /// on thread 0, evicting while over the limit (Redis's eviction time proc).
     pub fn cron(&self, server: &Server, index: usize, threads: usize, now_ms: u64) {
@@ -338,6 +345,8 @@ impl Eviction {
             let Some(mut guard) = server.try_lock_shard(shard) else {
                 continue;
             };
+            let started = Instant::now();
+            while started.elapsed() < COMPACT_PER_TICK && guard.compact(64) {}
             guard.decay(monotonic_ms);
             if !lfu || pass_gap_ms > 0 {
                 self.age_shard(shard, &mut guard, now_ms, pass_gap_ms);

@@ -298,6 +298,25 @@ impl Shard {
         self.heap.decay(now_ms)
     }
 
+    /// Merges and repacks the keyspace pages that deletes left sparse (`maps`' compaction), for
+    /// up to about `budget` work units (a bucket visited, merged or moved: at most a page
+    /// copied each); false when no database needed it. Freed pages go back to the heap at once.
+    pub fn compact(&mut self, budget: usize) -> bool {
+        /// Units per `compact_step` call.
+        const STEP_UNITS: usize = 16;
+        let (mut spent, mut worked) = (0, false);
+        for d in &mut self.dbs {
+            let Some(keys) = d.keys.as_mut() else {
+                continue;
+            };
+            while spent < budget && keys.sparse() {
+                spent += keys.compact_step(&mut self.heap, STEP_UNITS).units().max(1);
+                worked = true;
+            }
+        }
+        worked
+    }
+
     pub fn databases(&self) -> usize {
         self.dbs.len()
     }
@@ -564,12 +583,12 @@ impl Shard {
             payload
         };
         let old = keys.replace_with_meta_then(&mut self.heap, key, value, meta, |old| {
-                let old = split_value(old);
-                let mut owned = [0u8; HANDLE_BYTES];
-                let n = old.payload.len().min(HANDLE_BYTES);
-                owned[..n].copy_from_slice(&old.payload[..n]);
-                overwritten = Some((old.encoding(), old.tag, owned));
-            })?;
+            let old = split_value(old);
+            let mut owned = [0u8; HANDLE_BYTES];
+            let n = old.payload.len().min(HANDLE_BYTES);
+            owned[..n].copy_from_slice(&old.payload[..n]);
+            overwritten = Some((old.encoding(), old.tag, owned));
+        })?;
         match (old.is_some_and(Meta::has_ttl), expire_at.is_some()) {
             (false, true) => d.expires += 1,
             (true, false) => d.expires -= 1,
