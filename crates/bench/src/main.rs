@@ -6,6 +6,7 @@
 //! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
 //! cargo run --release -p bench -- persist [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- aof [--quick] [--rounds N] [--densekv PATH] [--n N]
+//! cargo run --release -p bench -- evict [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
@@ -28,6 +29,10 @@
 //! BGSAVE measurement, rewrite and load times) share `persist_server` and the server suite's
 //! process handling.
 //!
+//! `evict` (`evict_*`: memory returned after DEL, writes past `maxmemory` under LRU, a Zipf
+//! cache under LFU and LRU, SET throughput while evicting) writes its JSON and Markdown into the
+//! output directory only, and its charts through `bench/plot_evict.py`.
+//!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
 //! (tables and JSON), `machine` (`/proc`, perf, date), `rng` and `stats`.
@@ -39,6 +44,15 @@ mod aof_suite;
 mod aof_throughput;
 mod aof_timing;
 mod child;
+mod evict_cache;
+mod evict_delete;
+mod evict_fill;
+mod evict_markdown;
+mod evict_report;
+mod evict_server;
+mod evict_suite;
+mod evict_throughput;
+mod evict_zipf;
 mod heap_report;
 mod heap_suite;
 mod machine;
@@ -87,9 +101,12 @@ enum Suite {
     /// densekv's append-only file against redis-server: throughput per appendfsync,
     /// BGREWRITEAOF memory and time, load.
     Aof(aof_suite::AofArgs),
+    /// densekv's memory return and eviction against redis-server: RSS after DEL, writes past
+    /// maxmemory, a Zipf cache's miss ratio under LFU and LRU, SET throughput while evicting.
+    Evict(evict_suite::EvictArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, server, persist, then aof (same --quick and
+    /// Every suite there is: heap, shapes, server, persist, aof, then evict (same --quick and
     /// --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
@@ -135,6 +152,7 @@ fn main() -> ExitCode {
         Suite::Server(args) => server_suite::run(&args),
         Suite::Persist(args) => persist_suite::run(&args),
         Suite::Aof(args) => aof_suite::run(&args),
+        Suite::Evict(args) => evict_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
@@ -163,10 +181,17 @@ fn main() -> ExitCode {
             let persist_ok = persist_suite::run(&persist)?;
             let aof = aof_suite::AofArgs {
                 quick: args.quick,
-                peers,
+                peers: peers.clone(),
                 ..aof_suite::AofArgs::default()
             };
-            aof_suite::run(&aof).map(|aof_ok| heap_ok && server_ok && persist_ok && aof_ok)
+            let aof_ok = aof_suite::run(&aof)?;
+            let evict = evict_suite::EvictArgs {
+                quick: args.quick,
+                peers,
+                ..evict_suite::EvictArgs::default()
+            };
+            evict_suite::run(&evict)
+                .map(|evict_ok| heap_ok && server_ok && persist_ok && aof_ok && evict_ok)
         }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };
