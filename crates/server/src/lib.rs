@@ -31,6 +31,7 @@ pub mod clock;
 pub mod command;
 pub mod commands;
 pub mod config;
+pub mod defrag;
 pub mod dispatch;
 pub mod evict;
 pub mod hot_stats;
@@ -110,6 +111,7 @@ pub fn run(config: Config) -> Result<(), String> {
                 .map_err(|e| e.to_string())?,
         );
     }
+    server.note_initial_memory();
     load_at_startup(&server)?;
     log::notice("Ready to accept connections tcp");
     config::effects::notify_ready(server.config.read().supervised);

@@ -154,6 +154,10 @@ pub struct Server {
     pub used_memory_peak: AtomicU64,
     /// `maxmemory`: the gauge, the check and eviction (`evict.rs`).
     pub eviction: crate::evict::Eviction,
+    /// `activedefrag` (`defrag.rs`).
+    pub defrag: crate::defrag::Defrag,
+    /// `used_memory` once startup was done (MEMORY STATS `startup.allocated`).
+    initial_memory: AtomicU64,
     /// Samples of (ms, total commands) for `instantaneous_ops_per_sec`.
     pub ops_samples: Mutex<std::collections::VecDeque<(u64, u64)>>,
     pub run_id: String,
@@ -196,6 +200,7 @@ impl Server {
     pub fn new(config: Config) -> Result<Server, store::StoreError> {
         let aof = crate::aof::Aof::new(&config);
         let eviction = crate::evict::Eviction::new(&config);
+        let config_shards = config.shards;
         let shard_config = ShardConfig {
             databases: config.databases,
             limits: crate::config::effects::store_limits(&config),
@@ -262,6 +267,8 @@ impl Server {
             aof,
             used_memory_peak: AtomicU64::new(0),
             eviction,
+            defrag: crate::defrag::Defrag::new(config_shards),
+            initial_memory: AtomicU64::new(0),
             ops_samples: Mutex::new(std::collections::VecDeque::with_capacity(OPS_SAMPLES)),
             run_id,
             wakers: RwLock::new(Vec::new()),
@@ -455,6 +462,19 @@ impl Server {
                     reply.max(r),
                 )
             })
+    }
+
+    /// Records `used_memory` before the dataset loads: MEMORY STATS' `startup.allocated`, what
+    /// an empty server of this configuration uses (Redis's `initial_memory_usage`).
+    pub fn note_initial_memory(&self) {
+        let heaps: u64 = self.shards.iter().map(|s| s.lock().heap_bytes()).sum();
+        let used = crate::alloc::allocated_bytes() as u64 + heaps;
+        self.initial_memory.store(used, Ordering::Relaxed);
+    }
+
+    /// `used_memory` once startup was done (see `note_initial_memory`).
+    pub fn initial_memory(&self) -> u64 {
+        self.initial_memory.load(Ordering::Relaxed)
     }
 
     /// Raises the recorded peak to `used` and returns the peak.

@@ -293,7 +293,6 @@ fn startup_errors_are_byte_identical_to_redis() {
         "maxclients 0",
         "slowlog-log-slower-than -2",
         "list-max-ziplist-entries 1 2",
-        "activedefrag yes",
         "cluster-announce-hostname a_b",
         "proc-title-template {nope}",
         "include",

@@ -17,6 +17,7 @@
 //! | `walk.rs` | SCAN steps, random keys, active expiry |
 //! | `access.rs` | the two access bits per key: LRU recency or LFU frequency class |
 //! | `evict.rs` | the hand: aging, and eviction by the `maxmemory-policy` pickers |
+//! | `defrag.rs` | the active defragmenter's walk: out-of-line keys and values out of sparse slabs |
 //! | `entries.rs` | every stored entry as it is (expired or not): a walk and a peek, typed |
 //! | `snapshot.rs` | point-in-time snapshots of a running shard (the forkless BGSAVE) |
 //! | `strings.rs` | string reads and writes, the INCR read-modify-write |
@@ -37,6 +38,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod access;
+mod defrag;
 mod edit;
 mod encoding;
 mod entries;
@@ -55,6 +57,7 @@ mod view;
 mod walk;
 
 pub use access::AccessPolicy;
+pub use defrag::DefragCounts;
 pub use edit::{Builder, Collection, Edit};
 pub use encoding::{EMBSTR_MAX_BYTES, ENCODING_SLOTS, Encoding, Kind};
 pub use entries::Entry;
@@ -65,6 +68,7 @@ pub use limits::Limits;
 pub use shape::{Str, canonical_i64};
 pub use shard::{ExpireRound, Members, Shard, ShardConfig, Ttl};
 pub use snapshot::SnapshotSink;
+pub use strings::Patch;
 pub use types::hash::{Hash, HashView};
 pub use types::list::{List, ListObj};
 pub use types::set::{Set, SetView};

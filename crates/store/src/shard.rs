@@ -36,6 +36,7 @@
 use crate::access::{Access, AccessPolicy};
 use crate::encoding::{ENCODING_SLOTS, Encoding, tag};
 use crate::error::StoreError;
+use crate::defrag::DefragWalk;
 use crate::evict::Hand;
 use crate::limits::Limits;
 use crate::object::{self, HANDLE_BYTES, Handle, Object};
@@ -225,6 +226,8 @@ pub struct Shard {
     pub(crate) access: Access,
     /// Where eviction's and aging's walk of the keyspace is (`evict.rs`).
     pub(crate) hand: Hand,
+    /// Where the active defragmenter's walk is (`defrag.rs`).
+    pub(crate) defrag: DefragWalk,
     /// Keys deleted because their TTL passed, (database, name), while someone drains them (the
     /// server's append-only file writes each as a DEL); `None`: not kept.
     pub(crate) expired_log: Option<Vec<(usize, Vec<u8>)>>,
@@ -259,6 +262,7 @@ impl Shard {
             expired_keys: 0,
             access: Access::default(),
             hand: Hand::default(),
+            defrag: DefragWalk::default(),
             expired_log: None,
             fresh: false,
             snapshot: None,

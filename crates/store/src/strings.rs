@@ -8,6 +8,15 @@ use crate::shard::{Shard, Ttl, split_value};
 use crate::value::{self, encode_int, is_string, str_of};
 use shape::Str;
 
+/// Where `patch_raw_string` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patch {
+    /// At the end (APPEND).
+    Append,
+    /// At this offset (SETRANGE).
+    At(usize),
+}
+
 impl Shard {
     /// Calls `f` with the string at `key`: `Ok(None)` when the key is missing, `Err(WrongType)`
     /// when it holds another type.
@@ -63,6 +72,42 @@ impl Shard {
     ) -> Result<(), StoreError> {
         let expire_at = self.expire_for(db, key, ttl, now_ms);
         self.put_raw(db, key, tag::STR_RAW, Encoding::StrRaw, value, expire_at)
+    }
+
+    /// Writes `bytes` at `at` of the raw string at `key` in place, growing it (zero-filled) as
+    /// needed, and returns its new length: APPEND and SETRANGE without copying the string. The
+    /// value grows within its allocation or by the map's capacity steps (`maps::capacity_for`:
+    /// geometric up to a bound, then 1/8 steps), so building a big string by appends is
+    /// amortized O(1) per byte. `Ok(None)`, and nothing done, when `key` holds no raw string
+    /// (missing, an integer or a short embstr: the caller rewrites those whole, which makes
+    /// them raw as Redis does); the caller has checked the type and the size limit.
+    pub fn patch_raw_string(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        at: Patch,
+        bytes: &[u8],
+        now_ms: u64,
+    ) -> Result<Option<usize>, StoreError> {
+        let found = self.with_entry(db, key, now_ms, |e| {
+            (e.tag, e.payload.len(), e.expire_at_ms.is_some())
+        });
+        let Some((tag::STR_RAW, len, has_ttl)) = found else {
+            return Ok(None);
+        };
+        let offset = match at {
+            Patch::Append => len,
+            Patch::At(offset) => offset,
+        };
+        let end = offset + bytes.len();
+        let new_len = len.max(end);
+        let prefix = if has_ttl { 8 } else { 0 };
+        self.preserve(db, key);
+        let keys = self.dbs[db].keys.as_mut().expect("the key was found");
+        keys.edit_value(&mut self.heap, key, prefix + new_len, |value| {
+            value[prefix + offset..prefix + end].copy_from_slice(bytes);
+        })?;
+        Ok(Some(new_len))
     }
 
     /// Rewrites the string at `key` as an integer with a single lookup (INCR…): `f` sees the

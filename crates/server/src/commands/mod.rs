@@ -13,6 +13,7 @@ pub mod hash;
 pub mod introspect;
 pub mod keys;
 pub mod list;
+pub mod memory;
 pub mod persistence;
 pub mod random;
 pub mod server;

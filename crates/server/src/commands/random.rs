@@ -64,7 +64,7 @@ const PICKS_ALWAYS_FIT: u64 = 1 << 30;
 /// and every count that could be sent is answered as Redis answers it.
 fn repeats_fit(n: u64) -> bool {
     n < PICKS_ALWAYS_FIT
-        || match crate::commands::server::total_memory() {
+        || match crate::commands::memory::total_memory() {
             0 => true,
             memory => n.saturating_mul(PICK_REPLY_BYTES_MIN) <= memory,
         }

@@ -1,7 +1,7 @@
-//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, TIME, SHUTDOWN, MEMORY, SLOWLOG,
-//! LATENCY, LOLWUT, and the CONFIG table line (its handlers are `config.rs`; DEBUG is `debug.rs`,
-//! COMMAND is `introspect/`). CONFIG, MEMORY, SLOWLOG and LATENCY are containers: each subcommand
-//! is a table line of its own (`config|get`…).
+//! Server commands: INFO, DBSIZE, FLUSHDB/FLUSHALL, SWAPDB, TIME, SHUTDOWN, SLOWLOG, LATENCY,
+//! LOLWUT, and the CONFIG and MEMORY table lines (their handlers are `config.rs` and
+//! `memory.rs`; DEBUG is `debug.rs`, COMMAND is `introspect/`). CONFIG, MEMORY, SLOWLOG and
+//! LATENCY are containers: each subcommand is a table line of its own (`config|get`…).
 //!
 //! INFO has Redis 7's sections and field names (the ones tools such as redis_exporter read), plus
 //! densekv's own memory figures: heap accounting, SmallMap hint counters and shape-cache counters.
@@ -11,7 +11,7 @@ use super::config;
 use crate::client::ClientState;
 use crate::command::COMMANDS as ALL_COMMANDS;
 use crate::command::{
-    ADMIN, ALL, ALLOW_BUSY, Ctx, FAST, Keys, LOADING, NO_MULTI, NOKEYS, NONE, NOSCRIPT, READONLY,
+    ADMIN, ALL, ALLOW_BUSY, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NONE, NOSCRIPT, READONLY,
     STALE, Spec, WRITE, container, table,
 };
 use crate::config::Config;
@@ -29,7 +29,7 @@ pub static COMMANDS: &[Spec] = table! {
     "config",   -2,    NONE,                                                       NOKEYS, 0,      container, CONFIG_SUBCOMMANDS;
     "time",     1,     FAST | LOADING | STALE,                                     NOKEYS, 0,      time;
     "shutdown", -1,    ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | ALLOW_BUSY, NOKEYS, 0,      shutdown;
-    "memory",   -2,    NONE,                                                       NOKEYS, 0,      container, MEMORY_SUBCOMMANDS;
+    "memory",   -2,    NONE,                                                       NOKEYS, 0,      container, super::memory::SUBCOMMANDS;
     "slowlog",  -2,    NONE,                                                       NOKEYS, 0,      container, SLOWLOG_SUBCOMMANDS;
     "latency",  -2,    NONE,                                                       NOKEYS, 0,      container, LATENCY_SUBCOMMANDS;
     "lolwut",   -1,    READONLY | FAST,                                            NOKEYS, 0,      lolwut;
@@ -42,16 +42,6 @@ static CONFIG_SUBCOMMANDS: &[Spec] = table! {
     "config|resetstat", 2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::resetstat;
     "config|rewrite",   2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      config::rewrite;
     "config|help",      2,     LOADING | STALE,                    NOKEYS, 0,      config::help;
-};
-
-static MEMORY_SUBCOMMANDS: &[Spec] = table! {
-    // name                arity, flags,           keys,                                       member, handler
-    "memory|usage",        -3,    READONLY,        Keys::Range { first: 2, last: 2, step: 1 }, 0,      memory_usage;
-    "memory|stats",        2,     NONE,            ALL,                                        0,      memory_stats;
-    "memory|doctor",       2,     NONE,            NOKEYS,                                     0,      memory_doctor;
-    "memory|malloc-stats", 2,     NONE,            ALL,                                        0,      memory_malloc_stats;
-    "memory|purge",        2,     NONE,            ALL,                                        0,      memory_purge;
-    "memory|help",         2,     LOADING | STALE, NOKEYS,                                     0,      memory_help;
 };
 
 static SLOWLOG_SUBCOMMANDS: &[Spec] = table! {
@@ -162,72 +152,6 @@ pub fn slowlog_record(
     log.entries.truncate(max_len);
 }
 
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/statm")
-        .ok()
-        .and_then(|s| {
-            s.split_whitespace()
-                .nth(1)
-                .and_then(|p| p.parse::<u64>().ok())
-        })
-        .map_or(0, |pages| pages * 4096)
-}
-
-fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if b < 1024.0 {
-        format!("{bytes}B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.2}K", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.2}M", b / 1024.0 / 1024.0)
-    } else {
-        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
-    }
-}
-
-/// Memory figures summed over the shards (their locks are held by the caller).
-#[derive(Default)]
-struct Memory {
-    allocated: u64,
-    resident: u64,
-    reserved: u64,
-    requested: u64,
-    large_cache: u64,
-    dirty: u64,
-    shapes: u64,
-    shape_hits: u64,
-    shape_misses: u64,
-    shape_fallbacks: u64,
-    /// Keys per encoding (`store::Encoding::slot`).
-    encodings: [u64; store::ENCODING_SLOTS],
-}
-
-fn memory_totals(ctx: &mut Ctx<'_, '_>) -> Memory {
-    let mut m = Memory {
-        allocated: crate::alloc::allocated_bytes() as u64,
-        ..Memory::default()
-    };
-    for shard in ctx.locks.iter_mut() {
-        let s = shard.heap().stats();
-        m.allocated += s.allocated_bytes;
-        m.resident += s.resident_bytes;
-        m.reserved += s.reserved_bytes;
-        m.requested += s.requested_bytes;
-        m.large_cache += s.large_cache_bytes;
-        m.dirty += s.dirty_bytes;
-        let shapes = shard.shapes().stats();
-        m.shapes += shapes.shapes;
-        m.shape_hits += shapes.cache_hits;
-        m.shape_misses += shapes.cache_misses;
-        m.shape_fallbacks += shapes.too_complex;
-        for (t, n) in m.encodings.iter_mut().zip(shard.encoding_counts()) {
-            *t += n;
-        }
-    }
-    m
-}
-
 fn section_wanted(sections: &[String], name: &str, default: bool) -> bool {
     if sections.is_empty() {
         return default;
@@ -264,13 +188,9 @@ pub fn info(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         info_server(t, server, &config, now, uptime);
     });
     section("clients", true, &mut |t| info_clients(t, server, &config));
-    let mem = memory_totals(ctx);
-    let rss = rss_bytes();
-    let used = mem.allocated;
-    let peak = server.note_used_memory(used);
+    let mem = super::memory::totals(ctx);
     section("memory", true, &mut |t| {
-        info_memory(t, &mem, rss, peak, &config);
-        let _ = write!(t, "mem_clients_normal:{}\r\n", server.client_memory().0);
+        super::memory::info_section(t, server, &mem, &config);
     });
     section("persistence", true, &mut |t| info_persistence(t, server));
     let expired: u64 = ctx.locks.iter_mut().map(|s| s.expired_keys()).sum();
@@ -328,56 +248,6 @@ fn info_clients(t: &mut String, server: &Server, config: &Config) {
         server.blocked_clients.load(Ordering::Relaxed),
         server.blocked_clients.load(Ordering::Relaxed)
     );
-}
-
-/// Writes INFO's memory section: Redis's fields, then densekv's heap, hint, shape and
-/// per-encoding key counters.
-fn info_memory(t: &mut String, mem: &Memory, rss: u64, peak: u64, config: &Config) {
-    let used = mem.allocated;
-    let _ = write!(
-        t,
-        "used_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\nused_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\nused_memory_dataset:{used}\r\nallocator_allocated:{}\r\nallocator_active:{}\r\nallocator_resident:{}\r\ntotal_system_memory:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\nallocator_frag_ratio:{:.2}\r\nmem_fragmentation_ratio:{:.2}\r\nmem_allocator:densekv-heap\r\ndensekv_heap_requested:{}\r\ndensekv_heap_reserved:{}\r\ndensekv_heap_large_cache:{}\r\ndensekv_heap_dirty:{}\r\n",
-        human(used),
-        human(rss),
-        human(peak),
-        mem.allocated,
-        mem.resident,
-        mem.resident,
-        total_memory(),
-        config.maxmemory,
-        human(config.maxmemory),
-        config.maxmemory_policy,
-        if used == 0 {
-            1.0
-        } else {
-            mem.resident as f64 / used as f64
-        },
-        if used == 0 {
-            1.0
-        } else {
-            rss as f64 / used as f64
-        },
-        mem.requested,
-        mem.reserved,
-        mem.large_cache,
-        mem.dirty,
-    );
-    let hints = maps::hint_stats();
-    let _ = write!(
-        t,
-        "densekv_smallmap_hint_hits:{}\r\ndensekv_smallmap_hint_misses:{}\r\ndensekv_smallmap_not_found:{}\r\ndensekv_shapes:{}\r\ndensekv_shape_cache_hits:{}\r\ndensekv_shape_cache_misses:{}\r\ndensekv_shape_fallbacks:{}\r\n",
-        hints.hint_hit,
-        hints.hint_miss,
-        hints.not_found,
-        mem.shapes,
-        mem.shape_hits,
-        mem.shape_misses,
-        mem.shape_fallbacks
-    );
-    for encoding in store::Encoding::ALL {
-        let count = mem.encodings[encoding.slot()];
-        let _ = write!(t, "densekv_keys_{}:{count}\r\n", encoding.name());
-    }
 }
 
 /// Writes INFO's persistence section (`crate::persistence`, `crate::bgsave` and `crate::aof`
@@ -491,7 +361,7 @@ fn info_stats(t: &mut String, server: &Server, expired: u64) {
     let (exceeded_total, exceeded_current) = server.eviction.exceeded_ms();
     let _ = write!(
         t,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\ntotal_error_replies:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\nactive_defrag_hits:{}\r\nactive_defrag_misses:{}\r\nactive_defrag_key_hits:{}\r\nactive_defrag_key_misses:{}\r\ntotal_error_replies:{}\r\n",
         st.connections_received.load(Ordering::Relaxed),
         server.hot.get(|c| &c.commands_processed),
         server.instantaneous_ops_per_sec(),
@@ -504,6 +374,10 @@ fn info_stats(t: &mut String, server: &Server, expired: u64) {
         exceeded_current,
         server.hot.get(|c| &c.keyspace_hits),
         server.hot.get(|c| &c.keyspace_misses),
+        server.defrag.hits.load(Ordering::Relaxed),
+        server.defrag.misses.load(Ordering::Relaxed),
+        server.defrag.hits.load(Ordering::Relaxed),
+        server.defrag.misses.load(Ordering::Relaxed),
         st.total_errors.load(Ordering::Relaxed),
     );
 }
@@ -591,18 +465,6 @@ fn keyspace_lines(ctx: &mut Ctx<'_, '_>, databases: usize) -> Vec<String> {
         }
     }
     keyspace
-}
-
-/// The machine's memory in bytes (`MemTotal`), 0 when unknown.
-pub fn total_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 fn cpu_times() -> (f64, f64) {
@@ -736,7 +598,7 @@ fn subcommand_syntax_error(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.error(&text);
 }
 
-fn help(ctx: &mut Ctx<'_, '_>, lines: &[&str]) {
+pub(super) fn help(ctx: &mut Ctx<'_, '_>, lines: &[&str]) {
     ctx.out.array_len(lines.len());
     for line in lines {
         ctx.out.simple(line.as_bytes());
@@ -788,110 +650,6 @@ pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.server.shutdown.store(true, Ordering::Relaxed);
     ctx.server.wake_all();
     ctx.client.close_now = true;
-}
-
-pub fn memory_doctor(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    ctx.out.verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.", *b"txt");
-}
-
-pub fn memory_malloc_stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    let mem = memory_totals(ctx);
-    let text = format!(
-        "densekv heap: allocated={} resident={} reserved={} large_cache={} dirty={}\n",
-        mem.allocated, mem.resident, mem.reserved, mem.large_cache, mem.dirty
-    );
-    ctx.out.verbatim(text.as_bytes(), *b"txt");
-}
-
-pub fn memory_purge(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    for shard in ctx.locks.iter_mut() {
-        shard.purge();
-    }
-    ctx.ok();
-}
-
-pub fn memory_help(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    help(
-        ctx,
-        &[
-            "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-            "DOCTOR",
-            "    Return memory problems reports.",
-            "MALLOC-STATS",
-            "    Return internal statistics report from the memory allocator.",
-            "PURGE",
-            "    Attempt to purge dirty pages for reclamation by the allocator.",
-            "STATS",
-            "    Return information about the memory usage of the server.",
-            "USAGE <key> [SAMPLES <count>]",
-            "    Return memory in bytes used by <key> and its value. Nested values are",
-            "    sampled up to <count> times (default: 5, 0 means sample all).",
-            "HELP",
-            "    Prints this help.",
-        ],
-    );
-}
-
-/// MEMORY USAGE: the bytes the key `args[2]` and its value take (null when it does not exist).
-pub fn memory_usage(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    // `SAMPLES n` any number of times, as Redis parses it (the last one wins; densekv
-    // measures exactly, so the count changes nothing).
-    let mut j = 3;
-    while j < args.len() {
-        if !(is(args[j], "samples") && j + 1 < args.len()) {
-            return ctx.syntax_error();
-        }
-        match parse_i64(args[j + 1]) {
-            None => return ctx.not_integer(),
-            Some(n) if n < 0 => return ctx.syntax_error(),
-            Some(_) => {}
-        }
-        j += 2;
-    }
-    let key = args[2];
-    let (db, now) = (ctx.db(), ctx.now_ms);
-    let usage = ctx.shard(key).memory_usage(db, key, now);
-    match usage {
-        Some(n) => ctx.out.integer(n as i64),
-        None => ctx.out.null(),
-    }
-}
-
-/// MEMORY STATS: Redis's map of allocation, per-key and fragmentation figures.
-pub fn memory_stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    let mem = memory_totals(ctx);
-    let keys: usize = {
-        let db = ctx.db();
-        ctx.locks.iter_mut().map(|s| s.len(db)).sum()
-    };
-    let rss = rss_bytes();
-    let peak = ctx.server.note_used_memory(mem.allocated);
-    ctx.out.map_len(8);
-    for (name, value) in [
-        ("peak.allocated", peak),
-        ("total.allocated", mem.allocated),
-        ("dataset.bytes", mem.allocated),
-        ("keys.count", keys as u64),
-        (
-            "keys.bytes-per-key",
-            if keys == 0 {
-                0
-            } else {
-                mem.allocated / keys as u64
-            },
-        ),
-        ("allocator.resident", mem.resident),
-        ("rss-bytes", rss),
-    ] {
-        ctx.out.bulk(name.as_bytes());
-        ctx.out.integer(value as i64);
-    }
-    ctx.out.bulk(b"fragmentation");
-    ctx.out.double(if mem.allocated == 0 {
-        1.0
-    } else {
-        rss as f64 / mem.allocated as f64
-    });
 }
 
 /// SLOWLOG GET [count]: the newest `count` entries (10 by default, -1 for all).

@@ -19,7 +19,7 @@
 
 use super::args::{decimal, deletion, is, parse_i64};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, KPAIRS, READONLY, Spec, WRITE, table};
-use store::{StoreError, Str, Ttl};
+use store::{Patch, StoreError, Str, Ttl};
 
 /// Reads a string value as owned bytes: `Ok(None)` when missing, `Err(())` after replying
 /// WRONGTYPE.
@@ -459,14 +459,29 @@ fn max_len(ctx: &Ctx<'_, '_>) -> u64 {
 
 pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let len = match ctx.shard(key).get_string(db, key, now, |s| s.len()) {
+        Ok(len) => len.unwrap_or(0),
+        Err(e) => return ctx.store_error(e),
+    };
+    if (len + args[2].len()) as u64 > max_len(ctx) {
+        return ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    // A raw string grows in place; anything else is rewritten whole below (and becomes raw).
+    match ctx
+        .shard(key)
+        .patch_raw_string(db, key, Patch::Append, args[2], now)
+    {
+        Ok(Some(len)) => {
+            ctx.touch(db, key);
+            return ctx.out.integer(len as i64);
+        }
+        Ok(None) => {}
+        Err(e) => return ctx.store_error(e),
+    }
     let Ok(old) = read(ctx, key) else { return };
     let mut value = old.unwrap_or_default();
-    if (value.len() + args[2].len()) as u64 > max_len(ctx) {
-        ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
-        return;
-    }
     value.extend_from_slice(args[2]);
-    let (db, now) = (ctx.db(), ctx.now_ms);
     // APPEND leaves a raw string even when it spells an integer, as Redis does.
     if let Err(e) = ctx
         .shard(key)
@@ -596,24 +611,39 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     let patch = args[3];
-    let Ok(old) = read(ctx, key) else { return };
-    let exists = old.is_some();
-    let mut value = old.unwrap_or_default();
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let len = match ctx.shard(key).get_string(db, key, now, |s| s.len()) {
+        Ok(len) => len,
+        Err(e) => return ctx.store_error(e),
+    };
     if patch.is_empty() {
-        ctx.out.integer(value.len() as i64);
-        return;
+        return ctx.out.integer(len.unwrap_or(0) as i64);
     }
     let end = (offset as u64).saturating_add(patch.len() as u64);
     if end > max_len(ctx) {
         ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return;
     }
-    let end = end as usize;
+    let (offset, end) = (offset as usize, end as usize);
+    // A raw string is patched in place; anything else is rewritten whole (and becomes raw).
+    match ctx
+        .shard(key)
+        .patch_raw_string(db, key, Patch::At(offset), patch, now)
+    {
+        Ok(Some(len)) => {
+            ctx.touch(db, key);
+            return ctx.out.integer(len as i64);
+        }
+        Ok(None) => {}
+        Err(e) => return ctx.store_error(e),
+    }
+    let Ok(old) = read(ctx, key) else { return };
+    let exists = old.is_some();
+    let mut value = old.unwrap_or_default();
     if value.len() < end {
         value.resize(end, 0);
     }
-    value[offset as usize..end].copy_from_slice(patch);
-    let (db, now) = (ctx.db(), ctx.now_ms);
+    value[offset..end].copy_from_slice(patch);
     let ttl = if exists { Ttl::Keep } else { Ttl::Clear };
     if let Err(e) = ctx.shard(key).put_string_raw(db, key, &value, ttl, now) {
         return ctx.store_error(e);

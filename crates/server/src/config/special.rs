@@ -478,16 +478,6 @@ pub fn percentiles_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 // ---- the is_valid functions of the generic directives ----
 
-/// `isValidActiveDefrag`: Debian's redis-server (system jemalloc) has no defragmenter either.
-pub fn valid_active_defrag(on: bool) -> Result<(), &'static str> {
-    if on {
-        return Err(
-            "Active defragmentation cannot be enabled: it requires a Redis server compiled with a modified Jemalloc like the one shipped by default with the Redis source distribution",
-        );
-    }
-    Ok(())
-}
-
 fn is_base_name(v: &[u8]) -> bool {
     !v.contains(&b'/') && !v.contains(&b'\\')
 }

@@ -50,8 +50,8 @@ const HLL: Status = Status::Planned("HyperLogLog");
 const REPLICATION: Status = Status::NoEffect("densekv has no replication");
 const CLUSTER: Status = Status::NoEffect("densekv has no cluster mode");
 const TLS: Status = Status::NoEffect("densekv has no TLS listener");
-const DEFRAG: Status = Status::NoEffect(
-    "densekv has no defragmenter: its block heap returns freed blocks to the OS itself",
+const DEFRAG: Status = Status::Works(
+    "moves out-of-line keys and values out of mostly empty slabs (the heap's defrag hint); pages are repacked by compaction (docs/memory.md)",
 );
 const LAZYFREE: Status = Status::NoEffect(
     "densekv frees values in the foreground: a freed block goes straight back to its shard's heap",
@@ -316,7 +316,7 @@ directives! {
     replica_read_only: bool = true; "replica-read-only" | "slave-read-only", DEBUG | MODIFIABLE, yesno(None), REPLICATION, None;
     replica_ignore_maxmemory: bool = true; "replica-ignore-maxmemory" | "slave-ignore-maxmemory", MODIFIABLE, yesno(None), REPLICATION, None;
     jemalloc_bg_thread: bool = true; "jemalloc-bg-thread", MODIFIABLE, yesno(None), Status::NoEffect("densekv has no jemalloc: its block heap purges freed runs itself"), None;
-    activedefrag: bool = false; "activedefrag", DEBUG | MODIFIABLE, yesno(Some(sp::valid_active_defrag)), DEFRAG, None;
+    activedefrag: bool = false; "activedefrag", DEBUG | MODIFIABLE, yesno(None), DEFRAG, None;
     syslog_enabled: bool = false; "syslog-enabled", IMMUTABLE, yesno(None), Status::Works("log lines also go to syslog(3)"), None;
     cluster_enabled: bool = false; "cluster-enabled", IMMUTABLE, yesno(None), Status::Refused("cluster mode"), None;
     appendonly: bool = false; "appendonly", MODIFIABLE | DENY_LOADING, yesno(None), AOF, AppendOnly;

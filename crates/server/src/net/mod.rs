@@ -609,6 +609,9 @@ impl Thread<'_> {
                 crate::aof::rewrite::cron(server);
             }
             server.aof.cron();
+            server
+                .defrag
+                .cron(server, || crate::defrag::measure(server));
         }
         active_expire(server, self.index, self.threads, now);
         server.eviction.cron(server, self.index, self.threads, now);
