@@ -23,7 +23,12 @@
 //!
 //! Removals give pages back by themselves only when a page falls under a quarter full; after
 //! uniform removals the owner calls `compact_step` while `sparse()` holds (`table.rs`,
-//! "Compaction").
+//! "Compaction"). Blobs (out-of-line keys and values) are heap slab slots that removals leave
+//! scattered; `PageHash::defrag_step` moves the ones the heap flags so that sparse slabs empty.
+//! IntMap and IntSet entries own nothing outside their pages, so they need no such step.
+//!
+//! A value grows in place with `PageHash::edit_value`: its blob has `capacity_for(len)` bytes,
+//! a pure function of the length with under 1/8 slack past 32 KiB (`pagehash.rs`).
 //!
 //! The byte layouts, the split/merge/compaction rules and the bytes-per-entry arithmetic are in
 //! `docs/page-format.md`.
@@ -44,7 +49,7 @@ pub mod varint;
 pub use hash::DEPTH_LIMIT;
 pub use intmap::{IntMap, IntSet};
 pub use page::{AREA_BYTES, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
-pub use pagehash::{PageHash, ValueRef};
+pub use pagehash::{PageHash, VALUE_EXACT_MAX_BYTES, ValueRef, capacity_for};
 pub use smallmap::{HintStats, SmallInsert, SmallMap, hint_stats, reset_hint_stats};
 pub use table::{CompactProgress, Config};
 
@@ -130,6 +135,24 @@ impl Meta {
     #[must_use]
     pub fn with_epoch(self, epoch: bool) -> Self {
         Meta((self.0 & !128) | (u8::from(epoch) << 7))
+    }
+}
+
+/// What one [`PageHash::defrag_step`] did, in the terms of Redis's INFO
+/// (`active_defrag_hits` / `active_defrag_misses`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DefragCounts {
+    /// Blobs moved out of a sparse slab.
+    pub hits: u64,
+    /// Blobs checked and left where they are: not hinted by the heap, or no memory to move
+    /// them to.
+    pub misses: u64,
+}
+
+impl std::ops::AddAssign for DefragCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.hits += other.hits;
+        self.misses += other.misses;
     }
 }
 

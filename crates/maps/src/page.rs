@@ -418,6 +418,13 @@ impl Page {
         self.bytes[at] = byte;
     }
 
+    /// Overwrites bytes of an entry in place from `at`, keeping its length: bytes the map's
+    /// codec owns and the page never interprets (PageHash's meta byte, a moved blob's handle).
+    #[inline]
+    pub fn set_bytes(&mut self, at: usize, bytes: &[u8]) {
+        self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
+    }
+
     /// Whether an entry of `len` bytes (plus its hint) fits in run `p`: the page has the room
     /// somewhere (`ensure_gap` brings it to the run's group) and the run's count has room.
     #[inline]

@@ -6,8 +6,13 @@
 //!  page   8192 B, one block, 8 KiB-aligned      PagePtr (directory words keep it in the high bits)
 //!  blob   n B, any size class                   40-bit handle = Heap::offset_of(ptr), 5 bytes LE
 //!         key blob:   [hash: u64 LE][key bytes]     (the hash spares a rehash when pages split)
-//!         value blob: [value bytes]
+//!         value blob: [value bytes][slack]          capacity_for(len) bytes (`pagehash.rs`)
 //! ```
+//!
+//! A blob's size is never stored: its owner recomputes it from the entry (`8 + key len`, or
+//! `capacity_for(value len)`) to free, resize or move it, so every call here takes it. Bytes
+//! past a blob's length are uninitialised (only the functions here write or zero them), and no
+//! slice handed out reaches past the length.
 //!
 //! Ownership: a map owns its pages and blobs; only `&mut self` methods of the map free them, so a
 //! `&Page` or `&[u8]` handed out under `&self` cannot dangle. The maps do not own the heap, so
@@ -75,36 +80,149 @@ impl PagePtr {
     }
 }
 
-/// Allocates a blob holding `parts` back to back; returns its handle.
-pub fn blob_alloc(heap: &mut Heap, parts: &[&[u8]]) -> Result<u64, HeapError> {
+/// Allocates a blob of `capacity` bytes holding `parts` back to back, then zeroes up to `len`
+/// (`parts` total `<= len <= capacity`); returns its handle. Bytes past `len` stay
+/// uninitialised: nothing reads a blob past its entry's length (value blobs keep slack for
+/// growth, `pagehash.rs`).
+pub fn blob_alloc(
+    heap: &mut Heap,
+    capacity: usize,
+    len: usize,
+    parts: &[&[u8]],
+) -> Result<u64, HeapError> {
     let size: usize = parts.iter().map(|p| p.len()).sum();
-    let ptr = heap.alloc(size)?;
+    assert!(
+        size <= len && len <= capacity,
+        "blob parts exceed its length or capacity"
+    );
+    let ptr = heap.alloc(capacity)?;
     let mut at = 0;
     for part in parts {
-        // SAFETY: `ptr` points to at least `size` writable bytes and `at + part.len() <= size`;
-        // the source is a distinct Rust slice, so the ranges do not overlap.
+        // SAFETY: `ptr` points to at least `capacity >= size` writable bytes and
+        // `at + part.len() <= size`; the source is a distinct Rust slice, so the ranges do not
+        // overlap.
         unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), ptr.as_ptr().add(at), part.len()) };
         at += part.len();
     }
+    // SAFETY: `size..len` lies inside the `capacity` bytes just allocated.
+    unsafe { ptr.as_ptr().add(size).write_bytes(0, len - size) };
     Ok(heap.offset_of(ptr))
 }
 
 /// # Safety
-/// `handle` is a live blob of at least `len` bytes allocated by `blob_alloc` on `heap`, and it
-/// is not freed while the returned slice lives (the caller's borrow of the owning map
-/// guarantees it).
+/// `handle` is a live blob from `blob_alloc` (or `blob_resize`, `blob_move`) on `heap` whose
+/// first `len` bytes are initialised, and it is not freed while the returned slice lives (the
+/// caller's borrow of the owning map guarantees it).
 #[inline]
 pub unsafe fn blob(heap: &Heap, handle: u64, len: usize) -> &[u8] {
     let ptr = heap.ptr_at(handle);
-    // SAFETY: live, initialised (written in full by `blob_alloc`) and at least `len` bytes.
+    // SAFETY: live, and its first `len` bytes initialised, per the contract.
     unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) }
 }
 
+/// The first `len` bytes of a blob, for writing. The slice borrows `heap` so that no allocation
+/// can move or free the blob while it lives.
+///
 /// # Safety
-/// `handle` is a live blob of exactly `size` bytes from `blob_alloc` on `heap`, freed once.
+/// As [`blob`], and no other reference to the blob's bytes exists while the slice lives (the
+/// caller holds `&mut` of the map that owns the blob).
+pub unsafe fn blob_mut(heap: &mut Heap, handle: u64, len: usize) -> &mut [u8] {
+    let ptr = heap.ptr_at(handle);
+    // SAFETY: live, initialised for `len` bytes and unaliased, per the contract.
+    unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
+}
+
+/// Writes `bytes` at the start of a blob.
+///
+/// # Safety
+/// `handle` is a live blob from this module on `heap` of at least `bytes.len()` bytes, and no
+/// reference to its bytes exists during the call.
+pub unsafe fn blob_write(heap: &mut Heap, handle: u64, bytes: &[u8]) {
+    let ptr = heap.ptr_at(handle);
+    // SAFETY: the blob has room for `bytes` and is not aliased, per the contract; the source is
+    // a Rust slice outside the heap's blobs, so the ranges do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr.as_ptr(), bytes.len()) };
+}
+
+/// Resizes a blob from `old_capacity` to `new_capacity` bytes (`Heap::realloc`: in place when
+/// the heap can) unless they are equal, keeping its first `min(old_len, new_len)` bytes and
+/// zeroing `old_len..new_len` when it grows. Returns the (possibly new) handle; on error the
+/// blob is untouched.
+///
+/// # Safety
+/// `handle` is a live blob of exactly `old_capacity` bytes from this module on `heap`, its first
+/// `old_len` bytes initialised; `new_len <= new_capacity`. On success the old handle is dead
+/// unless it is the one returned.
+pub unsafe fn blob_resize(
+    heap: &mut Heap,
+    handle: u64,
+    (old_capacity, old_len): (usize, usize),
+    (new_capacity, new_len): (usize, usize),
+) -> Result<u64, HeapError> {
+    assert!(old_len <= old_capacity && new_len <= new_capacity);
+    let mut ptr = heap.ptr_at(handle);
+    if old_capacity != new_capacity {
+        // SAFETY: allocated for exactly `old_capacity` bytes, per the contract.
+        ptr = unsafe { heap.realloc(ptr, old_capacity, new_capacity)? };
+    }
+    if new_len > old_len {
+        // SAFETY: `old_len..new_len` lies inside the `new_capacity` bytes of the live blob.
+        unsafe { ptr.as_ptr().add(old_len).write_bytes(0, new_len - old_len) };
+    }
+    Ok(heap.offset_of(ptr))
+}
+
+/// Moves a blob of `capacity` bytes to a fresh allocation of the same size (alloc, copy its
+/// first `len` bytes, free the old one), for the active defragmenter; returns the new handle.
+/// On error the blob is untouched.
+///
+/// # Safety
+/// As [`blob_free`] for `(handle, capacity)`, with its first `len <= capacity` bytes
+/// initialised. On success the old handle is dead.
+pub unsafe fn blob_move(
+    heap: &mut Heap,
+    handle: u64,
+    capacity: usize,
+    len: usize,
+) -> Result<u64, HeapError> {
+    assert!(len <= capacity);
+    let old = heap.ptr_at(handle);
+    let new = heap.alloc(capacity)?;
+    // SAFETY: both are live allocations of `capacity >= len` bytes and distinct (the old one is
+    // not yet freed); the first `len` bytes of the old one are initialised. It is freed once,
+    // with its exact size, per the contract.
+    unsafe {
+        std::ptr::copy_nonoverlapping(old.as_ptr(), new.as_ptr(), len);
+        heap.free(old, capacity);
+    }
+    Ok(heap.offset_of(new))
+}
+
+/// Whether moving the blob would help its slab empty ([`Heap::defrag_hint`]).
+pub fn blob_defrag_hint(heap: &Heap, handle: u64) -> bool {
+    heap.defrag_hint(heap.ptr_at(handle))
+}
+
+/// What the heap holds at a blob's address: `(bytes per object, objects)` of the unit it lies
+/// in ([`Heap::block_usage`]), for `PageHash::validate`; `None` if the handle points outside
+/// the heap's committed memory.
+pub fn blob_unit(heap: &Heap, handle: u64) -> Option<(usize, usize)> {
+    let ptr = heap.ptr_at(handle);
+    if !heap.contains(ptr) {
+        return None;
+    }
+    let usage = heap.block_usage(ptr);
+    Some((
+        usage.used_bytes / usage.live_objects.max(1),
+        usage.live_objects,
+    ))
+}
+
+/// # Safety
+/// `handle` is a live blob of exactly `size` bytes from this module on `heap`, freed once.
 pub unsafe fn blob_free(heap: &mut Heap, handle: u64, size: usize) {
     let ptr = heap.ptr_at(handle);
-    // SAFETY: allocated by `heap.alloc(size)` in `blob_alloc`, per the contract.
+    // SAFETY: allocated by `heap.alloc(size)` or `heap.realloc(_, _, size)`, per the contract.
     unsafe { heap.free(ptr, size) };
 }
 

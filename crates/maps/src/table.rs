@@ -121,7 +121,9 @@
 //! The cursor is a position in hash space. A step visits the bucket containing the cursor and
 //! returns the position just past that bucket. Buckets always tile the hash space, so every hash
 //! h >= cursor is in the bucket visited at the step whose range contains it, however buckets split
-//! or merge between steps: Redis SCAN's guarantee, with duplicates only after merges.
+//! or merge between steps: Redis SCAN's guarantee, with duplicates only after merges. Two walks
+//! write as they scan, in place and without moving an entry: `scan_setting_first_bytes` (the
+//! meta byte) and `scan_rewriting` (PageHash's defragmenter, writing moved blobs' handles).
 
 use crate::MapError;
 use crate::hash::{DEPTH_LIMIT, TENANT_RUNS, hint_of, home_of, prefix_of, run_of};
@@ -1069,6 +1071,38 @@ impl<C: Codec> Table<C> {
         let page = pg_mut(ptr);
         for (at, byte) in writes {
             page.set_byte(at, byte);
+        }
+        next
+    }
+
+    /// A SCAN step (as `scan`) in which `f` may rewrite each entry in place: it gets a copy of
+    /// the entry's bytes and returns whether it changed them, keeping their length and every
+    /// byte the codec's `len_of` and `hash_of` read (PageHash's defragmenter writes a moved
+    /// blob's new handle; the blob's contents, the key hash among them, are the same). So no
+    /// entry leaves its run and no invariant changes.
+    pub fn scan_rewriting(&mut self, cursor: u64, mut f: impl FnMut(&mut [u8]) -> bool) -> u64 {
+        let (ptr, tenant, depth) = self.locate(cursor);
+        let page = pg(ptr);
+        let mut writes: Vec<(usize, usize, [u8; ENTRY_BUF_BYTES])> = Vec::new();
+        for run in tenant * TENANT_RUNS..(tenant + 1) * TENANT_RUNS {
+            let base = page.entries_at(run);
+            page.for_each_in_piece(
+                run,
+                |b| C::len_of(b),
+                |_, offset, _, bytes| {
+                    let mut copy = [0u8; ENTRY_BUF_BYTES];
+                    copy[..bytes.len()].copy_from_slice(bytes);
+                    if f(&mut copy[..bytes.len()]) {
+                        debug_assert_eq!(C::len_of(&copy), bytes.len());
+                        writes.push((base + offset, bytes.len(), copy));
+                    }
+                },
+            );
+        }
+        let next = bucket_end(page, tenant, depth);
+        let page = pg_mut(ptr);
+        for (at, len, bytes) in &writes {
+            page.set_bytes(*at, &bytes[..*len]);
         }
         next
     }

@@ -74,6 +74,72 @@ fn flip_scanned(map: &mut PageHash, heap: &Heap, model: &mut Model, cursor: u64)
     });
 }
 
+/// A new length for an edit of a value of `old` bytes: appends (small and large), shrinks,
+/// and jumps across the inline/out-of-line boundary and the exact-capacity band.
+fn edit_length(rng: &mut SmallRng, old: usize, huge: bool) -> usize {
+    match rng.gen_range(0..10) {
+        0..=3 => old + rng.gen_range(0..24),
+        4 => old + rng.gen_range(0..3_000),
+        5 => old / rng.gen_range(1..4),
+        6 => rng.gen_range(90..140),
+        7 if huge => old + rng.gen_range(0..(300 << 10)),
+        7 => maps::VALUE_EXACT_MAX_BYTES + rng.gen_range(0..9_000) - 4_500,
+        _ => length(rng, huge),
+    }
+}
+
+/// An edit through `edit_value`, done to the model too: resize (keep, zero-extend), then write
+/// `data` at `at` (clipped to the new length).
+fn edit(map: &mut PageHash, heap: &mut Heap, model: &mut Model, key: &[u8], rng: &mut SmallRng) {
+    let huge = rng.gen_bool(0.05);
+    let old_len = model.get(key).map_or(0, |e| e.0.len());
+    let new_len = edit_length(rng, old_len, huge);
+    let at = rng.gen_range(0..=new_len);
+    let data: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.r#gen()).collect();
+    let write = |bytes: &mut [u8]| {
+        let end = (at + data.len()).min(bytes.len());
+        bytes[at..end].copy_from_slice(&data[..end - at]);
+    };
+    let mut expected_len = None;
+    let existed = map
+        .edit_value(heap, key, new_len, |bytes| {
+            expected_len = Some(bytes.len());
+            write(bytes);
+        })
+        .unwrap();
+    assert_eq!(existed, model.contains_key(key));
+    if let Some(entry) = model.get_mut(key) {
+        assert_eq!(expected_len, Some(new_len), "f sees the whole new value");
+        entry.0.resize(new_len, 0);
+        write(&mut entry.0);
+    } else {
+        assert_eq!(expected_len, None, "f is not called for an absent key");
+    }
+}
+
+/// A batch through the pipelined path: present and absent keys, repeats.
+fn get_batch(map: &PageHash, heap: &Heap, model: &Model, keys: &[Vec<u8>], rng: &mut SmallRng) {
+    let batch: Vec<&Vec<u8>> = (0..rng.gen_range(0..40))
+        .map(|_| &keys[rng.gen_range(0..keys.len())])
+        .collect();
+    let mut seen = 0;
+    map.get_many(heap, &batch, |i, v| {
+        assert_eq!(i, seen, "get_many answers in order");
+        seen += 1;
+        let got = v.map(|v| (v.bytes.to_vec(), v.meta));
+        assert_eq!(got.as_ref(), model.get(batch[i]), "get_many");
+    });
+    assert_eq!(seen, batch.len());
+}
+
+/// A defrag step from `cursor`: nothing it does is visible (values, metas and lengths stay;
+/// `validate` after it checks the moved blobs).
+fn defrag(map: &mut PageHash, heap: &mut Heap, cursor: u64) {
+    let mut moved = 0;
+    let (_, counts) = map.defrag_step(heap, cursor, || moved += 1);
+    assert_eq!(counts.hits, moved);
+}
+
 fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut heap = Heap::new().unwrap();
@@ -84,7 +150,7 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
     for step in 0..ops {
         let key = &keys[rng.gen_range(0..keys.len())];
         let late = step > ops / 2;
-        match rng.gen_range(0..9) {
+        match rng.gen_range(0..11) {
             0..=2 => {
                 let v = bytes(&mut rng, huge);
                 let existed = map.insert(&mut heap, key, &v).unwrap();
@@ -110,24 +176,15 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
             }
             7 if enabled[4] && step % 50 == 0 => {
                 check_all(&map, &heap, &model);
-                // A batch through the pipelined path: present and absent keys, repeats.
-                let batch: Vec<&Vec<u8>> = (0..rng.gen_range(0..40))
-                    .map(|_| &keys[rng.gen_range(0..keys.len())])
-                    .collect();
-                let mut seen = 0;
-                map.get_many(&heap, &batch, |i, v| {
-                    assert_eq!(i, seen, "get_many answers in order");
-                    seen += 1;
-                    let got = v.map(|v| (v.bytes.to_vec(), v.meta));
-                    assert_eq!(got.as_ref(), model.get(batch[i]), "seed {seed}: get_many");
-                });
-                assert_eq!(seen, batch.len());
+                get_batch(&map, &heap, &model, &keys, &mut rng);
             }
             8 if enabled[5] && step % 13 == 0 => match map.sample(&heap, rng.r#gen()) {
                 Some((k, v)) => assert_eq!(model.get(k), Some(&(v.bytes.to_vec(), v.meta))),
                 None => assert!(model.is_empty()),
             },
             8 if step % 7 == 0 => flip_scanned(&mut map, &heap, &mut model, rng.r#gen()),
+            9 => edit(&mut map, &mut heap, &mut model, key, &mut rng),
+            10 if step % 5 == 0 => defrag(&mut map, &mut heap, rng.r#gen()),
             _ => {
                 let got = map.get(&heap, key).map(|v| (v.bytes.to_vec(), v.meta));
                 assert_eq!(got.as_ref(), model.get(key), "seed {seed} step {step}: get");
