@@ -85,7 +85,7 @@ impl From<heap::HeapError> for MapError {
 ///
 /// ```text
 ///  bit  7     | 6 5 | 4       | 3 2 1 0
-///       epoch | LFU | has TTL | value type / encoding tag
+///       epoch | access level | has TTL | value type / encoding tag
 /// ```
 /// The epoch bit marks which side of a running snapshot an entry is on (the store's
 /// `snapshot.rs`); the maps copy it with the entry like every other bit.
@@ -93,10 +93,10 @@ impl From<heap::HeapError> for MapError {
 pub struct Meta(pub u8);
 
 impl Meta {
-    /// Meta from its parts (`tag < 16`, `lfu < 4`), epoch bit clear.
-    pub fn new(tag: u8, has_ttl: bool, lfu: u8) -> Self {
-        assert!(tag < 16 && lfu < 4);
-        Meta(tag | (u8::from(has_ttl) << 4) | (lfu << 5))
+    /// Meta from its parts (`tag < 16`, `level < 4`), epoch bit clear.
+    pub fn new(tag: u8, has_ttl: bool, level: u8) -> Self {
+        assert!(tag < 16 && level < 4);
+        Meta(tag | (u8::from(has_ttl) << 4) | (level << 5))
     }
 
     pub fn tag(self) -> u8 {
@@ -107,7 +107,8 @@ impl Meta {
         self.0 & 16 != 0
     }
 
-    pub fn lfu(self) -> u8 {
+    /// The access level eviction reads (the store's LRU or LFU class, 0..=3).
+    pub fn level(self) -> u8 {
         (self.0 >> 5) & 3
     }
 
@@ -127,9 +128,9 @@ impl Meta {
     }
 
     #[must_use]
-    pub fn with_lfu(self, lfu: u8) -> Self {
-        assert!(lfu < 4);
-        Meta((self.0 & !(3 << 5)) | (lfu << 5))
+    pub fn with_level(self, level: u8) -> Self {
+        assert!(level < 4);
+        Meta((self.0 & !(3 << 5)) | (level << 5))
     }
 
     #[must_use]

@@ -17,7 +17,7 @@
 //!    1 B    ko/vo: key/value out of line         inline: len bytes; out of line: 5-byte handle
 //!
 //!  meta (owned by the store crate; the map stores it, never interprets it)
-//!   bits 0..=3  value type / encoding tag      bit 4  has TTL      bits 5..=7  LFU counter
+//!   bits 0..=3  value type / encoding tag   bit 4  has TTL   bits 5..=6  access level   bit 7  epoch
 //!
 //!  key blob (out of line):   [hash: u64 LE][key bytes]      8 + key len bytes
 //!  value blob (out of line):  [value bytes][slack]           capacity_for(value len) bytes

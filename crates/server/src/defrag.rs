@@ -184,13 +184,15 @@ mod tests {
     #[test]
     fn a_pass_starts_above_both_thresholds_and_scales_its_cpu() {
         let defrag = Defrag::new(2);
-        let mut config = Config::default();
-        config.active_defrag_ignore_bytes = 1 << 20;
+        let config = Config {
+            active_defrag_ignore_bytes: 1 << 20,
+            ..Config::default()
+        };
         // 5% fragmented: under threshold-lower (10%).
         defrag.compute_cycles(&config, frag(100 << 20, 105 << 20));
         assert_eq!(defrag.running_percent(), 0);
         // 20% but under ignore-bytes.
-        defrag.compute_cycles(&config, frag(1 << 20, 6 << 20 / 5));
+        defrag.compute_cycles(&config, frag(1 << 20, (6 << 20) / 5));
         assert_eq!(defrag.running_percent(), 0);
         // 55%: halfway from 10% to 100%, so halfway from cycle-min 1 to cycle-max 25.
         defrag.compute_cycles(&config, frag(100 << 20, 155 << 20));

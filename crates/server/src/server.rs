@@ -196,41 +196,48 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The keyspace's shards as `config` sets them up.
+fn new_shards(config: &Config) -> Result<Box<[Mutex<Shard>]>, store::StoreError> {
+    let shard_config = ShardConfig {
+        databases: config.databases,
+        limits: crate::config::effects::store_limits(config),
+        heap: heap::HeapConfig {
+            // Each shard keeps 64 KiB of freed blocks resident for churn (eight pages), not the
+            // heap's default 256 KiB: 0.5 MiB over eight shards, so an emptied server shrinks
+            // to near its empty size.
+            dirty_reserve_bytes: SHARD_DIRTY_RESERVE_BYTES,
+            ..heap::HeapConfig::default()
+        },
+        ..ShardConfig::default()
+    };
+    let access = crate::evict::access_policy(config);
+    (0..config.shards)
+        .map(|_| {
+            let mut shard = Shard::new(&shard_config)?;
+            shard.set_access_policy(access);
+            Ok(Mutex::new(shard))
+        })
+        .collect()
+}
+
+/// A run id: 40 hex digits from the process's random hasher seed.
+fn new_run_id() -> String {
+    let state = foldhash::fast::RandomState::default();
+    let mut id = String::with_capacity(80);
+    for i in 0..5u64 {
+        let _ = write!(id, "{:016x}", state.hash_one(i));
+    }
+    id.truncate(40);
+    id
+}
+
 impl Server {
     pub fn new(config: Config) -> Result<Server, store::StoreError> {
         let aof = crate::aof::Aof::new(&config);
         let eviction = crate::evict::Eviction::new(&config);
         let config_shards = config.shards;
-        let shard_config = ShardConfig {
-            databases: config.databases,
-            limits: crate::config::effects::store_limits(&config),
-            heap: heap::HeapConfig {
-                // Each shard keeps 64 KiB of freed blocks resident for churn (eight pages), not
-                // the heap's default 256 KiB: 0.5 MiB over eight shards, so an emptied server
-                // shrinks to near its empty size.
-                dirty_reserve_bytes: SHARD_DIRTY_RESERVE_BYTES,
-                ..heap::HeapConfig::default()
-            },
-            ..ShardConfig::default()
-        };
-        let access = crate::evict::access_policy(&config);
-        let shards = (0..config.shards)
-            .map(|_| {
-                let mut shard = Shard::new(&shard_config)?;
-                shard.set_access_policy(access);
-                Ok::<_, store::StoreError>(Mutex::new(shard))
-            })
-            .collect::<Result<Vec<_>, _>>()?
-            .into_boxed_slice();
-        let run_id = {
-            let state = foldhash::fast::RandomState::default();
-            let mut id = String::with_capacity(80);
-            for i in 0..5u64 {
-                let _ = write!(id, "{:016x}", state.hash_one(i));
-            }
-            id.truncate(40);
-            id
-        };
+        let shards = new_shards(&config)?;
+        let run_id = new_run_id();
         Ok(Server {
             port: AtomicUsize::new(config.port as usize),
             blocked_clients: AtomicUsize::new(0),

@@ -47,7 +47,9 @@ fn excluded(name: &str, value: &str) -> Option<&'static str> {
         }
         // Debian's redis-server (system jemalloc) has no defragmenter; densekv has one
         // (tests/memory.rs).
-        ("activedefrag", v) if v.eq_ignore_ascii_case("yes") => Some("no defragmenter in the oracle"),
+        ("activedefrag", v) if v.eq_ignore_ascii_case("yes") => {
+            Some("no defragmenter in the oracle")
+        }
         _ => None,
     }
 }

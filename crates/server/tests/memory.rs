@@ -27,7 +27,13 @@ fn load(c: &mut Client, range: std::ops::Range<usize>, value: &[u8]) {
     for chunk in ids.chunks(1_000) {
         let commands: Vec<Vec<Vec<u8>>> = chunk
             .iter()
-            .map(|i| vec![b"SET".to_vec(), format!("key:{i:012}").into_bytes(), value.to_vec()])
+            .map(|i| {
+                vec![
+                    b"SET".to_vec(),
+                    format!("key:{i:012}").into_bytes(),
+                    value.to_vec(),
+                ]
+            })
             .collect();
         assert!(c.pipeline(&commands).iter().all(|r| r == b"+OK\r\n"));
     }
@@ -85,7 +91,11 @@ fn deleted_keys_give_their_memory_back() {
     let all = within(Duration::from_secs(15), || {
         densekv.rss_kib().saturating_sub(empty) * 5 <= grown
     });
-    assert!(all, "after deleting all: RSS {} KiB, empty {empty}, full {full_rss}", densekv.rss_kib());
+    assert!(
+        all,
+        "after deleting all: RSS {} KiB, empty {empty}, full {full_rss}",
+        densekv.rss_kib()
+    );
 }
 
 /// MEMORY PURGE gives freed memory back at once, where decay would take a second.
@@ -111,7 +121,10 @@ fn memory_purge_releases_at_once() {
 fn internal_accounting_agrees_with_rss() {
     let densekv = Server::densekv(&[]);
     let mut c = densekv.connect();
-    let (rss0, resident0) = (densekv.rss_kib() * 1024, info_u64(&mut c, "allocator_resident"));
+    let (rss0, resident0) = (
+        densekv.rss_kib() * 1024,
+        info_u64(&mut c, "allocator_resident"),
+    );
     load(&mut c, 0..400_000, b"0123456789abcdef");
     load(&mut c, 400_000..450_000, &[b'v'; 300]);
     std::thread::sleep(Duration::from_millis(300));
@@ -138,12 +151,19 @@ fn a_value_built_by_append_takes_its_size() {
     }
     assert_eq!(c.cmd(&["STRLEN", "big"]), b":100663296\r\n");
     let grown = mib((densekv.rss_kib() - empty) * 1024);
-    assert!(grown < 96.0 * 1.4, "96 MiB built by APPEND: RSS grew {grown:.1} MiB");
+    assert!(
+        grown < 96.0 * 1.4,
+        "96 MiB built by APPEND: RSS grew {grown:.1} MiB"
+    );
     assert_eq!(c.cmd(&["DEL", "big"]), b":1\r\n");
     let back = within(Duration::from_secs(10), || {
         mib(densekv.rss_kib().saturating_sub(empty) * 1024) < 16.0
     });
-    assert!(back, "after DEL: RSS {} KiB, empty {empty}", densekv.rss_kib());
+    assert!(
+        back,
+        "after DEL: RSS {} KiB, empty {empty}",
+        densekv.rss_kib()
+    );
 }
 
 /// MEMORY STATS adds up as Redis's does, and agrees with INFO.
@@ -167,7 +187,10 @@ fn memory_stats_adds_up() {
     };
     assert_eq!(items.len(), 2 * 28, "27 fields and db.0");
     assert_eq!(int("keys.count"), 50_000);
-    assert_eq!(int("dataset.bytes") + int("overhead.total"), int("total.allocated"));
+    assert_eq!(
+        int("dataset.bytes") + int("overhead.total"),
+        int("total.allocated")
+    );
     assert!(int("allocator.resident") >= int("allocator.active"));
     let used = info_u64(&mut c, "used_memory");
     assert!(int("total.allocated").abs_diff(used) < used / 100);
@@ -194,7 +217,10 @@ fn active_defrag_moves_values_out_of_sparse_slabs() {
             .unwrap()
     };
     let before = ratio(&mut c);
-    assert!(before > 1.3, "the deletes should leave slabs sparse: {before}");
+    assert!(
+        before > 1.3,
+        "the deletes should leave slabs sparse: {before}"
+    );
     for (name, value) in [
         ("active-defrag-ignore-bytes", "1mb"),
         ("active-defrag-threshold-lower", "5"),
@@ -203,7 +229,9 @@ fn active_defrag_moves_values_out_of_sparse_slabs() {
     ] {
         assert_eq!(c.cmd(&["CONFIG", "SET", name, value]), b"+OK\r\n");
     }
-    let done = within(Duration::from_secs(20), || ratio(&mut c) < 1.0 + (before - 1.0) / 2.0);
+    let done = within(Duration::from_secs(20), || {
+        ratio(&mut c) < 1.0 + (before - 1.0) / 2.0
+    });
     assert!(info_u64(&mut c, "active_defrag_hits") > 1_000);
     assert!(done, "fragmentation {before} → {}", ratio(&mut c));
     for i in (0..100_000).step_by(5).take(200) {

@@ -67,12 +67,12 @@ impl Access {
     /// The meta an accessed entry should have, `None` when it stays as it is.
     #[inline]
     pub fn touched(&mut self, meta: Meta) -> Option<Meta> {
-        let level = meta.lfu();
+        let level = meta.level();
         let next = match self.policy {
             AccessPolicy::Lru => LEVEL_MAX,
             AccessPolicy::Lfu { log_factor } => self.lfu_increment(level, log_factor),
         };
-        (next != level).then(|| meta.with_lfu(next))
+        (next != level).then(|| meta.with_level(next))
     }
 
     /// The level of an entry written now: `old` is the level of the entry it replaces.
@@ -123,8 +123,8 @@ mod tests {
     fn lru_sets_the_top_level_once() {
         let mut a = Access::default();
         let meta = Meta::new(0, false, 1);
-        assert_eq!(a.touched(meta).map(Meta::lfu), Some(LEVEL_MAX));
-        assert_eq!(a.touched(meta.with_lfu(LEVEL_MAX)), None);
+        assert_eq!(a.touched(meta).map(Meta::level), Some(LEVEL_MAX));
+        assert_eq!(a.touched(meta.with_level(LEVEL_MAX)), None);
         assert_eq!(a.written(None), LEVEL_MAX);
     }
 
@@ -135,8 +135,8 @@ mod tests {
             ..Access::default()
         };
         assert_eq!(a.written(None), LFU_INIT_LEVEL);
-        assert_eq!(a.touched(Meta::new(0, false, 0)).map(Meta::lfu), Some(1));
-        assert_eq!(a.touched(Meta::new(0, false, 1)).map(Meta::lfu), Some(2));
+        assert_eq!(a.touched(Meta::new(0, false, 0)).map(Meta::level), Some(1));
+        assert_eq!(a.touched(Meta::new(0, false, 1)).map(Meta::level), Some(2));
         // From level 2, 1 in 11 accesses climbs: in 11,000 tries about 1,000 do.
         let climbs = (0..11_000)
             .filter(|_| a.touched(Meta::new(0, false, 2)).is_some())
@@ -145,7 +145,7 @@ mod tests {
         assert_eq!(a.touched(Meta::new(0, false, 3)), None);
         // lfu-log-factor 0: every access climbs.
         a.policy = AccessPolicy::Lfu { log_factor: 0 };
-        assert_eq!(a.touched(Meta::new(0, false, 2)).map(Meta::lfu), Some(3));
+        assert_eq!(a.touched(Meta::new(0, false, 2)).map(Meta::level), Some(3));
         // An overwrite counts as an access of the old value (Redis keeps the counter).
         assert_eq!(a.written(Some(1)), 2);
     }

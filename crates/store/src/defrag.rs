@@ -45,15 +45,12 @@ impl Shard {
             return (false, counts);
         }
         let later = (db + 1..n).find(|&d| self.dbs[d].keys.as_ref().is_some_and(|k| !k.is_empty()));
-        match later {
-            Some(d) => {
-                self.defrag = DefragWalk { db: d, cursor: 0 };
-                (false, counts)
-            }
-            None => {
-                self.defrag = DefragWalk::default();
-                (true, counts)
-            }
+        if let Some(d) = later {
+            self.defrag = DefragWalk { db: d, cursor: 0 };
+            (false, counts)
+        } else {
+            self.defrag = DefragWalk::default();
+            (true, counts)
         }
     }
 }

@@ -2,7 +2,7 @@
 //! a client sees (TYPE). This file is the one table of them; every other file asks it.
 //!
 //! ```text
-//!  meta byte (stored by the map, owned by the shard):  epoch:1 │ LFU:2 │ has_ttl:1 │ tag:4
+//!  meta byte (stored by the map, owned by the shard):  epoch:1 │ access level:2 │ has_ttl:1 │ tag:4
 //!                                    (epoch: which side of a running snapshot, `snapshot.rs`)
 //!
 //!  tag  payload in the entry                      encoding                  type

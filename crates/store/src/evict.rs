@@ -141,7 +141,7 @@ impl Shard {
         let keys = self.dbs[db].keys.as_ref()?;
         let meta = keys.meta(&self.heap, key)?;
         self.peek_entry(db, key, now_ms, |_| ())?;
-        Some(meta.lfu())
+        Some(meta.level())
     }
 
     /// Ages up to `max_visits` entries, evicting nothing, and stops at the end of a pass (the
@@ -362,7 +362,7 @@ impl Shard {
                 if scope == Scope::Volatile && entry.expire_at_ms.is_none() {
                     return None;
                 }
-                if meta.lfu() == 0 {
+                if meta.level() == 0 {
                     doomed.push(Doomed::Evict(key.to_vec()));
                     return None;
                 }
@@ -438,8 +438,8 @@ fn pool_offer(pool: &mut Vec<(u64, usize, Vec<u8>)>, at: u64, db: usize, key: &[
 
 /// The meta an entry the hand passes gets: one level lower, `None` when already at 0.
 fn aged(meta: Meta) -> Option<Meta> {
-    let level = meta.lfu();
-    (level > 0).then(|| meta.with_lfu(level - 1))
+    let level = meta.level();
+    (level > 0).then(|| meta.with_level(level - 1))
 }
 
 #[cfg(test)]

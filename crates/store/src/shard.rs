@@ -34,9 +34,9 @@
 //! - for every shape `s`: `shapes.holds(s) == #{record entries of any d whose shape is s}`.
 
 use crate::access::{Access, AccessPolicy};
+use crate::defrag::DefragWalk;
 use crate::encoding::{ENCODING_SLOTS, Encoding, tag};
 use crate::error::StoreError;
-use crate::defrag::DefragWalk;
 use crate::evict::Hand;
 use crate::limits::Limits;
 use crate::object::{self, HANDLE_BYTES, Handle, Object};
@@ -572,7 +572,7 @@ impl Shard {
                 .keys
                 .as_ref()
                 .and_then(|k| k.meta(&self.heap, key))
-                .map(Meta::lfu),
+                .map(Meta::level),
         };
         let level = self.access.written(old_level);
         let meta = Meta::new(t, expire_at.is_some(), level).with_epoch(self.fresh);

@@ -184,7 +184,7 @@ fn overhead(server: &Server, mem: &Memory, peak: u64) -> Overhead {
         aof_buffer,
         total,
         dataset,
-        bytes_per_key: if mem.keys == 0 { 0 } else { net / mem.keys },
+        bytes_per_key: net.checked_div(mem.keys).unwrap_or(0),
         dataset_perc: dataset as f64 * 100.0 / net as f64,
         peak_perc: mem.used as f64 * 100.0 / peak.max(1) as f64,
     }
@@ -389,11 +389,16 @@ fn doctor_report(f: &Findings) -> String {
         (over(f.rss, f.resident, 1.1), " * High process RSS overhead: This instance has non-allocator RSS memory overhead is greater than 1.1 (this means that the Resident Set Size of the Redis process is much larger than the RSS the allocator holds). This problem may be due to Lua scripts or Modules.\n\n".to_string()),
         (f.clients_per_client > 200 * 1024, " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n".to_string()),
     ];
-    let found: Vec<&String> = findings.iter().filter(|(hit, _)| *hit).map(|(_, t)| t).collect();
+    let found: Vec<&String> = findings
+        .iter()
+        .filter(|(hit, _)| *hit)
+        .map(|(_, t)| t)
+        .collect();
     if found.is_empty() {
         return "Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.\n".to_string();
     }
-    let mut s = "Sam, I detected a few issues in this Redis instance memory implants:\n\n".to_string();
+    let mut s =
+        "Sam, I detected a few issues in this Redis instance memory implants:\n\n".to_string();
     for text in found {
         s.push_str(text);
     }

@@ -11,8 +11,8 @@ use super::config;
 use crate::client::ClientState;
 use crate::command::COMMANDS as ALL_COMMANDS;
 use crate::command::{
-    ADMIN, ALL, ALLOW_BUSY, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NONE, NOSCRIPT, READONLY,
-    STALE, Spec, WRITE, container, table,
+    ADMIN, ALL, ALLOW_BUSY, Ctx, FAST, LOADING, NO_MULTI, NOKEYS, NONE, NOSCRIPT, READONLY, STALE,
+    Spec, WRITE, container, table,
 };
 use crate::config::Config;
 use crate::server::{Server, SlowEntry, unix_ms};
