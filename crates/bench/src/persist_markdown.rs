@@ -310,12 +310,16 @@ fn markdown_speed(out: &mut String, report: &PersistReport) {
 }
 
 /// The headings of the sections other suites write into the server suite's file, in the order
-/// they follow its own: this suite's and the aof suite's.
-const KEPT_HEADINGS: [&str; 2] = [SECTION_HEADING, crate::aof_markdown::SECTION_HEADING];
+/// they follow its own: this suite's, the aof suite's and the evict suite's.
+const KEPT_HEADINGS: [&str; 3] = [
+    SECTION_HEADING,
+    crate::aof_markdown::SECTION_HEADING,
+    crate::evict_markdown::SECTION_HEADING,
+];
 
-/// The `## Persistence` and `## Append-only file` sections of a `BENCHMARKS.md` text, each up to
-/// the next `## ` heading, joined in that order: what the server suite keeps when it writes the
-/// file anew. `None` when there is neither.
+/// The `## Persistence`, `## Append-only file` and `## Eviction and memory return` sections of a
+/// `BENCHMARKS.md` text, each up to the next `## ` heading, joined in that order: what the
+/// server suite keeps when it writes the file anew. `None` when there is none.
 pub fn section(doc: &str) -> Option<String> {
     let kept: String = KEPT_HEADINGS
         .iter()
@@ -412,5 +416,7 @@ mod tests {
             section("## Append-only file: a\n\na\n").unwrap(),
             "## Append-only file: a\n\na\n"
         );
+        let with_evict = format!("{doc}\n## Eviction and memory return: e\n\ne\n");
+        assert!(section(&with_evict).unwrap().ends_with("## Eviction and memory return: e\n\ne\n"));
     }
 }
