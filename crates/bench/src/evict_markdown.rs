@@ -161,15 +161,7 @@ pub fn markdown_section(report: &EvictReport) -> String {
     markdown_fill(&mut out, report);
     markdown_cache(&mut out, report);
     markdown_throughput(&mut out, report);
-    if !report.notes.is_empty() || !report.failures.is_empty() {
-        for note in &report.notes {
-            let _ = writeln!(out, "- note: {note}");
-        }
-        for failure in &report.failures {
-            let _ = writeln!(out, "- FAILED: {failure}");
-        }
-        out.push('\n');
-    }
+    crate::persist_markdown::notes_and_failures(&mut out, &report.notes, &report.failures);
     out
 }
 

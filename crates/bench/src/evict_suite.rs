@@ -26,7 +26,6 @@
 //! second server would take the measured one's core.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
@@ -477,40 +476,8 @@ fn write_outputs(args: &EvictArgs, report: &EvictReport) -> Result<(), String> {
         None if args.quick || args.peers.no_docs => out_dir,
         None => root.join("docs"),
     };
-    plot(&root, &json_path, &charts_dir);
+    crate::server_suite::plot(&root, "plot_evict.py", &json_path, &charts_dir);
     Ok(())
-}
-
-/// Runs `bench/plot_evict.py`, installing matplotlib with pip first if it is missing (as the
-/// server suite does). A chart that cannot be drawn is a warning: the tables and the JSON are
-/// the results.
-fn plot(root: &Path, json: &Path, charts_dir: &Path) {
-    let has_matplotlib = || {
-        Command::new("python3")
-            .args(["-c", "import matplotlib"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !has_matplotlib() {
-        eprintln!("matplotlib missing: installing it with `pip install matplotlib`");
-        let _ = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "matplotlib"])
-            .status();
-    }
-    let script = root.join("bench").join("plot_evict.py");
-    let status = Command::new("python3")
-        .arg(&script)
-        .arg(json)
-        .arg(charts_dir)
-        .status();
-    match status {
-        Ok(s) if s.success() => println!("charts in {}", charts_dir.display()),
-        Ok(s) => eprintln!("warning: {} exited with {s}; no charts", script.display()),
-        Err(e) => eprintln!(
-            "warning: cannot run python3 {}: {e}; no charts",
-            script.display()
-        ),
-    }
 }
 
 #[cfg(test)]

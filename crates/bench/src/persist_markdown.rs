@@ -217,16 +217,23 @@ pub fn markdown_section(report: &PersistReport) -> String {
     markdown_bgsave(&mut out, report);
     markdown_latency(&mut out, report);
     markdown_speed(&mut out, report);
-    if !report.notes.is_empty() || !report.failures.is_empty() {
-        for note in &report.notes {
-            let _ = writeln!(out, "- note: {note}");
-        }
-        for failure in &report.failures {
-            let _ = writeln!(out, "- FAILED: {failure}");
-        }
-        out.push('\n');
-    }
+    notes_and_failures(&mut out, &report.notes, &report.failures);
     out
+}
+
+/// The run's notes and failed measurements as a list (nothing when there are none): the end of
+/// every peer suite's section.
+pub fn notes_and_failures(out: &mut String, notes: &[String], failures: &[String]) {
+    if notes.is_empty() && failures.is_empty() {
+        return;
+    }
+    for note in notes {
+        let _ = writeln!(out, "- note: {note}");
+    }
+    for failure in failures {
+        let _ = writeln!(out, "- FAILED: {failure}");
+    }
+    out.push('\n');
 }
 
 /// `bench <suite> ...` as `cargo run --release -p bench -- <suite> ...`.
@@ -417,6 +424,10 @@ mod tests {
             "## Append-only file: a\n\na\n"
         );
         let with_evict = format!("{doc}\n## Eviction and memory return: e\n\ne\n");
-        assert!(section(&with_evict).unwrap().ends_with("## Eviction and memory return: e\n\ne\n"));
+        assert!(
+            section(&with_evict)
+                .unwrap()
+                .ends_with("## Eviction and memory return: e\n\ne\n")
+        );
     }
 }

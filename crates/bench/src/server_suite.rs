@@ -697,13 +697,13 @@ fn write_outputs(args: &ServerArgs, report: &ServerSuiteReport) -> Result<(), St
         .and_then(|()| std::fs::write(&md_path, text))
         .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
     println!("wrote {}", md_path.display());
-    plot(&root, &json_path, &docs_dir);
+    plot(&root, "plot.py", &json_path, &docs_dir);
     Ok(())
 }
 
-/// Runs `bench/plot.py`, installing matplotlib with pip first if it is missing. A chart that
-/// cannot be drawn is a warning: the tables and the JSON are the results.
-fn plot(root: &Path, json: &Path, docs_dir: &Path) {
+/// Runs `bench/<script>` on a suite's JSON, installing matplotlib with pip first if it is
+/// missing. A chart that cannot be drawn is a warning: the tables and the JSON are the results.
+pub fn plot(root: &Path, script: &str, json: &Path, docs_dir: &Path) {
     let has_matplotlib = || {
         Command::new("python3")
             .args(["-c", "import matplotlib"])
@@ -716,7 +716,7 @@ fn plot(root: &Path, json: &Path, docs_dir: &Path) {
             .args(["-m", "pip", "install", "--quiet", "matplotlib"])
             .status();
     }
-    let script = root.join("bench").join("plot.py");
+    let script = root.join("bench").join(script);
     let status = Command::new("python3")
         .arg(&script)
         .arg(json)

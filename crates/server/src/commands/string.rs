@@ -468,16 +468,8 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     }
     // A raw string grows in place; anything else is rewritten whole below (and becomes raw).
-    match ctx
-        .shard(key)
-        .patch_raw_string(db, key, Patch::Append, args[2], now)
-    {
-        Ok(Some(len)) => {
-            ctx.touch(db, key);
-            return ctx.out.integer(len as i64);
-        }
-        Ok(None) => {}
-        Err(e) => return ctx.store_error(e),
+    if patched_in_place(ctx, key, Patch::Append, args[2]) {
+        return;
     }
     let Ok(old) = read(ctx, key) else { return };
     let mut value = old.unwrap_or_default();
@@ -491,6 +483,25 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     ctx.touch(db, key);
     ctx.out.integer(value.len() as i64);
+}
+
+/// APPEND's and SETRANGE's in-place write into a raw string (`Shard::patch_raw_string`): true
+/// when it was done and replied to (the new length, or the store's error); false when `key`
+/// holds no raw string and the caller rewrites it whole.
+fn patched_in_place(ctx: &mut Ctx<'_, '_>, key: &[u8], at: Patch, bytes: &[u8]) -> bool {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    match ctx.shard(key).patch_raw_string(db, key, at, bytes, now) {
+        Ok(Some(len)) => {
+            ctx.touch(db, key);
+            ctx.out.integer(len as i64);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            ctx.store_error(e);
+            true
+        }
+    }
 }
 
 pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -626,16 +637,8 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
     let (offset, end) = (offset as usize, end as usize);
     // A raw string is patched in place; anything else is rewritten whole (and becomes raw).
-    match ctx
-        .shard(key)
-        .patch_raw_string(db, key, Patch::At(offset), patch, now)
-    {
-        Ok(Some(len)) => {
-            ctx.touch(db, key);
-            return ctx.out.integer(len as i64);
-        }
-        Ok(None) => {}
-        Err(e) => return ctx.store_error(e),
+    if patched_in_place(ctx, key, Patch::At(offset), patch) {
+        return;
     }
     let Ok(old) = read(ctx, key) else { return };
     let exists = old.is_some();
