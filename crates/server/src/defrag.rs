@@ -126,11 +126,11 @@ impl Defrag {
 
     /// Thread 0's cron: decides, then spends this tick's share on the shards in turn.
     pub fn cron(&self, server: &Server, frag: impl FnOnce() -> Fragmentation) {
-        let config = server.config.read().clone();
-        if !config.activedefrag {
+        if !server.config.read().activedefrag {
             self.running.store(0, Ordering::Relaxed);
             return;
         }
+        let config = server.config.read().clone();
         self.compute_cycles(&config, frag());
         let cpu = self.running_percent();
         if cpu == 0 {

@@ -125,6 +125,7 @@ fn check(
     server: &Server,
     state: &ClientState,
     args: &[&[u8]],
+    now_ms: u64,
 ) -> Result<(usize, &'static Spec), Refusal> {
     let (index, spec) = match find(state, args) {
         Found::Command(index, spec) => (index, spec),
@@ -167,7 +168,7 @@ fn check(
         return refuse(Text::Formatted(text));
     }
     // Each check reads its atomic first: the common case costs a load per command.
-    if server.eviction.limited() && out_of_memory(server, state, spec) {
+    if server.eviction.limited() && out_of_memory(server, state, spec, now_ms) {
         return refuse(Text::Shared(OOM));
     }
     if crate::bgsave::writes_denied(server)
@@ -196,9 +197,8 @@ const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// Evicts as `maxmemory` asks (before every command, as Redis's `processCommand`), and whether
 /// this command must be refused for it: a DENYOOM one (EXEC: with a DENYOOM command queued), or
 /// any command but EXEC, DISCARD, QUIT and RESET inside MULTI, when nothing more could be freed.
-fn out_of_memory(server: &Server, state: &ClientState, spec: &Spec) -> bool {
-    let now = crate::server::unix_ms();
-    if server.eviction.perform(server, now) == crate::evict::Outcome::Ok {
+fn out_of_memory(server: &Server, state: &ClientState, spec: &Spec, now_ms: u64) -> bool {
+    if server.eviction.perform(server, now_ms) == crate::evict::Outcome::Ok {
         return false;
     }
     let queued_in_multi =
@@ -242,7 +242,7 @@ fn route(
         && args[0].eq_ignore_ascii_case(b"client")
         && args[1].eq_ignore_ascii_case(b"reply");
     let routed = Routed { is_client_reply };
-    let (index, spec) = match check(server, state, args) {
+    let (index, spec) = match check(server, state, args, now_ms) {
         Ok(found) => found,
         Err(refusal) => {
             reject(server, state, out, &refusal);

@@ -47,6 +47,16 @@ const COMPACT_PER_TICK: Duration = Duration::from_millis(1);
 /// Compaction units after each eviction call: what the evicted keys freed comes back as pages.
 const COMPACT_UNITS_PER_EVICTION: usize = 64;
 
+/// Every distinct `Policy`, indexed by what `Eviction::policy` stores.
+const POLICIES: [Policy; 6] = [
+    Policy::NoEviction,
+    Policy::Evict(Picker::Clock, Scope::AllKeys),
+    Policy::Evict(Picker::Clock, Scope::Volatile),
+    Policy::Evict(Picker::Random, Scope::AllKeys),
+    Policy::Evict(Picker::Random, Scope::Volatile),
+    Policy::Evict(Picker::Ttl, Scope::Volatile),
+];
+
 /// `maxmemory-policy`, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -66,31 +76,12 @@ impl Policy {
         }
     }
 
-    fn code(self) -> u8 {
-        match self {
-            Policy::NoEviction => 0,
-            Policy::Evict(picker, scope) => {
-                1 + picker as u8 * 2 + u8::from(scope == Scope::Volatile)
-            }
-        }
-    }
-
-    fn of_code(code: u8) -> Policy {
-        let picker = match (code.max(1) - 1) / 2 {
-            0 => Picker::Clock,
-            1 => Picker::Random,
-            _ => Picker::Ttl,
-        };
-        let scope = if (code.max(1) - 1) % 2 == 1 {
-            Scope::Volatile
-        } else {
-            Scope::AllKeys
-        };
-        if code == 0 {
-            Policy::NoEviction
-        } else {
-            Policy::Evict(picker, scope)
-        }
+    /// The policy's place in `POLICIES` (what the shared state stores).
+    fn index(self) -> u8 {
+        POLICIES
+            .iter()
+            .position(|&p| p == self)
+            .expect("every policy is listed") as u8
     }
 }
 
@@ -171,7 +162,7 @@ impl Eviction {
         let relaxed = Ordering::Relaxed;
         self.limit.store(config.maxmemory, relaxed);
         let policy = Policy::parse(&config.maxmemory_policy);
-        self.policy.store(policy.code(), relaxed);
+        self.policy.store(policy.index(), relaxed);
         self.samples.store(
             u32::try_from(config.maxmemory_samples).unwrap_or(5),
             relaxed,
@@ -192,7 +183,7 @@ impl Eviction {
     }
 
     fn policy(&self) -> Policy {
-        Policy::of_code(self.policy.load(Ordering::Relaxed))
+        POLICIES[usize::from(self.policy.load(Ordering::Relaxed))]
     }
 
     /// Records the heap bytes of the shards `locks` holds, after a command ran.
@@ -375,7 +366,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn policies_round_trip_through_their_codes() {
+    fn policies_round_trip_through_their_index() {
         for name in [
             "volatile-lru",
             "volatile-lfu",
@@ -387,7 +378,7 @@ mod tests {
             "noeviction",
         ] {
             let policy = Policy::parse(name);
-            assert_eq!(Policy::of_code(policy.code()), policy, "{name}");
+            assert_eq!(POLICIES[usize::from(policy.index())], policy, "{name}");
             assert_eq!(policy == Policy::NoEviction, name == "noeviction");
         }
         assert_eq!(
