@@ -23,9 +23,6 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-/// Replies of served clients waiting for their thread: (client id, reply bytes).
-pub type Inbox = Vec<(u64, Vec<u8>)>;
-
 /// What a blocked client does once one of its keys has data.
 #[derive(Clone, Debug)]
 pub enum BlockOp {
@@ -160,10 +157,7 @@ fn serve_key(server: &Server, db: usize, key: &[u8], now_ms: u64) {
             let blocked = b.unlink(id).expect("checked above");
             drop(b);
             server.blocked_clients.fetch_sub(1, Ordering::Relaxed);
-            blocked.shared.killed.store(true, Ordering::Relaxed);
-            if let Some(waker) = server.wakers.read().get(blocked.shared.thread) {
-                let _ = waker.wake();
-            }
+            server.kill(&blocked.shared);
             continue;
         }
         let mut state = ClientState::new(Arc::clone(&blocked.shared), true);
@@ -206,12 +200,12 @@ fn gone(blocked: &Blocked) -> bool {
 
 /// Hands a served client's reply to its thread and wakes that thread.
 fn deliver(server: &Server, client: &ClientShared, reply: Vec<u8>) {
-    server.inboxes[client.thread]
-        .lock()
-        .push((client.id, reply));
-    if let Some(waker) = server.wakers.read().get(client.thread) {
-        let _ = waker.wake();
-    }
+    server.mail.post_one(
+        server,
+        client.thread,
+        client.id,
+        crate::mail::Mail::Reply(reply),
+    );
 }
 
 /// Ends the blocking of a client whose deadline passed: true if it was still blocked (the caller

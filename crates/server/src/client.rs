@@ -44,9 +44,17 @@ pub struct ClientState {
     pub blocked: Option<u64>,
     /// Running the commands of an EXEC: blocking commands must not block.
     pub in_exec: bool,
+    /// Pub/sub subscriptions (`None`: none, the common case costs a pointer).
+    pub subs: Option<Box<crate::pubsub::Subscriptions>>,
 }
 
 impl ClientState {
+    /// In RESP2 subscribed mode only (un)subscribe commands, PING, QUIT and RESET run, and the
+    /// pub/sub output limit applies to every subscriber (Redis's `CLIENT_PUBSUB`).
+    pub fn subscribed(&self) -> bool {
+        self.subs.is_some()
+    }
+
     pub fn new(shared: Arc<ClientShared>, authenticated: bool) -> ClientState {
         ClientState {
             shared,
@@ -62,6 +70,7 @@ impl ClientState {
             close_now: false,
             blocked: None,
             in_exec: false,
+            subs: None,
         }
     }
 }

@@ -380,6 +380,28 @@ impl<'c> Ctx<'_, 'c> {
         self.effects.forced = true;
     }
 
+    /// Redis's `notifyKeyspaceEvent(class, event, key, db)` for the client's database: publishes
+    /// the event if its class is enabled (`notify.rs`).
+    #[inline]
+    pub fn notify(&mut self, class: i32, event: &str, key: &[u8]) {
+        let db = self.client.db;
+        self.notify_db(class, event, key, db);
+    }
+
+    /// `notify` for database `db` (MOVE, COPY … DB, SWAPDB).
+    pub fn notify_db(&mut self, class: i32, event: &str, key: &[u8], db: usize) {
+        if !crate::notify::enabled(self.server, class) {
+            return;
+        }
+        let publisher = crate::pubsub::Publisher {
+            id: self.client.shared.id,
+            thread: self.client.shared.thread,
+            protocol: self.client.protocol,
+            out: self.out.out_mut(),
+        };
+        crate::notify::notify(self.server, class, event, key, db, Some(publisher));
+    }
+
     /// `key` received elements: clients blocked on it (BLPOP, BZPOPMIN…) may be served.
     pub fn signal_ready(&self, db: usize, key: &[u8]) {
         self.server.signal_ready(db, key);
@@ -828,6 +850,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
         c::sort::COMMANDS,
         c::blocking::LIST_COMMANDS,
         c::blocking::ZSET_COMMANDS,
+        c::pubsub::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -181,6 +181,13 @@ fn check(
     {
         return refuse(Text::Coded(text));
     }
+    if state.subscribed() && state.protocol == resp::Protocol::Resp2 && !allowed_subscribed(spec) {
+        let text = format!(
+            "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.name
+        );
+        return refuse(Text::Formatted(text.into_bytes()));
+    }
     if server.persistence.load.loading.load(Ordering::Relaxed)
         && flags_of(state, spec) & flag::LOADING == 0
     {
@@ -189,6 +196,22 @@ fn check(
         ));
     }
     Ok((index, spec))
+}
+
+/// What a RESP2 client with subscriptions may run (Redis's `processCommand`).
+fn allowed_subscribed(spec: &Spec) -> bool {
+    matches!(
+        spec.name,
+        "ping"
+            | "subscribe"
+            | "ssubscribe"
+            | "unsubscribe"
+            | "sunsubscribe"
+            | "psubscribe"
+            | "punsubscribe"
+            | "quit"
+            | "reset"
+    )
 }
 
 /// Redis's `shared.oomerr`.

@@ -37,10 +37,13 @@ pub mod evict;
 pub mod hot_stats;
 pub mod log;
 pub mod longdouble;
+pub mod mail;
 pub mod net;
+pub mod notify;
 pub mod number;
 pub mod persistence;
 pub mod propagate;
+pub mod pubsub;
 pub mod rdb_load;
 pub mod server;
 

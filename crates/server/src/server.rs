@@ -79,6 +79,8 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watching: usize,
     pub no_evict: bool,
+    /// Channels, patterns and shard channels subscribed to (`sub`, `psub`, `ssub`).
+    pub subscriptions: (usize, usize, usize),
     pub no_touch: bool,
 }
 
@@ -175,8 +177,12 @@ pub struct Server {
     pub ready_pending: AtomicBool,
     /// Blocked clients and the keys they wait on (`blocking.rs`).
     pub blocking: Mutex<crate::blocking::Blocking>,
-    /// Per I/O thread: replies of its blocked clients that another thread served.
-    pub inboxes: Box<[Mutex<crate::blocking::Inbox>]>,
+    /// Per I/O thread: output for its connections from commands on other threads (`mail.rs`).
+    pub mail: crate::mail::Mailboxes,
+    /// Channels, patterns and their subscribers (`pubsub.rs`).
+    pub pubsub: crate::pubsub::PubSub,
+    /// `notify-keyspace-events` as Redis's class bits (`notify.rs`), read by every notification.
+    pub notify_flags: std::sync::atomic::AtomicI32,
     /// Whether the cron deletes expired keys nobody reads (DEBUG SET-ACTIVE-EXPIRE; Redis's
     /// `active_expire_enabled`). Lazy expiry on access is not affected.
     pub active_expire_enabled: AtomicBool,
@@ -248,9 +254,9 @@ impl Server {
             rebound: (0..config.io_threads.max(1))
                 .map(|_| Mutex::new(None))
                 .collect(),
-            inboxes: (0..config.io_threads.max(1))
-                .map(|_| Mutex::new(Vec::new()))
-                .collect(),
+            mail: crate::mail::Mailboxes::new(config.io_threads),
+            pubsub: crate::pubsub::PubSub::default(),
+            notify_flags: std::sync::atomic::AtomicI32::new(config.notify_keyspace_events),
             slowlog_slower_than: AtomicI64::new(config.slowlog_log_slower_than),
             hot: HotStats::new(config.io_threads.max(1), crate::command::COMMANDS.len()),
             config: RwLock::new(config),
@@ -497,6 +503,20 @@ impl Server {
         let code = text.split(|&b| b == b' ').next().unwrap_or(b"ERR");
         let code = String::from_utf8_lossy(code).into_owned();
         *self.errorstats.lock().entry(code).or_default() += 1;
+    }
+
+    /// Marks `client` killed and tells its thread to close it (CLIENT KILL).
+    pub fn kill(&self, client: &ClientShared) {
+        client.killed.store(true, Ordering::Relaxed);
+        self.mail
+            .post_one(self, client.thread, client.id, crate::mail::Mail::Kill);
+    }
+
+    /// Wakes I/O thread `thread` (mail for it, a kill).
+    pub fn wake(&self, thread: usize) {
+        if let Some(waker) = self.wakers.read().get(thread) {
+            let _ = waker.wake();
+        }
     }
 
     /// Wakes every I/O thread (shutdown, CLIENT KILL).

@@ -46,6 +46,12 @@ static CLIENT_SUBCOMMANDS: &[Spec] = table! {
 };
 
 pub fn ping(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len() <= 2 && ctx.client.subscribed() && ctx.client.protocol == Protocol::Resp2 {
+        // Subscribed mode: a message-shaped reply, `pong` and the argument or "".
+        ctx.out.array_len(2);
+        ctx.out.bulk(b"pong");
+        return ctx.out.bulk(args.get(1).copied().unwrap_or(b""));
+    }
     match args.len() {
         1 => ctx.out.simple(b"PONG"),
         2 => ctx.out.bulk(args[1]),
@@ -179,6 +185,7 @@ pub fn hello(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 pub fn reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    crate::pubsub::forget(ctx.server, ctx.client);
     ctx.client.multi = None;
     ctx.client.multi_error = false;
     let watched = std::mem::take(&mut ctx.client.watched);
@@ -226,7 +233,7 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
     };
     let b = Buffers::of(client);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
         client.id,
         client.addr,
         client.laddr,
@@ -236,6 +243,9 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
         idle,
         client_flags(client, &info),
         info.db,
+        info.subscriptions.0,
+        info.subscriptions.1,
+        info.subscriptions.2,
         info.multi,
         b.qbuf,
         b.qbuf_free,
@@ -256,7 +266,9 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
 /// CLIENT LIST's `flags=`, in Redis's order.
 fn client_flags(client: &ClientShared, info: &crate::server::ClientInfo) -> String {
     let mut flags = String::new();
+    let (channels, patterns, shard_channels) = info.subscriptions;
     for (on, flag) in [
+        (channels + patterns + shard_channels > 0, 'P'),
         (info.multi >= 0, 'x'),
         (client.blocked.load(Ordering::Relaxed), 'b'),
         (client.watch_dirty.load(Ordering::Relaxed), 'd'),
@@ -585,8 +597,5 @@ fn kill(ctx: &mut Ctx<'_, '_>, target: &ClientShared) {
         ctx.client.close_after_reply = true;
         return;
     }
-    target.killed.store(true, Ordering::Relaxed);
-    if let Some(waker) = ctx.server.wakers.read().get(target.thread) {
-        let _ = waker.wake();
-    }
+    ctx.server.kill(target);
 }

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod list;
 pub mod memory;
 pub mod persistence;
+pub mod pubsub;
 pub mod random;
 pub mod server;
 pub mod set;

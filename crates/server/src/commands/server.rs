@@ -581,7 +581,7 @@ pub fn swapdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 /// Redis's `addReplySubcommandSyntaxError`: a subcommand whose handler rejects its argument
 /// count beyond what the table's arity already checked (SLOWLOG GET 1 2).
-fn subcommand_syntax_error(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+pub(crate) fn subcommand_syntax_error(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut text = b"ERR unknown subcommand or wrong number of arguments for '".to_vec();
     let sub = args[1];
     let sub = &sub[..sub

@@ -128,6 +128,8 @@ pub enum Apply {
     AppendOnly,
     /// `appendfsync`, `aof-timestamp-enabled`, `no-appendfsync-on-rewrite`: cached by the AOF.
     AofOptions,
+    /// `notify-keyspace-events`: cached in `Server::notify_flags`.
+    Messaging,
 }
 
 /// An `is_valid` check of a new value: the error is Redis's text.

@@ -249,34 +249,10 @@ pub fn oom_rewrite(c: &Config, name: &str, rw: &mut Rewrite) {
 
 // ---- notify-keyspace-events (keyspaceEventsStringToFlags) ----
 
-const NOTIFY_KEYSPACE: i32 = 1;
-const NOTIFY_KEYEVENT: i32 = 1 << 1;
-const NOTIFY_KEY_MISS: i32 = 1 << 11;
-/// The class characters of `A` in Redis's order (`g $ l s h z x e t d n`), `n` and `d` last.
-const CLASS_FLAGS: [(u8, i32); 11] = [
-    (b'g', 1 << 2),
-    (b'$', 1 << 3),
-    (b'l', 1 << 4),
-    (b's', 1 << 5),
-    (b'h', 1 << 6),
-    (b'z', 1 << 7),
-    (b'x', 1 << 8),
-    (b'e', 1 << 9),
-    (b't', 1 << 10),
-    (b'd', 1 << 13),
-    (b'n', 1 << 14),
-];
-/// `A`: every class but `m` (key misses) and `n` (new keys).
-const NOTIFY_ALL: i32 = (1 << 2)
-    | (1 << 3)
-    | (1 << 4)
-    | (1 << 5)
-    | (1 << 6)
-    | (1 << 7)
-    | (1 << 8)
-    | (1 << 9)
-    | (1 << 10)
-    | (1 << 13);
+use crate::notify::class::{
+    ALL as NOTIFY_ALL, CLASS_FLAGS, KEY_MISS as NOTIFY_KEY_MISS, KEYEVENT as NOTIFY_KEYEVENT,
+    KEYSPACE as NOTIFY_KEYSPACE,
+};
 
 pub fn notify_flags(text: &[u8]) -> Option<i32> {
     let mut flags = 0;

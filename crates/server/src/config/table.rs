@@ -43,8 +43,7 @@ const EVICTION: Status = Status::Works(
     "two access bits per key and a CLOCK hand per shard stand in for Redis's 24-bit clock and sampling (docs/memory.md)",
 );
 const CLIENT_EVICTION: Status = Status::Planned("client eviction (maxmemory-clients)");
-const MESSAGING: Status =
-    Status::Planned("messaging (pub/sub, keyspace notifications, client tracking)");
+const MESSAGING: Status = Status::Works("as Redis 7.0 (docs/messaging.md)");
 const SCRIPTING: Status = Status::Planned("scripting (EVAL, FUNCTION)");
 const HLL: Status = Status::Planned("HyperLogLog");
 const REPLICATION: Status = Status::NoEffect("densekv has no replication");
@@ -483,7 +482,7 @@ directives! {
     save: Vec<(i64, i64)> = vec![(3600, 1), (300, 100), (60, 10000)]; "save", MODIFIABLE | MULTI_ARG, special(sp::save_set, sp::save_get, sp::save_rewrite), Status::Works("save points start the forkless background save on their timers; shutdown and FLUSHALL save as in Redis"), None;
     output_limit_normal: (u64, u64, u64) = (0, 0, 0); "client-output-buffer-limit", MODIFIABLE | MULTI_ARG, special(sp::obuf_set, sp::obuf_get, sp::obuf_rewrite), Status::Works("the normal class; replica and pubsub limits are kept for when those clients exist"), None;
     oom_score_adj_values: [i32; 3] = [0, 200, 800]; "oom-score-adj-values", MODIFIABLE | MULTI_ARG, special(sp::oom_set, sp::oom_get, sp::oom_rewrite), Status::Works("the primary's value is used (densekv forks no children and is never a replica)"), OomScore;
-    notify_keyspace_events: i32 = 0; "notify-keyspace-events", MODIFIABLE, special(sp::notify_set, sp::notify_get, sp::notify_rewrite), MESSAGING, None;
+    notify_keyspace_events: i32 = 0; "notify-keyspace-events", MODIFIABLE, special(sp::notify_set, sp::notify_get, sp::notify_rewrite), MESSAGING, Messaging;
     bind: Vec<String> = vec!["127.0.0.1".into(), "-::1".into()]; "bind", MODIFIABLE | MULTI_ARG, special(sp::bind_set, sp::bind_get, sp::bind_rewrite), Status::Works("default loopback only; CONFIG SET of new addresses needs the network loop to listen again (docs/config.md, CONFIG)"), Bind;
     replicaof: Option<(String, i64)> = None; "replicaof" | "slaveof", IMMUTABLE | MULTI_ARG, special(sp::replicaof_set, sp::replicaof_get, sp::replicaof_rewrite), Status::Refused("replication"), None;
     latency_tracking_info_percentiles: Vec<f64> = vec![50.0, 99.0, 99.9]; "latency-tracking-info-percentiles", MODIFIABLE | MULTI_ARG, special(sp::percentiles_set, sp::percentiles_get, sp::percentiles_rewrite), TRACKING, None;

@@ -24,7 +24,6 @@ pub(super) fn accept_all(
     listener: &TcpListener,
     thread: usize,
     conns: &mut HashMap<usize, Conn>,
-    next_token: &mut usize,
 ) {
     loop {
         let (mut stream, peer) = match listener.accept() {
@@ -47,8 +46,8 @@ pub(super) fn accept_all(
         };
         set_options(&stream, keepalive_secs);
         let shared = client_shared(server, &stream, peer, thread);
-        let token = *next_token;
-        *next_token += 1;
+        // The client id is the token: mail for a client finds its connection by id.
+        let token = shared.id as usize;
         let interest = Interest::READABLE | Interest::WRITABLE;
         if poll
             .registry()

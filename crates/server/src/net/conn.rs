@@ -37,6 +37,7 @@
 use super::buffers::{BUFFER_BYTES, Pools};
 use crate::client::{ClientState, Input};
 use crate::dispatch;
+use crate::mail::Mail;
 use crate::server::{ClientShared, Server, unix_ms};
 use mio::net::TcpStream;
 use resp::Request;
@@ -90,20 +91,32 @@ impl Conn {
 
 /// What a turn needs from the configuration, read once per turn rather than per command.
 #[derive(Clone, Copy, Debug)]
-struct TurnConfig {
+pub(super) struct TurnConfig {
     requirepass: bool,
     query_limit_bytes: usize,
     /// `client-output-buffer-limit normal`: hard bytes, soft bytes, soft seconds (0: none).
     output_limit: (u64, u64, u64),
+    /// `client-output-buffer-limit pubsub`: for clients with subscriptions.
+    output_limit_pubsub: (u64, u64, u64),
 }
 
 impl TurnConfig {
-    fn of(server: &Server) -> TurnConfig {
+    /// The output limit of `state`'s class: `pubsub` while it has subscriptions, else `normal`.
+    fn limit(&self, state: &ClientState) -> (u64, u64, u64) {
+        if state.subscribed() {
+            self.output_limit_pubsub
+        } else {
+            self.output_limit
+        }
+    }
+
+    pub(super) fn of(server: &Server) -> TurnConfig {
         let c = server.config.read();
         TurnConfig {
             requirepass: c.requirepass.is_some(),
             query_limit_bytes: c.client_query_buffer_limit as usize,
             output_limit: c.output_limit_normal,
+            output_limit_pubsub: c.output_limit_pubsub,
         }
     }
 }
@@ -325,7 +338,7 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
                     crate::blocking::serve_ready(server, now_ms);
                     mark = crate::clock::now();
                 }
-                if over_output_limit(out.len() - *out_pos, soft_limit_since, turn) {
+                if over_output_limit(out.len() - *out_pos, soft_limit_since, turn.limit(state)) {
                     state.close_now = true;
                 }
             }
@@ -368,8 +381,8 @@ fn compact(input: &mut Input) {
 /// Whether `pending` reply bytes break the `normal` class's output limit, tracking when the
 /// soft limit was first passed (Redis's `checkClientOutputBufferLimits`: the soft limit closes
 /// once it has been exceeded for more than its seconds).
-fn over_output_limit(pending: usize, since: &mut Option<Instant>, turn: &TurnConfig) -> bool {
-    let (hard, soft, secs) = turn.output_limit;
+fn over_output_limit(pending: usize, since: &mut Option<Instant>, limit: (u64, u64, u64)) -> bool {
+    let (hard, soft, secs) = limit;
     if hard == 0 && soft == 0 {
         return false;
     }
@@ -418,7 +431,49 @@ fn flush(server: &Server, conn: &mut Conn, pools: &mut Pools, turn: &TurnConfig)
         }
         return Ok(());
     }
-    if over_output_limit(conn.pending(), &mut conn.soft_limit_since, turn) {
+    if over_output_limit(
+        conn.pending(),
+        &mut conn.soft_limit_since,
+        turn.limit(&conn.state),
+    ) {
+        return Err(());
+    }
+    Ok(())
+}
+
+/// Appends mail from another command to the connection's output (`mail.rs`). `Err`: close it —
+/// a kill, or a subscriber whose pending output broke the `pubsub` limit (a slow subscriber is
+/// disconnected rather than allowed to grow the server, as Redis does).
+pub(super) fn deliver(
+    conn: &mut Conn,
+    pools: &mut Pools,
+    mail: Mail,
+    turn: &TurnConfig,
+) -> Result<(), ()> {
+    if conn.out.capacity() == 0 {
+        conn.out = pools.take_reply();
+    }
+    match mail {
+        Mail::Kill => return Err(()),
+        Mail::Reply(reply) => {
+            conn.out.extend_from_slice(&reply);
+            conn.state.blocked = None;
+        }
+        Mail::Message(message, pattern) => {
+            crate::pubsub::encode(
+                &mut conn.out,
+                conn.state.protocol,
+                &message,
+                pattern.as_deref(),
+            );
+        }
+        Mail::Raw(bytes) => conn.out.extend_from_slice(&bytes),
+    }
+    if over_output_limit(
+        conn.pending(),
+        &mut conn.soft_limit_since,
+        turn.limit(&conn.state),
+    ) {
         return Err(());
     }
     Ok(())

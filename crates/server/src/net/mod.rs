@@ -264,7 +264,6 @@ pub fn run_thread(
         poll,
         listeners,
         conns: HashMap::new(),
-        next_token: 0,
         pools: Pools::default(),
         ready: Vec::new(),
         turn: 0,
@@ -356,7 +355,6 @@ struct Thread<'a> {
     poll: Poll,
     listeners: Vec<TcpListener>,
     conns: HashMap<usize, Conn>,
-    next_token: usize,
     pools: Pools,
     /// Connections to serve next turn without waiting for an event (see `conn.rs`).
     ready: Vec<usize>,
@@ -432,12 +430,9 @@ impl Thread<'_> {
         }
         for event in events {
             match event.token() {
-                // Kills are found by this sweep, new listening sockets by this check; shutdown
-                // by the check at the top.
-                WAKER => {
-                    self.close_killed();
-                    self.swap_listeners();
-                }
+                // Mail (kills included) is taken below, new listening sockets by this check,
+                // shutdown by the check at the top.
+                WAKER => self.swap_listeners(),
                 Token(t) if t >= FIRST_LISTENER => {
                     let listener = &self.listeners[t - FIRST_LISTENER];
                     accept::accept_all(
@@ -446,7 +441,6 @@ impl Thread<'_> {
                         listener,
                         self.index,
                         &mut self.conns,
-                        &mut self.next_token,
                     );
                 }
                 Token(t) => {
@@ -459,7 +453,8 @@ impl Thread<'_> {
                 }
             }
         }
-        let mail = self.unblock(&mut touched);
+        let mut mail = self.take_mail(&mut touched);
+        self.time_out_blocked(&mut touched);
         for &token in &touched {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
@@ -475,6 +470,9 @@ impl Thread<'_> {
         // write per connection as soon as it ran woke the client once per connection; the
         // wake-ups (an IPI each on this VM) cost as much server CPU as the inserts themselves.
         // What those commands appended to the AOF reaches the file first (group commit).
+        // Mail this turn's commands posted to this thread's own connections (a publish to a
+        // subscriber here) goes out with the replies.
+        mail |= self.take_mail(&mut touched);
         crate::aof::before_replies(self.server, mail);
         for token in touched {
             let Some(conn) = self.conns.get_mut(&token) else {
@@ -510,31 +508,40 @@ impl Thread<'_> {
         }
     }
 
-    /// Resumes blocked clients of this thread: those another command served (their replies wait
-    /// in the thread's inbox) and those whose timeout passed (null reply). True when another
-    /// thread served some (their pops are in the AOF stream before their replies leave).
-    fn unblock(&mut self, touched: &mut Vec<usize>) -> bool {
-        let server = self.server;
-        let mail = {
-            let mut inbox = server.inboxes[self.index].lock();
-            if inbox.is_empty() {
-                Vec::new()
-            } else {
-                std::mem::take(&mut *inbox)
-            }
-        };
-        let had_mail = !mail.is_empty();
-        for (id, reply) in mail {
-            if let Some((&token, conn)) =
-                self.conns.iter_mut().find(|(_, c)| c.state.shared.id == id)
-            {
-                conn.out.extend_from_slice(&reply);
-                conn.state.blocked = None;
-                touched.push(token);
-            }
+    /// Hands this thread's connections the mail other commands posted for them: blocked
+    /// clients' replies (they resume), pub/sub messages, kills. True when it held replies of
+    /// blocked clients (their pops are in the AOF stream before their replies leave).
+    fn take_mail(&mut self, touched: &mut Vec<usize>) -> bool {
+        let mut replies = false;
+        let batch = self.server.mail.take(self.index);
+        if batch.is_empty() {
+            return false;
         }
+        let turn = conn::TurnConfig::of(self.server);
+        for (id, mail) in batch {
+            let token = id as usize;
+            let Some(conn) = self.conns.get_mut(&token) else {
+                continue;
+            };
+            if matches!(mail, crate::mail::Mail::Reply(_)) {
+                // Served from its BLPOP & co.: the requests it sent meanwhile run next turn.
+                replies = true;
+                self.ready.push(token);
+            }
+            if conn::deliver(conn, &mut self.pools, mail, &turn).is_err() {
+                self.close(token);
+                continue;
+            }
+            self.touch(token, touched);
+        }
+        replies
+    }
+
+    /// Sends the timeout reply to this thread's blocked clients whose deadline passed.
+    fn time_out_blocked(&mut self, touched: &mut Vec<usize>) {
+        let server = self.server;
         if server.blocked_clients.load(Ordering::Relaxed) == 0 {
-            return had_mail;
+            return;
         }
         let now = unix_ms();
         let mut timed_out = Vec::new();
@@ -550,7 +557,6 @@ impl Thread<'_> {
         for token in timed_out {
             self.touch(token, touched);
         }
-        had_mail
     }
 
     /// Closes connection `token` and releases at once everything it held: its blocking
@@ -564,25 +570,13 @@ impl Thread<'_> {
             crate::blocking::forget(server, conn.state.shared.id);
         }
         let _ = self.poll.registry().deregister(&mut conn.stream);
+        crate::pubsub::forget(server, &mut conn.state);
         let watched = std::mem::take(&mut conn.state.watched);
         server.unwatch(&conn.state.shared, &watched);
         server.clients.lock().remove(&conn.state.shared.id);
         server.connected.fetch_sub(1, Ordering::Relaxed);
         self.pools.give_query(std::mem::take(&mut conn.input.query));
         self.pools.give_reply(std::mem::take(&mut conn.out));
-    }
-
-    /// Closes the connections that CLIENT KILL marked killed.
-    fn close_killed(&mut self) {
-        let killed: Vec<usize> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.state.shared.killed.load(Ordering::Relaxed))
-            .map(|(&t, _)| t)
-            .collect();
-        for token in killed {
-            self.close(token);
-        }
     }
 
     /// At shutdown: sends each connection what output it can without waiting, then closes it.
