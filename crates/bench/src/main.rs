@@ -7,6 +7,7 @@
 //! cargo run --release -p bench -- persist [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- aof [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- evict [--quick] [--rounds N] [--densekv PATH] [--only S,..]
+//! cargo run --release -p bench -- pubsub [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
@@ -32,6 +33,10 @@
 //! `evict` (`evict_*`: memory returned after DEL, writes past `maxmemory` under LRU, a Zipf
 //! cache under LFU and LRU, SET throughput while evicting) writes its JSON and Markdown into the
 //! output directory only, and its charts through `bench/plot_evict.py`.
+//!
+//! `pubsub` (`pubsub_*`: PUBLISH throughput to 1, 10 and 100 subscribers and to 10 pattern
+//! subscribers, delivery latency to 1,000 subscribers) writes its JSON and Markdown into the
+//! output directory only, like `evict`.
 //!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
@@ -63,6 +68,12 @@ mod persist_report;
 mod persist_server;
 mod persist_speed;
 mod persist_suite;
+mod pubsub_driver;
+mod pubsub_markdown;
+mod pubsub_report;
+mod pubsub_subscribers;
+mod pubsub_suite;
+mod pubsub_wire;
 mod rng;
 mod server_memory;
 mod server_proc;
@@ -104,10 +115,13 @@ enum Suite {
     /// densekv's memory return and eviction against redis-server: RSS after DEL, writes past
     /// maxmemory, a Zipf cache's miss ratio under LFU and LRU, SET throughput while evicting.
     Evict(evict_suite::EvictArgs),
+    /// densekv's publish/subscribe against redis-server: PUBLISH throughput to 1, 10, 100
+    /// subscribers and to pattern subscribers, delivery latency to 1,000 subscribers.
+    Pubsub(pubsub_suite::PubsubArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, server, persist, aof, then evict (same --quick and
-    /// --out-dir).
+    /// Every suite there is: heap, shapes, server, persist, aof, evict, then pubsub (same
+    /// --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -153,6 +167,7 @@ fn main() -> ExitCode {
         Suite::Persist(args) => persist_suite::run(&args),
         Suite::Aof(args) => aof_suite::run(&args),
         Suite::Evict(args) => evict_suite::run(&args),
+        Suite::Pubsub(args) => pubsub_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
@@ -187,11 +202,18 @@ fn main() -> ExitCode {
             let aof_ok = aof_suite::run(&aof)?;
             let evict = evict_suite::EvictArgs {
                 quick: args.quick,
-                peers,
+                peers: peers.clone(),
                 ..evict_suite::EvictArgs::default()
             };
-            evict_suite::run(&evict)
-                .map(|evict_ok| heap_ok && server_ok && persist_ok && aof_ok && evict_ok)
+            let evict_ok = evict_suite::run(&evict)?;
+            let pubsub = pubsub_suite::PubsubArgs {
+                quick: args.quick,
+                peers,
+                ..pubsub_suite::PubsubArgs::default()
+            };
+            pubsub_suite::run(&pubsub).map(|pubsub_ok| {
+                heap_ok && server_ok && persist_ok && aof_ok && evict_ok && pubsub_ok
+            })
         }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };

@@ -139,7 +139,10 @@ fn publish_all(
         encoded.clear();
         for s in sequence..end {
             let (channel, payload) = (channel(params.pattern, s), sequence_payload(publisher, s));
-            encode(&["PUBLISH", channel.as_str(), payload.as_str()], &mut encoded);
+            encode(
+                &["PUBLISH", channel.as_str(), payload.as_str()],
+                &mut encoded,
+            );
         }
         let replies = connection
             .pipeline(&encoded, (end - sequence) as usize)
@@ -250,7 +253,7 @@ fn publish_timed(
         let due = interval * u32::try_from(index).unwrap_or(u32::MAX);
         let now = started.elapsed();
         if now < due {
-            thread::sleep(due - now);
+            thread::sleep(due.saturating_sub(now));
         } else if now > due + interval {
             late += 1;
         }

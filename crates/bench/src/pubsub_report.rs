@@ -260,11 +260,17 @@ mod tests {
         assert_eq!((rows[0].densekv, rows[0].redis), (Some(200.0), Some(100.0)));
         assert_eq!((rows[0].ratio, rows[0].rounds_paired), (Some(2.0), 3));
         assert_eq!(rows[1].scenario, fanout_scenario(1000));
-        assert_eq!((rows[3].figure.as_str(), rows[3].ratio), ("p99.9 ms", Some(0.5)));
+        assert_eq!(
+            (rows[3].figure.as_str(), rows[3].ratio),
+            ("p99.9 ms", Some(0.5))
+        );
         let details = detail_rows(&throughput, &fanout);
         assert!(details.iter().any(|r| r.figure == "deliveries/s"));
         assert!(summary_rows(&[], &[]).is_empty());
         assert_eq!(throughput_scenario(1, false), "PUBLISH, 1 subscriber");
-        assert_eq!(throughput_scenario(10, true), "PSUBSCRIBE news.*, 10 subscribers");
+        assert_eq!(
+            throughput_scenario(10, true),
+            "PSUBSCRIBE news.*, 10 subscribers"
+        );
     }
 }

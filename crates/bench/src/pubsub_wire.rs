@@ -114,7 +114,11 @@ pub fn parse(buf: &[u8]) -> Result<Option<(Push<'_>, usize)>, String> {
         pos = next;
     }
     let push = match &elements[..count] {
-        [Element::Bulk(b"message"), Element::Bulk(_), Element::Bulk(payload)]
+        [
+            Element::Bulk(b"message"),
+            Element::Bulk(_),
+            Element::Bulk(payload),
+        ]
         | [
             Element::Bulk(b"pmessage"),
             Element::Bulk(_),
@@ -153,7 +157,8 @@ mod tests {
     use super::{Push, parse, parse_nanos, parse_sequence, sequence_payload};
 
     const MESSAGE: &[u8] = b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$16\r\n007:000000000042\r\n";
-    const PMESSAGE: &[u8] = b"*4\r\n$8\r\npmessage\r\n$6\r\nnews.*\r\n$7\r\nnews.42\r\n$3\r\n123\r\n";
+    const PMESSAGE: &[u8] =
+        b"*4\r\n$8\r\npmessage\r\n$6\r\nnews.*\r\n$7\r\nnews.42\r\n$3\r\n123\r\n";
 
     #[test]
     fn parses_messages_and_confirmations() {
@@ -183,7 +188,10 @@ mod tests {
         }
         // The first of two pushes parses alone; the rest starts where it ended.
         let (_, used) = parse(&two).unwrap().unwrap();
-        assert_eq!(parse(&two[used..]).unwrap().unwrap().0, Push::Message(b"123"));
+        assert_eq!(
+            parse(&two[used..]).unwrap().unwrap().0,
+            Push::Message(b"123")
+        );
     }
 
     #[test]

@@ -361,20 +361,17 @@ fn push_header(out: &mut ReplyWriter, len: usize) {
 /// `pmessage`.
 pub fn encode(out: &mut Vec<u8>, protocol: Protocol, message: &Message, pattern: Option<&[u8]>) {
     let mut w = ReplyWriter::new(out, protocol);
-    match pattern {
-        Some(pattern) => {
-            push_header(&mut w, 4);
-            w.bulk(b"pmessage");
-            w.bulk(pattern);
-        }
-        None => {
-            push_header(&mut w, 3);
-            w.bulk(if message.sharded {
-                b"smessage"
-            } else {
-                b"message"
-            });
-        }
+    if let Some(pattern) = pattern {
+        push_header(&mut w, 4);
+        w.bulk(b"pmessage");
+        w.bulk(pattern);
+    } else {
+        push_header(&mut w, 3);
+        w.bulk(if message.sharded {
+            b"smessage"
+        } else {
+            b"message"
+        });
     }
     w.bulk(&message.channel);
     w.bulk(&message.payload);

@@ -4,7 +4,7 @@
 //! patterns, counted apart.
 
 use super::server::subcommand_syntax_error;
-use crate::command::flag::*;
+use crate::command::flag::{FAST, LOADING, MAY_REPLICATE, NONE, NOSCRIPT, PUBSUB, STALE};
 use crate::command::{Ctx, NOKEYS, Spec, container, table};
 use crate::pubsub::{self, Kind, Publisher};
 
