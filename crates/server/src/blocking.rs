@@ -218,6 +218,25 @@ pub fn time_out(server: &Server, id: u64) -> bool {
     removed
 }
 
+/// CLIENT UNBLOCK: ends the blocking of client `id`, which gets the timeout reply or, with
+/// `error`, an `-UNBLOCKED` error, through its thread's mailbox. False if it was not blocked.
+pub fn unblock(server: &Server, id: u64, error: bool) -> bool {
+    let Some(blocked) = server.blocking.lock().unlink(id) else {
+        return false;
+    };
+    server.blocked_clients.fetch_sub(1, Ordering::Relaxed);
+    let mut reply = Vec::new();
+    if error {
+        let text = b"UNBLOCKED client unblocked via CLIENT UNBLOCK";
+        server.count_error(text);
+        ReplyWriter::new(&mut reply, blocked.protocol).error(text);
+    } else {
+        timeout_reply(&mut reply, blocked.protocol);
+    }
+    deliver(server, &blocked.shared, reply);
+    true
+}
+
 /// Forgets a client that disconnected while blocked.
 pub fn forget(server: &Server, id: u64) {
     time_out(server, id);

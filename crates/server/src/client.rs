@@ -44,6 +44,10 @@ pub struct ClientState {
     pub blocked: Option<u64>,
     /// Running the commands of an EXEC: blocking commands must not block.
     pub in_exec: bool,
+    /// In MONITOR mode: never paused, kept away from the keyspace (Redis's replica flag).
+    pub monitor: bool,
+    /// Its next request waits for a CLIENT PAUSE to end, unconsumed (`pause.rs`).
+    pub postponed: bool,
     /// Pub/sub subscriptions (`None`: none, the common case costs a pointer).
     pub subs: Option<Box<crate::pubsub::Subscriptions>>,
 }
@@ -71,6 +75,8 @@ impl ClientState {
             blocked: None,
             in_exec: false,
             subs: None,
+            monitor: false,
+            postponed: false,
         }
     }
 }

@@ -720,6 +720,9 @@ pub fn run<'s>(
     (spec.handler)(&mut ctx, args);
     crate::log::clear_current_command();
     crate::propagate::command_done(&mut ctx, spec.flags, args);
+    if server.monitors.any() && spec.flags & (flag::ADMIN | flag::SKIP_MONITOR) == 0 {
+        crate::monitor::feed(server, ctx.client, spec.name, args);
+    }
     if server.eviction.limited() {
         server.eviction.publish(ctx.locks);
     }

@@ -11,7 +11,8 @@ use resp::ReplyWriter;
 use std::sync::atomic::Ordering;
 
 /// Runs one command from `args` (at least one argument), appending its reply to `out`. `mark`
-/// is when work on it began (see `command::run`).
+/// is when work on it began (see `command::run`). Returns false when a CLIENT PAUSE postponed
+/// it (`state.postponed`): the request must stay unconsumed and be sent here again later.
 pub fn dispatch(
     server: &Server,
     state: &mut ClientState,
@@ -19,13 +20,16 @@ pub fn dispatch(
     args: &[&[u8]],
     now_ms: u64,
     mark: &mut Mark,
-) {
+) -> bool {
     let reply_at = out.len();
     state
         .shared
         .last_interaction_ms
         .store(now_ms, Ordering::Relaxed);
     let queued = route(server, state, out, args, now_ms, mark);
+    if state.postponed {
+        return false;
+    }
     match state.reply_mode {
         ReplyMode::On => {}
         ReplyMode::Off => out.truncate(reply_at),
@@ -37,6 +41,7 @@ pub fn dispatch(
             }
         }
     }
+    true
 }
 
 struct Routed {
@@ -181,12 +186,8 @@ fn check(
     {
         return refuse(Text::Coded(text));
     }
-    if state.subscribed() && state.protocol == resp::Protocol::Resp2 && !allowed_subscribed(spec) {
-        let text = format!(
-            "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-            spec.name
-        );
-        return refuse(Text::Formatted(text.into_bytes()));
+    if let Some(text) = mode_refusal(state, spec) {
+        return refuse(Text::Formatted(text));
     }
     if server.persistence.load.loading.load(Ordering::Relaxed)
         && flags_of(state, spec) & flag::LOADING == 0
@@ -196,6 +197,23 @@ fn check(
         ));
     }
     Ok((index, spec))
+}
+
+/// What a connection's mode forbids: a MONITOR client (Redis's replica) touching the keyspace,
+/// a RESP2 client with subscriptions running anything but the pub/sub commands, PING, QUIT and
+/// RESET.
+fn mode_refusal(state: &ClientState, spec: &Spec) -> Option<Vec<u8>> {
+    if state.monitor && spec.flags & (flag::WRITE | flag::MAY_REPLICATE | flag::READONLY) != 0 {
+        return Some(b"Replica can't interact with the keyspace".to_vec());
+    }
+    if state.subscribed() && state.protocol == resp::Protocol::Resp2 && !allowed_subscribed(spec) {
+        let text = format!(
+            "Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            spec.name
+        );
+        return Some(text.into_bytes());
+    }
+    None
 }
 
 /// What a RESP2 client with subscriptions may run (Redis's `processCommand`).
@@ -212,6 +230,28 @@ fn allowed_subscribed(spec: &Spec) -> bool {
             | "quit"
             | "reset"
     )
+}
+
+/// Whether a CLIENT PAUSE in force postpones this command (`pause.rs`): every command under
+/// `ALL`; under `WRITE` those that may write or replicate (EXEC: with one queued). MONITOR
+/// clients are Redis's replicas, which are never paused.
+fn paused(server: &Server, state: &ClientState, spec: &Spec, now_ms: u64) -> bool {
+    use crate::pause::Kind;
+    match server.pause.kind(now_ms) {
+        Kind::None => false,
+        _ if state.monitor => false,
+        Kind::All => true,
+        Kind::Write => {
+            let may_write = flag::WRITE | flag::MAY_REPLICATE;
+            let queued = match &state.multi {
+                Some(queue) if spec.name == "exec" => queue
+                    .iter()
+                    .any(|q| COMMANDS[q.index].flags & may_write != 0),
+                _ => false,
+            };
+            spec.flags & may_write != 0 || queued
+        }
+    }
 }
 
 /// Redis's `shared.oomerr`.
@@ -272,6 +312,10 @@ fn route(
             return routed;
         }
     };
+    if paused(server, state, spec, now_ms) {
+        state.postponed = true;
+        return routed;
+    }
     if spec.flags & flag::TXN_CONTROL == 0
         && let Some(queue) = state.multi.as_mut()
     {

@@ -79,6 +79,8 @@ pub struct ClientInfo {
     pub multi: i64,
     pub watching: usize,
     pub no_evict: bool,
+    /// In MONITOR mode (CLIENT LIST's `O`).
+    pub monitor: bool,
     /// Channels, patterns and shard channels subscribed to (`sub`, `psub`, `ssub`).
     pub subscriptions: (usize, usize, usize),
     pub no_touch: bool,
@@ -179,6 +181,10 @@ pub struct Server {
     pub blocking: Mutex<crate::blocking::Blocking>,
     /// Per I/O thread: output for its connections from commands on other threads (`mail.rs`).
     pub mail: crate::mail::Mailboxes,
+    /// CLIENT PAUSE (`pause.rs`).
+    pub pause: crate::pause::Pause,
+    /// Clients in MONITOR mode (`monitor.rs`).
+    pub monitors: crate::monitor::Monitors,
     /// Channels, patterns and their subscribers (`pubsub.rs`).
     pub pubsub: crate::pubsub::PubSub,
     /// `notify-keyspace-events` as Redis's class bits (`notify.rs`), read by every notification.
@@ -194,6 +200,13 @@ pub struct Server {
 
 /// Samples kept for `instantaneous_ops_per_sec` (Redis's STATS_METRIC_SAMPLES).
 const OPS_SAMPLES: usize = 16;
+
+/// Microseconds since the Unix epoch.
+pub fn unix_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_ms() -> u64 {
@@ -256,6 +269,8 @@ impl Server {
                 .collect(),
             mail: crate::mail::Mailboxes::new(config.io_threads),
             pubsub: crate::pubsub::PubSub::default(),
+            monitors: crate::monitor::Monitors::default(),
+            pause: crate::pause::Pause::default(),
             notify_flags: std::sync::atomic::AtomicI32::new(config.notify_keyspace_events),
             slowlog_slower_than: AtomicI64::new(config.slowlog_log_slower_than),
             hot: HotStats::new(config.io_threads.max(1), crate::command::COMMANDS.len()),

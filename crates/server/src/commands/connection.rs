@@ -24,6 +24,7 @@ pub static COMMANDS: &[Spec] = table! {
     "hello",  -1,    NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,               NOKEYS, 0,      hello;
     "auth",   -2,    NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY,               NOKEYS, 0,      auth;
     "reset",  1,     NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | TXN_CONTROL, NOKEYS, 0,      reset;
+    "monitor", 1,    ADMIN | NOSCRIPT | LOADING | STALE,                                     NOKEYS, 0,      monitor;
     "client", -2,    NONE,                                                                   NOKEYS, 0,      container, CLIENT_SUBCOMMANDS;
 };
 
@@ -40,6 +41,9 @@ static CLIENT_SUBCOMMANDS: &[Spec] = table! {
     "client|setname",  3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_setname;
     "client|setinfo",  4,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_setinfo;
     "client|reply",    3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_reply;
+    "client|pause",    -3,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_pause;
+    "client|unpause",  2,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_unpause;
+    "client|unblock",  -3,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_unblock;
     "client|no-evict", 3,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_no_evict;
     "client|no-touch", 3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_no_touch;
     "client|help",     2,     LOADING | STALE,                    NOKEYS, 0,      client_help;
@@ -184,8 +188,26 @@ pub fn hello(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.array_len(0);
 }
 
+/// MONITOR: from now on the connection is shown every command the server runs (`monitor.rs`).
+pub fn monitor(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    if ctx.client.in_exec {
+        return ctx.error("ERR MONITOR isn't allowed for DENY BLOCKING client");
+    }
+    let sub = crate::pubsub::Sub {
+        id: ctx.client.shared.id,
+        thread: ctx.client.shared.thread,
+    };
+    if ctx.server.monitors.add(sub) {
+        ctx.client.monitor = true;
+        ctx.client.shared.info.lock().monitor = true;
+        ctx.ok();
+    }
+}
+
 pub fn reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     crate::pubsub::forget(ctx.server, ctx.client);
+    ctx.server.monitors.remove(ctx.client.shared.id);
+    ctx.client.monitor = false;
     ctx.client.multi = None;
     ctx.client.multi_error = false;
     let watched = std::mem::take(&mut ctx.client.watched);
@@ -209,6 +231,7 @@ pub fn reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         info.multi = -1;
         info.no_evict = false;
         info.no_touch = false;
+        info.monitor = false;
     }
     ctx.out.simple(b"RESET");
 }
@@ -263,11 +286,23 @@ fn client_line(client: &ClientShared, current_id: u64) -> String {
     )
 }
 
+/// Redis's `getClientType` name: `pubsub` for a client with subscriptions, else `normal`
+/// (densekv has no replicas or masters; a MONITOR client is `normal`, as in Redis).
+fn client_type(client: &ClientShared) -> &'static str {
+    let (channels, patterns, shard_channels) = client.info.lock().subscriptions;
+    if channels + patterns + shard_channels > 0 {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
 /// CLIENT LIST's `flags=`, in Redis's order.
 fn client_flags(client: &ClientShared, info: &crate::server::ClientInfo) -> String {
     let mut flags = String::new();
     let (channels, patterns, shard_channels) = info.subscriptions;
     for (on, flag) in [
+        (info.monitor, 'O'),
         (channels + patterns + shard_channels > 0, 'P'),
         (info.multi >= 0, 'x'),
         (client.blocked.load(Ordering::Relaxed), 'b'),
@@ -321,6 +356,10 @@ impl Buffers {
 
 const CLIENT_HELP: &[&str] = &[
     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -347,14 +386,25 @@ const CLIENT_HELP: &[&str] = &[
     "    Return information about client connections. Options:",
     "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
     "      Return clients of specified type.",
-    "NO-EVICT (ON|OFF)",
-    "    Protect current client connection from eviction.",
-    "NO-TOUCH (ON|OFF)",
-    "    Will not touch LRU/LFU stats when this mode is on.",
+    "UNPAUSE",
+    "    Stop the current client pause, resuming traffic.",
+    "PAUSE <timeout> [WRITE|ALL]",
+    "    Suspend all, or just write, clients for <timeout> milliseconds.",
     "REPLY (ON|OFF|SKIP)",
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
     "SETINFO <option> <value>",
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
@@ -450,6 +500,61 @@ pub fn client_reply(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     }
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL] (`pause.rs`).
+pub fn client_pause(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    use crate::pause::Kind;
+    if args.len() > 4 {
+        return super::server::subcommand_syntax_error(ctx, args);
+    }
+    let kind = match args.get(3) {
+        None => Kind::All,
+        Some(mode) if is(mode, "write") => Kind::Write,
+        Some(mode) if is(mode, "all") => Kind::All,
+        Some(_) => return ctx.error("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let Some(ms) = parse_i64(args[2]) else {
+        return ctx.error("ERR timeout is not an integer or out of range");
+    };
+    if ms < 0 {
+        return ctx.error("ERR timeout is negative");
+    }
+    // Redis adds the time now only to a positive timeout: 0 is a pause that already ended.
+    let end = if ms > 0 {
+        ctx.now_ms.saturating_add(ms as u64)
+    } else {
+        0
+    };
+    ctx.server.pause.pause(kind, end, ctx.now_ms);
+    ctx.ok();
+}
+
+/// CLIENT UNPAUSE: lifts the pause; every thread retries what it postponed.
+pub fn client_unpause(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
+    ctx.server.pause.unpause();
+    ctx.server.wake_all();
+    ctx.ok();
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends a client's BLPOP & co. as if it timed out, or with
+/// an `-UNBLOCKED` error.
+pub fn client_unblock(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
+    if args.len() > 4 {
+        return super::server::subcommand_syntax_error(ctx, args);
+    }
+    let error = match args.get(3) {
+        None => false,
+        Some(reason) if is(reason, "timeout") => false,
+        Some(reason) if is(reason, "error") => true,
+        Some(_) => return ctx.error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"),
+    };
+    let Some(id) = parse_i64(args[2]) else {
+        return ctx.not_integer();
+    };
+    let unblocked =
+        u64::try_from(id).is_ok_and(|id| crate::blocking::unblock(ctx.server, id, error));
+    ctx.out.integer(i64::from(unblocked));
+}
+
 /// CLIENT NO-EVICT: sets or clears the connection's no-evict flag.
 pub fn client_no_evict(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     client_no_flag(ctx, args[1], args[2]);
@@ -477,6 +582,7 @@ fn client_no_flag(ctx: &mut Ctx<'_, '_>, sub: &[u8], arg: &[u8]) {
 
 pub fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let mut ids: Option<Vec<u64>> = None;
+    let mut kind: Option<&[u8]> = None;
     let mut i = 2;
     while i < args.len() {
         if is(args[i], "type") && i + 1 < args.len() {
@@ -490,9 +596,7 @@ pub fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                     String::from_utf8_lossy(t)
                 ));
             }
-            if !is(t, "normal") {
-                ids = Some(Vec::new());
-            }
+            kind = Some(t);
             i += 2;
         } else if is(args[i], "id") && i + 1 < args.len() {
             let mut list = ids.take().unwrap_or_default();
@@ -512,7 +616,9 @@ pub fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     clients.sort_by_key(|c| c.id);
     let mut text = String::new();
     for c in clients {
-        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id)) {
+        if ids.as_ref().is_some_and(|ids| !ids.contains(&c.id))
+            || kind.is_some_and(|k| !is(k, client_type(&c)))
+        {
             continue;
         }
         text.push_str(&client_line(&c, ctx.client.shared.id));
@@ -581,7 +687,7 @@ pub fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             } else if is(opt, "user") {
                 value == "default"
             } else {
-                value.eq_ignore_ascii_case("normal")
+                value.eq_ignore_ascii_case(client_type(c))
             }
         });
         if matched && !(skip_me && c.id == ctx.client.shared.id) {

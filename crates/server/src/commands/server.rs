@@ -64,7 +64,7 @@ static LATENCY_SUBCOMMANDS: &[Spec] = table! {
 /// The arguments Redis replaces with `(redacted)` wherever it shows a command (slow log, later
 /// MONITOR): AUTH's password (and user), HELLO's AUTH pair, and the values of CONFIG SET's
 /// sensitive directives (`requirepass`, `masterauth`, `masteruser`).
-fn secret_arguments(name: &str, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
+pub(crate) fn secret_arguments(name: &str, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
     let mut secret = smallvec::SmallVec::new();
     match name {
         "auth" if args.len() <= 3 => secret.extend(1..args.len()),
@@ -359,9 +359,10 @@ fn info_loading(t: &mut String, load: &crate::rdb_load::Progress) {
 fn info_stats(t: &mut String, server: &Server, expired: u64) {
     let st = &server.stats;
     let (exceeded_total, exceeded_current) = server.eviction.exceeded_ms();
+    let (channels, patterns, shard_channels) = server.pubsub.sizes();
     let _ = write!(
         t,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:0\r\npubsub_patterns:0\r\nactive_defrag_hits:{}\r\nactive_defrag_misses:{}\r\nactive_defrag_key_hits:{}\r\nactive_defrag_key_misses:{}\r\ntotal_error_replies:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{channels}\r\npubsub_patterns:{patterns}\r\npubsubshard_channels:{shard_channels}\r\nactive_defrag_hits:{}\r\nactive_defrag_misses:{}\r\nactive_defrag_key_hits:{}\r\nactive_defrag_key_misses:{}\r\ntotal_error_replies:{}\r\n",
         st.connections_received.load(Ordering::Relaxed),
         server.hot.get(|c| &c.commands_processed),
         server.instantaneous_ops_per_sec(),

@@ -295,6 +295,7 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
         && !state.close_after_reply
         && !state.close_now
         && state.blocked.is_none()
+        && !state.postponed
     {
         if count == COMMANDS_PER_TURN || out.len() - *out_pos >= OUTPUT_PAUSE_BYTES {
             stopped_early = true;
@@ -322,16 +323,18 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
         match request {
             Request::Empty { consumed } => input.pos += consumed,
             Request::CrossProtocolAttack { .. } => {
-                crate::log::warning(
-                    "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.",
-                );
-                state.close_now = true;
+                cross_protocol_attack(state);
                 break;
             }
             Request::Command(command) => {
                 let consumed = command.consumed();
                 let args: smallvec::SmallVec<[&[u8]; 8]> = command.args().collect();
-                dispatch::dispatch(server, state, out, &args, now_ms, &mut mark);
+                if !dispatch::dispatch(server, state, out, &args, now_ms, &mut mark) {
+                    // Postponed by CLIENT PAUSE: the request is parsed again when retried.
+                    drop(args);
+                    input.parser.reset();
+                    break;
+                }
                 input.pos += consumed;
                 count += 1;
                 if server.ready_pending.load(Ordering::Relaxed) {
@@ -346,6 +349,15 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
     }
     compact(input);
     stopped_early
+}
+
+/// `POST` or `Host:` as a command: logged and closed at once, as Redis's
+/// `securityWarningCommand`.
+fn cross_protocol_attack(state: &mut ClientState) {
+    crate::log::warning(
+        "Possible SECURITY ATTACK detected. It looks like somebody is sending POST or Host: commands to Redis. This is likely due to an attacker attempting to use Cross Protocol Scripting to compromise your Redis instance. Connection aborted.",
+    );
+    state.close_now = true;
 }
 
 /// A malformed request: Redis's error reply, then the connection closes once it is written.

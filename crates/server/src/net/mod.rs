@@ -269,6 +269,8 @@ pub fn run_thread(
         turn: 0,
         walker: crate::bgsave::Walker::default(),
         walk_wait: None,
+        postponed: Vec::new(),
+        postponed_generation: 0,
     };
     let mut events = Events::with_capacity(1024);
     let mut next_cron = Instant::now();
@@ -364,6 +366,10 @@ struct Thread<'a> {
     /// (`None`: nothing to walk).
     walker: crate::bgsave::Walker,
     walk_wait: Option<Duration>,
+    /// Connections whose next request waits for a CLIENT PAUSE to end, and the pause's
+    /// generation when they were postponed.
+    postponed: Vec<usize>,
+    postponed_generation: u64,
 }
 
 impl Thread<'_> {
@@ -406,6 +412,11 @@ impl Thread<'_> {
             .min(Duration::from_millis(100));
         if let Some(deadline) = self.next_block_deadline() {
             wait = wait.min(Duration::from_millis(deadline.saturating_sub(unix_ms())));
+        }
+        if !self.postponed.is_empty()
+            && let Some(ms) = self.server.pause.remaining_ms(unix_ms())
+        {
+            wait = wait.min(Duration::from_millis(ms));
         }
         wait
     }
@@ -455,11 +466,18 @@ impl Thread<'_> {
         }
         let mut mail = self.take_mail(&mut touched);
         self.time_out_blocked(&mut touched);
+        self.release_postponed(&mut touched);
         for &token in &touched {
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
             };
             match conn::serve(self.server, conn, &mut self.pools) {
+                Ok(_) if conn.state.postponed => {
+                    self.postponed_generation = self.server.pause.generation();
+                    if !self.postponed.contains(&token) {
+                        self.postponed.push(token);
+                    }
+                }
                 Ok(true) => self.ready.push(token),
                 Ok(false) => {}
                 Err(()) => self.close(token),
@@ -537,6 +555,22 @@ impl Thread<'_> {
         replies
     }
 
+    /// Retries the requests a CLIENT PAUSE postponed once it has ended, been lifted or changed.
+    fn release_postponed(&mut self, touched: &mut Vec<usize>) {
+        let pause = &self.server.pause;
+        if self.postponed.is_empty()
+            || (pause.active(unix_ms()) && pause.generation() == self.postponed_generation)
+        {
+            return;
+        }
+        for token in std::mem::take(&mut self.postponed) {
+            if let Some(conn) = self.conns.get_mut(&token) {
+                conn.state.postponed = false;
+                self.touch(token, touched);
+            }
+        }
+    }
+
     /// Sends the timeout reply to this thread's blocked clients whose deadline passed.
     fn time_out_blocked(&mut self, touched: &mut Vec<usize>) {
         let server = self.server;
@@ -571,6 +605,7 @@ impl Thread<'_> {
         }
         let _ = self.poll.registry().deregister(&mut conn.stream);
         crate::pubsub::forget(server, &mut conn.state);
+        server.monitors.remove(conn.state.shared.id);
         let watched = std::mem::take(&mut conn.state.watched);
         server.unwatch(&conn.state.shared, &watched);
         server.clients.lock().remove(&conn.state.shared.id);
@@ -607,8 +642,11 @@ impl Thread<'_> {
                 .defrag
                 .cron(server, || crate::defrag::measure(server));
         }
-        active_expire(server, self.index, self.threads, now);
-        server.eviction.cron(server, self.index, self.threads, now);
+        // A CLIENT PAUSE stops every change to the keyspace, the cron's included.
+        if !server.pause.active(now) {
+            active_expire(server, self.index, self.threads, now);
+            server.eviction.cron(server, self.index, self.threads, now);
+        }
         let timeout_secs = server.config.read().timeout_secs;
         if timeout_secs > 0 {
             // Redis's clientsCronHandleTimeout: blocked clients wait for their own timeout.
