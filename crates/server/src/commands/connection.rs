@@ -668,7 +668,15 @@ pub fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 ));
             }
             filters.push((opt, value));
-        } else if is(opt, "addr") || is(opt, "laddr") || is(opt, "user") {
+        } else if is(opt, "user") {
+            if value != b"default" {
+                return ctx.error(&format!(
+                    "ERR No such user '{}'",
+                    String::from_utf8_lossy(value)
+                ));
+            }
+            filters.push((opt, value));
+        } else if is(opt, "addr") || is(opt, "laddr") {
             filters.push((opt, value));
         } else {
             return ctx.syntax_error();
