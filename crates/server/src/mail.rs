@@ -17,15 +17,53 @@
 
 use crate::server::Server;
 use parking_lot::Mutex;
-use std::sync::Arc;
+use resp::Protocol;
+use std::sync::{Arc, OnceLock};
 
-/// A pub/sub message: its channel and payload, shared by every subscriber it goes to.
+/// A pub/sub message as one group of subscribers receives it (a channel's subscribers, or one
+/// pattern's), shared by all of them. Its frame is encoded once per protocol, by the first
+/// receiver that needs it, so a fan-out copies bytes instead of formatting them.
 #[derive(Debug)]
 pub struct Message {
     /// Sharded (SPUBLISH): delivered as `smessage`.
     pub sharded: bool,
+    /// The pattern that matched, for a pattern subscriber (`pmessage`).
+    pub pattern: Option<Arc<[u8]>>,
     pub channel: Box<[u8]>,
     pub payload: Box<[u8]>,
+    resp2: OnceLock<Box<[u8]>>,
+    resp3: OnceLock<Box<[u8]>>,
+}
+
+impl Message {
+    pub fn new(
+        sharded: bool,
+        pattern: Option<Arc<[u8]>>,
+        channel: &[u8],
+        payload: &[u8],
+    ) -> Message {
+        Message {
+            sharded,
+            pattern,
+            channel: channel.into(),
+            payload: payload.into(),
+            resp2: OnceLock::new(),
+            resp3: OnceLock::new(),
+        }
+    }
+
+    /// The message's frame in `protocol`: an array in RESP2, a push in RESP3.
+    pub fn frame(&self, protocol: Protocol) -> &[u8] {
+        let cell = match protocol {
+            Protocol::Resp2 => &self.resp2,
+            Protocol::Resp3 => &self.resp3,
+        };
+        cell.get_or_init(|| {
+            let mut out = Vec::with_capacity(48 + self.channel.len() + self.payload.len());
+            crate::pubsub::encode(&mut out, protocol, self);
+            out.into_boxed_slice()
+        })
+    }
 }
 
 /// What a connection on another thread is sent.
@@ -33,8 +71,8 @@ pub struct Message {
 pub enum Mail {
     /// The reply of a blocked client another command served (BLPOP & co.): it unblocks.
     Reply(Vec<u8>),
-    /// A pub/sub message, with the pattern that matched for a pattern subscriber.
-    Message(Arc<Message>, Option<Arc<[u8]>>),
+    /// A pub/sub message.
+    Message(Arc<Message>),
     /// Bytes sent as they are, whatever the protocol (MONITOR lines).
     Raw(Arc<[u8]>),
     /// CLIENT KILL (or a blocked client found dead): close the connection.
@@ -63,20 +101,23 @@ impl Mailboxes {
         self.boxes.len()
     }
 
-    /// Appends `batch` to thread `thread`'s mailbox, waking it if its box was empty and it is
-    /// not `from_thread` (which takes its own mail at the end of its turn).
-    pub fn post(&self, server: &Server, thread: usize, from_thread: Option<usize>, batch: Batch) {
+    /// Moves `batch` into thread `thread`'s mailbox (leaving it empty, its capacity kept for the
+    /// caller's next batch), waking the thread if its box was empty and it is not
+    /// `from_thread` (which takes its own mail at the end of its turn).
+    pub fn post(
+        &self,
+        server: &Server,
+        thread: usize,
+        from_thread: Option<usize>,
+        batch: &mut Batch,
+    ) {
         if batch.is_empty() {
             return;
         }
         let was_empty = {
             let mut mailbox = self.boxes[thread].lock();
             let was_empty = mailbox.is_empty();
-            if was_empty {
-                *mailbox = batch;
-            } else {
-                mailbox.extend(batch);
-            }
+            mailbox.append(batch);
             was_empty
         };
         if was_empty && from_thread != Some(thread) {
@@ -86,16 +127,16 @@ impl Mailboxes {
 
     /// Sends one piece of mail (see `post`).
     pub fn post_one(&self, server: &Server, thread: usize, id: u64, mail: Mail) {
-        self.post(server, thread, None, vec![(id, mail)]);
+        self.post(server, thread, None, &mut vec![(id, mail)]);
     }
 
-    /// Everything waiting for thread `thread`, in the order it was posted.
-    pub fn take(&self, thread: usize) -> Batch {
+    /// Swaps everything waiting for thread `thread`, in the order it was posted, into `into`
+    /// (which must be empty); the mailbox keeps `into`'s capacity for what comes next.
+    pub fn take(&self, thread: usize, into: &mut Batch) {
+        debug_assert!(into.is_empty());
         let mut mailbox = self.boxes[thread].lock();
-        if mailbox.is_empty() {
-            Vec::new()
-        } else {
-            std::mem::take(&mut *mailbox)
+        if !mailbox.is_empty() {
+            std::mem::swap(&mut *mailbox, into);
         }
     }
 }

@@ -65,7 +65,7 @@ pub fn feed(server: &Server, client: &ClientState, name: &str, args: &[&[u8]]) {
     for sub in list {
         batches[sub.thread].push((sub.id, Mail::Raw(Arc::clone(&line))));
     }
-    for (thread, batch) in batches.into_iter().enumerate() {
+    for (thread, batch) in batches.iter_mut().enumerate() {
         server
             .mail
             .post(server, thread, Some(client.shared.thread), batch);

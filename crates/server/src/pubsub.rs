@@ -358,10 +358,10 @@ fn push_header(out: &mut ReplyWriter, len: usize) {
 }
 
 /// Appends `message` as `protocol` frames it: `message`/`smessage` or, with a pattern,
-/// `pmessage`.
-pub fn encode(out: &mut Vec<u8>, protocol: Protocol, message: &Message, pattern: Option<&[u8]>) {
+/// `pmessage` (`Message::frame` keeps the result).
+pub fn encode(out: &mut Vec<u8>, protocol: Protocol, message: &Message) {
     let mut w = ReplyWriter::new(out, protocol);
-    if let Some(pattern) = pattern {
+    if let Some(pattern) = &message.pattern {
         push_header(&mut w, 4);
         w.bulk(b"pmessage");
         w.bulk(pattern);
@@ -399,6 +399,12 @@ impl Publisher<'_> {
     }
 }
 
+thread_local! {
+    /// Per-thread mail buffers for publishing, one per receiving thread, reused from publish to
+    /// publish (`Mailboxes::post` moves their contents and leaves the capacity).
+    static BATCHES: std::cell::RefCell<Vec<Batch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// PUBLISH / SPUBLISH: sends `payload` to `channel`'s subscribers and, unless sharded, to every
 /// pattern subscriber it matches; returns how many receivers it had.
 pub fn publish(
@@ -411,48 +417,54 @@ pub fn publish(
     if !server.pubsub.anyone() {
         return 0;
     }
-    let threads = server.mail.threads();
-    let mut batches: Vec<Batch> = (0..threads).map(|_| Vec::new()).collect();
-    let mut message: Option<Arc<Message>> = None;
+    BATCHES.with_borrow_mut(|batches| {
+        batches.resize_with(server.mail.threads(), Vec::new);
+        let receivers = collect(server, sharded, channel, payload, &mut publisher, batches);
+        let from = publisher.as_ref().map(|p| p.thread);
+        for (thread, batch) in batches.iter_mut().enumerate() {
+            server.mail.post(server, thread, from, batch);
+        }
+        receivers
+    })
+}
+
+/// Sorts the receivers of a publish into `batches` by thread (the publisher itself gets its
+/// message at once); returns their number.
+fn collect(
+    server: &Server,
+    sharded: bool,
+    channel: &[u8],
+    payload: &[u8],
+    publisher: &mut Option<Publisher<'_>>,
+    batches: &mut [Batch],
+) -> usize {
     let mut receivers = 0;
-    let mut send = |sub: &Sub, pattern: Option<&Arc<[u8]>>| {
-        let message = message.get_or_insert_with(|| {
-            Arc::new(Message {
-                sharded,
-                channel: channel.into(),
-                payload: payload.into(),
-            })
-        });
-        receivers += 1;
-        match publisher.as_mut() {
-            Some(p) if p.id == sub.id => {
-                encode(p.out, p.protocol, message, pattern.map(|p| &**p));
-            }
-            _ => batches[sub.thread]
-                .push((sub.id, Mail::Message(Arc::clone(message), pattern.cloned()))),
+    let mut send = |subs: &[Sub], pattern: Option<&Arc<[u8]>>| {
+        if subs.is_empty() {
+            return;
         }
+        let message = Arc::new(Message::new(sharded, pattern.cloned(), channel, payload));
+        for sub in subs {
+            match publisher.as_mut() {
+                Some(p) if p.id == sub.id => p.out.extend_from_slice(message.frame(p.protocol)),
+                _ => batches[sub.thread].push((sub.id, Mail::Message(Arc::clone(&message)))),
+            }
+        }
+        receivers += subs.len();
     };
-    {
-        let r = server.pubsub.registry.read();
-        let map = if sharded {
-            &r.shard_channels
-        } else {
-            &r.channels
-        };
-        for sub in map.get(channel).into_iter().flatten() {
-            send(sub, None);
-        }
-        if !sharded {
-            for p in r.patterns.iter().filter(|p| p.glob.matches(channel)) {
-                for sub in &p.subs {
-                    send(sub, Some(&p.pattern));
-                }
-            }
-        }
+    let r = server.pubsub.registry.read();
+    let map = if sharded {
+        &r.shard_channels
+    } else {
+        &r.channels
+    };
+    if let Some(subs) = map.get(channel) {
+        send(subs, None);
     }
-    let from = publisher.as_ref().map(|p| p.thread);
-    for (thread, batch) in batches.into_iter().enumerate() {
-        server.mail.post(server, thread, from, batch);
+    if !sharded {
+        for p in r.patterns.iter().filter(|p| p.glob.matches(channel)) {
+            send(&p.subs, Some(&p.pattern));
+        }
     }
     receivers
 }

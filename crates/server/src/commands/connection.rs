@@ -637,73 +637,80 @@ pub fn client_kill(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         kill(ctx, target);
         return ctx.ok();
     }
-    if !args.len().is_multiple_of(2) {
-        return ctx.syntax_error();
-    }
-    let mut skip_me = true;
-    let mut filters: Vec<(&[u8], &[u8])> = Vec::new();
-    for pair in args[2..].chunks(2) {
-        let (opt, value) = (pair[0], pair[1]);
-        if is(opt, "skipme") {
-            if is(value, "yes") {
-                skip_me = true;
-            } else if is(value, "no") {
-                skip_me = false;
-            } else {
-                return ctx.syntax_error();
-            }
-        } else if is(opt, "id") {
-            if parse_i64(value).is_none_or(|v| v <= 0) {
-                return ctx.error("ERR client-id should be greater than 0");
-            }
-            filters.push((opt, value));
-        } else if is(opt, "type") {
-            if !["normal", "master", "replica", "slave", "pubsub"]
-                .iter()
-                .any(|k| is(value, k))
-            {
-                return ctx.error(&format!(
-                    "ERR Unknown client type '{}'",
-                    String::from_utf8_lossy(value)
-                ));
-            }
-            filters.push((opt, value));
-        } else if is(opt, "user") {
-            if value != b"default" {
-                return ctx.error(&format!(
-                    "ERR No such user '{}'",
-                    String::from_utf8_lossy(value)
-                ));
-            }
-            filters.push((opt, value));
-        } else if is(opt, "addr") || is(opt, "laddr") {
-            filters.push((opt, value));
-        } else {
-            return ctx.syntax_error();
-        }
-    }
+    let filters = match kill_filters(args) {
+        Ok(filters) => filters,
+        Err(text) => return ctx.error(&text),
+    };
+    let skip_me = !filters
+        .iter()
+        .any(|&(opt, value)| is(opt, "skipme") && is(value, "no"));
     let mut killed = 0;
     for c in &clients {
-        let matched = filters.iter().all(|&(opt, value)| {
-            let value = String::from_utf8_lossy(value);
-            if is(opt, "id") {
-                value.parse::<u64>().is_ok_and(|id| id == c.id)
-            } else if is(opt, "addr") {
-                c.addr == value
-            } else if is(opt, "laddr") {
-                c.laddr == value
-            } else if is(opt, "user") {
-                value == "default"
-            } else {
-                value.eq_ignore_ascii_case(client_type(c))
-            }
-        });
-        if matched && !(skip_me && c.id == ctx.client.shared.id) {
+        if kill_matches(c, &filters) && !(skip_me && c.id == ctx.client.shared.id) {
             kill(ctx, c);
             killed += 1;
         }
     }
     ctx.out.integer(killed);
+}
+
+/// One CLIENT KILL `<option> <value>` pair.
+type KillFilter<'a> = (&'a [u8], &'a [u8]);
+
+/// CLIENT KILL's `<option> <value>` pairs, checked as Redis checks them (the error text when
+/// one is wrong).
+fn kill_filters<'a>(args: &[&'a [u8]]) -> Result<Vec<KillFilter<'a>>, String> {
+    if !args.len().is_multiple_of(2) {
+        return Err("ERR syntax error".into());
+    }
+    let mut filters = Vec::new();
+    for pair in args[2..].chunks(2) {
+        let (opt, value) = (pair[0], pair[1]);
+        let text = String::from_utf8_lossy(value);
+        if is(opt, "skipme") {
+            if !is(value, "yes") && !is(value, "no") {
+                return Err("ERR syntax error".into());
+            }
+        } else if is(opt, "id") {
+            if parse_i64(value).is_none_or(|v| v <= 0) {
+                return Err("ERR client-id should be greater than 0".into());
+            }
+        } else if is(opt, "type") {
+            if !["normal", "master", "replica", "slave", "pubsub"]
+                .iter()
+                .any(|k| is(value, k))
+            {
+                return Err(format!("ERR Unknown client type '{text}'"));
+            }
+        } else if is(opt, "user") {
+            if value != b"default" {
+                return Err(format!("ERR No such user '{text}'"));
+            }
+        } else if !is(opt, "addr") && !is(opt, "laddr") {
+            return Err("ERR syntax error".into());
+        }
+        filters.push((opt, value));
+    }
+    Ok(filters)
+}
+
+/// Whether client `c` passes every CLIENT KILL filter (SKIPME is applied by the caller).
+fn kill_matches(c: &ClientShared, filters: &[KillFilter<'_>]) -> bool {
+    filters.iter().all(|&(opt, value)| {
+        let value = String::from_utf8_lossy(value);
+        if is(opt, "id") {
+            value.parse::<u64>().is_ok_and(|id| id == c.id)
+        } else if is(opt, "addr") {
+            c.addr == value
+        } else if is(opt, "laddr") {
+            c.laddr == value
+        } else if is(opt, "type") {
+            value.eq_ignore_ascii_case(client_type(c))
+        } else {
+            // USER (only `default` exists, checked by `kill_filters`) and SKIPME.
+            true
+        }
+    })
 }
 
 fn kill(ctx: &mut Ctx<'_, '_>, target: &ClientShared) {

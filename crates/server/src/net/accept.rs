@@ -9,7 +9,6 @@ use crate::server::{ClientInfo, ClientShared, Server, unix_ms};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Interest, Poll, Token};
 use resp::{Limits, Parser};
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
@@ -23,7 +22,7 @@ pub(super) fn accept_all(
     poll: &Poll,
     listener: &TcpListener,
     thread: usize,
-    conns: &mut HashMap<usize, Conn>,
+    conns: &mut super::ConnTable,
 ) {
     loop {
         let (mut stream, peer) = match listener.accept() {

@@ -456,29 +456,19 @@ fn flush(server: &Server, conn: &mut Conn, pools: &mut Pools, turn: &TurnConfig)
 /// Appends mail from another command to the connection's output (`mail.rs`). `Err`: close it —
 /// a kill, or a subscriber whose pending output broke the `pubsub` limit (a slow subscriber is
 /// disconnected rather than allowed to grow the server, as Redis does).
-pub(super) fn deliver(
-    conn: &mut Conn,
-    pools: &mut Pools,
-    mail: Mail,
-    turn: &TurnConfig,
-) -> Result<(), ()> {
-    if conn.out.capacity() == 0 {
-        conn.out = pools.take_reply();
-    }
+pub(super) fn deliver(conn: &mut Conn, mail: Mail, turn: &TurnConfig) -> Result<(), ()> {
+    // No pooled 16 KiB buffer for mail: a fan-out to a thousand idle subscribers would take a
+    // thousand of them (the pool keeps 64; the rest were allocated and freed per message),
+    // where each needs room for one frame. Appending sizes the buffer to what it holds.
     match mail {
         Mail::Kill => return Err(()),
         Mail::Reply(reply) => {
             conn.out.extend_from_slice(&reply);
             conn.state.blocked = None;
         }
-        Mail::Message(message, pattern) => {
-            crate::pubsub::encode(
-                &mut conn.out,
-                conn.state.protocol,
-                &message,
-                pattern.as_deref(),
-            );
-        }
+        Mail::Message(message) => conn
+            .out
+            .extend_from_slice(message.frame(conn.state.protocol)),
         Mail::Raw(bytes) => conn.out.extend_from_slice(&bytes),
     }
     if over_output_limit(

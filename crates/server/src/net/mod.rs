@@ -48,7 +48,9 @@ use buffers::Pools;
 use conn::Conn;
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Token, Waker};
-use std::collections::HashMap;
+/// A thread's connections by token (the client id). Mail looks a connection up per message, so
+/// the hasher is foldhash rather than SipHash: ids are not attacker-chosen.
+type ConnTable = std::collections::HashMap<usize, Conn, foldhash::fast::FixedState>;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -58,6 +60,8 @@ use std::time::{Duration, Instant};
 
 const WAKER: Token = Token(usize::MAX);
 const FIRST_LISTENER: usize = usize::MAX - 64;
+/// Mail entries a thread's mail buffer keeps room for between turns (~160 KiB).
+const MAIL_KEPT: usize = 4096;
 /// Most waits a failed busy poll makes the next ones skip (doubling from 1).
 const SPIN_BACKOFF_MAX: u32 = 64;
 
@@ -263,7 +267,7 @@ pub fn run_thread(
         threads,
         poll,
         listeners,
-        conns: HashMap::new(),
+        conns: ConnTable::default(),
         pools: Pools::default(),
         ready: Vec::new(),
         turn: 0,
@@ -271,6 +275,7 @@ pub fn run_thread(
         walk_wait: None,
         postponed: Vec::new(),
         postponed_generation: 0,
+        mail: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut next_cron = Instant::now();
@@ -356,7 +361,7 @@ struct Thread<'a> {
     threads: usize,
     poll: Poll,
     listeners: Vec<TcpListener>,
-    conns: HashMap<usize, Conn>,
+    conns: ConnTable,
     pools: Pools,
     /// Connections to serve next turn without waiting for an event (see `conn.rs`).
     ready: Vec<usize>,
@@ -370,6 +375,8 @@ struct Thread<'a> {
     /// generation when they were postponed.
     postponed: Vec<usize>,
     postponed_generation: u64,
+    /// The buffer this thread's mail is swapped into (`take_mail`).
+    mail: crate::mail::Batch,
 }
 
 impl Thread<'_> {
@@ -531,12 +538,14 @@ impl Thread<'_> {
     /// blocked clients (their pops are in the AOF stream before their replies leave).
     fn take_mail(&mut self, touched: &mut Vec<usize>) -> bool {
         let mut replies = false;
-        let batch = self.server.mail.take(self.index);
+        let mut batch = std::mem::take(&mut self.mail);
+        self.server.mail.take(self.index, &mut batch);
         if batch.is_empty() {
+            self.mail = batch;
             return false;
         }
         let turn = conn::TurnConfig::of(self.server);
-        for (id, mail) in batch {
+        for (id, mail) in batch.drain(..) {
             let token = id as usize;
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
@@ -546,11 +555,15 @@ impl Thread<'_> {
                 replies = true;
                 self.ready.push(token);
             }
-            if conn::deliver(conn, &mut self.pools, mail, &turn).is_err() {
+            if conn::deliver(conn, mail, &turn).is_err() {
                 self.close(token);
                 continue;
             }
             self.touch(token, touched);
+        }
+        // The buffer goes back to the mailbox on the next take; a burst's worth is not kept.
+        if batch.capacity() <= MAIL_KEPT {
+            self.mail = batch;
         }
         replies
     }
