@@ -348,7 +348,9 @@ mod tests {
             };
             let result = throughput(redis.port, params, limit).unwrap();
             assert_eq!(result.messages, 3000);
-            assert!(result.messages_per_sec > 0.0 && result.deliver_secs >= result.publish_secs);
+            // The last delivery may precede the publisher's reading of its last reply: the
+            // server writes the subscribers' copies before the reply, so no order is asserted.
+            assert!(result.messages_per_sec > 0.0 && result.deliver_secs > 0.0);
         }
         let params = FanoutParams {
             subscribers: 50,

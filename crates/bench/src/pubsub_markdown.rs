@@ -135,8 +135,8 @@ fn method(out: &mut String, report: &PubsubReport) {
          has received all M messages; each payload names its publisher and sequence, and a \
          subscriber that misses, repeats or reorders one fails the measurement. messages/s = \
          M / that time (*deliveries/s* = S × messages/s).\n\n\
-         **Fan-out latency.** {} subscribers on `{}` (each server spreads them over its \
-         io-threads as it accepts them), one publisher sending `PUBLISH {} <send time>` one at \
+         **Fan-out latency.** {} subscribers on `{}` (densekv's io-threads each accept their \
+         share of them; redis-server serves all from its one event loop), one publisher sending `PUBLISH {} <send time>` one at \
          a time at {} messages/s on a fixed grid for {} s, the send time a monotonic \
          nanosecond clock of the harness; every subscriber takes receive time − send time for \
          every message, and the percentiles are over all deliveries of the run. *late sends* \
