@@ -48,6 +48,9 @@ pub struct ClientState {
     pub monitor: bool,
     /// Its next request waits for a CLIENT PAUSE to end, unconsumed (`pause.rs`).
     pub postponed: bool,
+    /// Push frames (subscription confirmations, its own messages) written while CLIENT REPLY
+    /// is OFF or SKIP: they are sent anyway, as Redis sends what it flags CLIENT_PUSHING.
+    pub pushes: Vec<u8>,
     /// Pub/sub subscriptions (`None`: none, the common case costs a pointer).
     pub subs: Option<Box<crate::pubsub::Subscriptions>>,
 }
@@ -75,6 +78,7 @@ impl ClientState {
             blocked: None,
             in_exec: false,
             subs: None,
+            pushes: Vec::new(),
             monitor: false,
             postponed: false,
         }

@@ -393,13 +393,24 @@ impl<'c> Ctx<'_, 'c> {
         if !crate::notify::enabled(self.server, class) {
             return;
         }
-        let publisher = crate::pubsub::Publisher {
-            id: self.client.shared.id,
-            thread: self.client.shared.thread,
-            protocol: self.client.protocol,
-            out: self.out.out_mut(),
-        };
-        crate::notify::notify(self.server, class, event, key, db, Some(publisher));
+        let server = self.server;
+        self.with_push_out(|client, out| {
+            let publisher = crate::pubsub::Publisher::of(client, out);
+            crate::notify::notify(server, class, event, key, db, Some(publisher));
+        });
+    }
+
+    /// Runs `f` with where the client's push frames go: its reply buffer, or, while CLIENT
+    /// REPLY is OFF or SKIP, `ClientState::pushes` (sent after the command: Redis sends
+    /// pushes whatever the reply mode).
+    pub fn with_push_out<R>(&mut self, f: impl FnOnce(&mut ClientState, &mut Vec<u8>) -> R) -> R {
+        if self.client.reply_mode == crate::client::ReplyMode::On {
+            return f(self.client, self.out.out_mut());
+        }
+        let mut pushes = std::mem::take(&mut self.client.pushes);
+        let result = f(self.client, &mut pushes);
+        self.client.pushes = pushes;
+        result
     }
 
     /// `key` received elements: clients blocked on it (BLPOP, BZPOPMIN…) may be served.

@@ -41,6 +41,10 @@ pub fn dispatch(
             }
         }
     }
+    if !state.pushes.is_empty() {
+        out.extend_from_slice(&state.pushes);
+        state.pushes.clear();
+    }
     true
 }
 

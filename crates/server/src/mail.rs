@@ -14,10 +14,17 @@
 //! A thread is woken only when its mailbox goes from empty to not empty: a burst of publishes
 //! costs one wake per receiving thread per turn, not one per message. Mail from one publisher
 //! keeps its order: each publish appends to each box in turn, and a box is a FIFO.
+//!
+//! A thread also takes its mail before it runs each connection's requests whenever some is
+//! waiting (one atomic load per connection served), so a message published before a
+//! subscriber's UNSUBSCRIBE ran reaches it before the confirmation, as in Redis, where the
+//! publish writes into the subscriber's buffer at once. A message still in flight when its
+//! subscription has gone is dropped at delivery (`Subscriptions::receives`).
 
 use crate::server::Server;
 use parking_lot::Mutex;
 use resp::Protocol;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// A pub/sub message as one group of subscribers receives it (a channel's subscribers, or one
@@ -86,6 +93,8 @@ pub type Batch = Vec<(u64, Mail)>;
 #[derive(Debug)]
 pub struct Mailboxes {
     boxes: Box<[Mutex<Batch>]>,
+    /// Per thread: mail waiting (set by `post`, cleared by `take`), read without the lock.
+    waiting: Box<[AtomicBool]>,
 }
 
 impl Mailboxes {
@@ -93,6 +102,9 @@ impl Mailboxes {
         Mailboxes {
             boxes: (0..threads.max(1))
                 .map(|_| Mutex::new(Vec::new()))
+                .collect(),
+            waiting: (0..threads.max(1))
+                .map(|_| AtomicBool::new(false))
                 .collect(),
         }
     }
@@ -118,6 +130,7 @@ impl Mailboxes {
             let mut mailbox = self.boxes[thread].lock();
             let was_empty = mailbox.is_empty();
             mailbox.append(batch);
+            self.waiting[thread].store(true, Ordering::Release);
             was_empty
         };
         if was_empty && from_thread != Some(thread) {
@@ -135,8 +148,15 @@ impl Mailboxes {
     pub fn take(&self, thread: usize, into: &mut Batch) {
         debug_assert!(into.is_empty());
         let mut mailbox = self.boxes[thread].lock();
+        self.waiting[thread].store(false, Ordering::Relaxed);
         if !mailbox.is_empty() {
             std::mem::swap(&mut *mailbox, into);
         }
+    }
+
+    /// Whether mail waits for thread `thread` (a hint: it may have been taken since).
+    #[inline]
+    pub fn waiting(&self, thread: usize) -> bool {
+        self.waiting[thread].load(Ordering::Acquire)
     }
 }

@@ -141,6 +141,17 @@ impl Subscriptions {
         }
     }
 
+    /// Whether the client still holds the subscription `message` was published to: a message
+    /// already on its way when the client unsubscribed is dropped, so nothing arrives after the
+    /// confirmation of the last UNSUBSCRIBE (a RESP2 client would take it for a reply).
+    pub fn receives(&self, message: &Message) -> bool {
+        match &message.pattern {
+            Some(pattern) => self.patterns.iter().any(|p| **p == **pattern),
+            None if message.sharded => self.shard_channels.contains(&*message.channel),
+            None => self.channels.contains(&*message.channel),
+        }
+    }
+
     fn names(&self, kind: Kind) -> Vec<Box<[u8]>> {
         match kind {
             Kind::Channel => self.channels.iter().cloned().collect(),
@@ -213,9 +224,12 @@ impl PubSub {
         } else {
             &r.channels
         };
-        let glob = pattern.map(Glob::new);
+        let glob = pattern.map(|p| (Glob::new(p), p.is_empty()));
         map.keys()
-            .filter(|c| glob.as_ref().is_none_or(|g| g.matches(c)))
+            .filter(|c| {
+                glob.as_ref()
+                    .is_none_or(|(g, empty)| pattern_matches(g, *empty, c))
+            })
             .cloned()
             .collect()
     }
@@ -243,6 +257,17 @@ impl PubSub {
     }
 }
 
+/// Redis's `stringmatchlen` for a channel: the keyspace glob, except that an empty channel is
+/// matched only by the empty pattern (`*` matches every key in KEYS, which shortcuts it, but
+/// no empty channel).
+fn pattern_matches(glob: &Glob, pattern_empty: bool, channel: &[u8]) -> bool {
+    if channel.is_empty() {
+        pattern_empty
+    } else {
+        glob.matches(channel)
+    }
+}
+
 /// Removes `id` from `name`'s subscribers, dropping the channel once nobody listens; true if
 /// `id` was there.
 fn remove_from_map(map: &mut HashMap<Box<[u8]>, Vec<Sub>>, name: &[u8], id: u64) -> bool {
@@ -262,10 +287,11 @@ fn remove_from_map(map: &mut HashMap<Box<[u8]>, Vec<Sub>>, name: &[u8], id: u64)
 pub fn subscribe(
     server: &Server,
     client: &mut ClientState,
-    out: &mut ReplyWriter,
+    out: &mut Vec<u8>,
     kind: Kind,
     names: &[&[u8]],
 ) {
+    let out = &mut ReplyWriter::new(out, client.protocol);
     let sub = Sub {
         id: client.shared.id,
         thread: client.shared.thread,
@@ -286,10 +312,12 @@ pub fn subscribe(
 pub fn unsubscribe(
     server: &Server,
     client: &mut ClientState,
-    out: Option<&mut ReplyWriter>,
+    out: Option<&mut Vec<u8>>,
     kind: Kind,
     names: &[&[u8]],
 ) {
+    let protocol = client.protocol;
+    let mut out = out.map(|out| ReplyWriter::new(out, protocol));
     let all;
     let names: Vec<&[u8]> = if names.is_empty() {
         all = client
@@ -301,19 +329,18 @@ pub fn unsubscribe(
     } else {
         names.to_vec()
     };
-    let mut out = out;
     for &name in &names {
         let subs = client.subs.get_or_insert_with(Box::default);
         if subs.remove(kind, name) {
             server.pubsub.remove(kind, name, client.shared.id);
         }
         let count = subs.count_for(kind);
-        if let Some(out) = out.as_deref_mut() {
+        if let Some(out) = out.as_mut() {
             confirmation(out, kind.unsubscribe_word(), Some(name), count);
         }
     }
     if names.is_empty()
-        && let Some(out) = out
+        && let Some(out) = out.as_mut()
     {
         let count = client.subs.as_ref().map_or(0, |s| s.count_for(kind));
         confirmation(out, kind.unsubscribe_word(), None, count);
@@ -387,7 +414,17 @@ pub struct Publisher<'a> {
     pub out: &'a mut Vec<u8>,
 }
 
-impl Publisher<'_> {
+impl<'a> Publisher<'a> {
+    /// `client` publishing, its own messages going to `out`.
+    pub fn of(client: &ClientState, out: &'a mut Vec<u8>) -> Publisher<'a> {
+        Publisher {
+            id: client.shared.id,
+            thread: client.shared.thread,
+            protocol: client.protocol,
+            out,
+        }
+    }
+
     /// The same publisher for one more publish.
     pub fn reborrow(&mut self) -> Publisher<'_> {
         Publisher {
@@ -462,7 +499,11 @@ fn collect(
         send(subs, None);
     }
     if !sharded {
-        for p in r.patterns.iter().filter(|p| p.glob.matches(channel)) {
+        let matching = r
+            .patterns
+            .iter()
+            .filter(|p| pattern_matches(&p.glob, p.pattern.is_empty(), channel));
+        for p in matching {
             send(&p.subs, Some(&p.pattern));
         }
     }

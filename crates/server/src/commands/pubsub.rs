@@ -40,7 +40,8 @@ fn subscribe_kind(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], kind: Kind, name: &str)
             "ERR {name} isn't allowed for a DENY BLOCKING client"
         ));
     }
-    pubsub::subscribe(ctx.server, ctx.client, &mut ctx.out, kind, &args[1..]);
+    let server = ctx.server;
+    ctx.with_push_out(|client, out| pubsub::subscribe(server, client, out, kind, &args[1..]));
 }
 
 pub fn subscribe(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -55,44 +56,31 @@ pub fn ssubscribe(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     subscribe_kind(ctx, args, Kind::Shard, "SSUBSCRIBE");
 }
 
+fn unsubscribe_kind(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], kind: Kind) {
+    let server = ctx.server;
+    ctx.with_push_out(|client, out| {
+        pubsub::unsubscribe(server, client, Some(out), kind, &args[1..]);
+    });
+}
+
 pub fn unsubscribe(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    pubsub::unsubscribe(
-        ctx.server,
-        ctx.client,
-        Some(&mut ctx.out),
-        Kind::Channel,
-        &args[1..],
-    );
+    unsubscribe_kind(ctx, args, Kind::Channel);
 }
 
 pub fn punsubscribe(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    pubsub::unsubscribe(
-        ctx.server,
-        ctx.client,
-        Some(&mut ctx.out),
-        Kind::Pattern,
-        &args[1..],
-    );
+    unsubscribe_kind(ctx, args, Kind::Pattern);
 }
 
 pub fn sunsubscribe(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    pubsub::unsubscribe(
-        ctx.server,
-        ctx.client,
-        Some(&mut ctx.out),
-        Kind::Shard,
-        &args[1..],
-    );
+    unsubscribe_kind(ctx, args, Kind::Shard);
 }
 
 fn publish_kind(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], sharded: bool) {
-    let publisher = Publisher {
-        id: ctx.client.shared.id,
-        thread: ctx.client.shared.thread,
-        protocol: ctx.client.protocol,
-        out: ctx.out.out_mut(),
-    };
-    let receivers = pubsub::publish(ctx.server, sharded, args[1], args[2], Some(publisher));
+    let server = ctx.server;
+    let receivers = ctx.with_push_out(|client, out| {
+        let publisher = Publisher::of(client, out);
+        pubsub::publish(server, sharded, args[1], args[2], Some(publisher))
+    });
     ctx.out.integer(receivers as i64);
 }
 

@@ -466,9 +466,17 @@ pub(super) fn deliver(conn: &mut Conn, mail: Mail, turn: &TurnConfig) -> Result<
             conn.out.extend_from_slice(&reply);
             conn.state.blocked = None;
         }
-        Mail::Message(message) => conn
-            .out
-            .extend_from_slice(message.frame(conn.state.protocol)),
+        Mail::Message(message) => {
+            if conn
+                .state
+                .subs
+                .as_ref()
+                .is_some_and(|s| s.receives(&message))
+            {
+                conn.out
+                    .extend_from_slice(message.frame(conn.state.protocol));
+            }
+        }
         Mail::Raw(bytes) => conn.out.extend_from_slice(&bytes),
     }
     if over_output_limit(

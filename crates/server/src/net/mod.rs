@@ -474,7 +474,14 @@ impl Thread<'_> {
         let mut mail = self.take_mail(&mut touched);
         self.time_out_blocked(&mut touched);
         self.release_postponed(&mut touched);
+        // Connections that only received mail during the serving below: written, not served.
+        let mut delivered = Vec::new();
         for &token in &touched {
+            // Mail posted since (by a connection served before this one) is delivered first,
+            // so this connection's commands see it in Redis's order (`mail.rs`).
+            if self.server.mail.waiting(self.index) {
+                mail |= self.take_mail(&mut delivered);
+            }
             let Some(conn) = self.conns.get_mut(&token) else {
                 continue;
             };
@@ -497,7 +504,8 @@ impl Thread<'_> {
         // What those commands appended to the AOF reaches the file first (group commit).
         // Mail this turn's commands posted to this thread's own connections (a publish to a
         // subscriber here) goes out with the replies.
-        mail |= self.take_mail(&mut touched);
+        mail |= self.take_mail(&mut delivered);
+        touched.append(&mut delivered);
         crate::aof::before_replies(self.server, mail);
         for token in touched {
             let Some(conn) = self.conns.get_mut(&token) else {
