@@ -240,14 +240,15 @@ fn valid_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
-/// One CLIENT LIST / CLIENT INFO line.
-fn client_line(client: &ClientShared, current_id: u64) -> String {
+/// One CLIENT LIST / CLIENT INFO line; the client running it (`current`: its id and the
+/// command's name) shows that command, as in Redis, where `lastcmd` is set before it runs.
+fn client_line(client: &ClientShared, current: (u64, &str)) -> String {
     let info = client.info.lock().clone();
     let now = unix_ms();
     let age = client.created.elapsed().as_secs();
     let idle = now.saturating_sub(client.last_interaction_ms.load(Ordering::Relaxed)) / 1000;
-    let cmd = if client.id == current_id {
-        "client|list".to_string()
+    let cmd = if client.id == current.0 {
+        current.1.to_string()
     } else {
         match client.last_cmd.load(Ordering::Relaxed) {
             0 => "NULL".into(),
@@ -437,7 +438,7 @@ pub fn client_id(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
 
 /// CLIENT INFO: this connection's CLIENT LIST line.
 pub fn client_info(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
-    let line = client_line(&ctx.client.shared, 0).replace("cmd=NULL", "cmd=client|info") + "\n";
+    let line = client_line(&ctx.client.shared, (ctx.client.shared.id, "client|info")) + "\n";
     ctx.out.verbatim(line.as_bytes(), *b"txt");
 }
 
@@ -621,7 +622,7 @@ pub fn client_list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         {
             continue;
         }
-        text.push_str(&client_line(&c, ctx.client.shared.id));
+        text.push_str(&client_line(&c, (ctx.client.shared.id, "client|list")));
         text.push('\n');
     }
     ctx.out.verbatim(text.as_bytes(), *b"txt");
