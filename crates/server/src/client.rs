@@ -46,6 +46,8 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Pub/sub subscriptions (`None`: none, the common case costs a pointer).
     pub subs: Option<Box<crate::pubsub::Subscriptions>>,
+    /// CLIENT TRACKING's mode (`None`: off, the common case costs a pointer).
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
 }
 
 impl ClientState {
@@ -71,6 +73,7 @@ impl ClientState {
             blocked: None,
             in_exec: false,
             subs: None,
+            tracking: None,
         }
     }
 }

@@ -332,6 +332,7 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
                 let consumed = command.consumed();
                 let args: smallvec::SmallVec<[&[u8]; 8]> = command.args().collect();
                 dispatch::dispatch(server, state, out, &args, now_ms, &mut mark);
+                crate::tracking::after_command(server, state, out, args[0]);
                 input.pos += consumed;
                 count += 1;
                 if server.ready_pending.load(Ordering::Relaxed) {
@@ -468,6 +469,12 @@ pub(super) fn deliver(
             );
         }
         Mail::Raw(bytes) => conn.out.extend_from_slice(&bytes),
+        Mail::Invalidate(message) => crate::tracking::encode(
+            &mut conn.out,
+            conn.state.protocol,
+            conn.state.subscribed(),
+            &message,
+        ),
     }
     if over_output_limit(
         conn.pending(),
