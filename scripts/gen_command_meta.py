@@ -14,8 +14,8 @@ src/server.c) do to the JSON, so the data is reply-ready:
 * `acl_categories`: the JSON's categories plus the implicit ones (@write, @read, @admin,
   @dangerous, @pubsub, @fast, @blocking, else @slow), in ACL order, with their `@`;
 * `key_range`: the legacy first key, last key and step;
-* `tips` lower-cased, argument tokens upper-cased, key-spec and argument flags in reply order,
-  the group's reply name.
+* `tips` and argument names lower-cased, argument tokens upper-cased, key-spec and argument
+  flags in reply order, the group's reply name.
 
 `command_flags` keeps the JSON's flag names (minus SENTINEL and ONLY_SENTINEL, which densekv has
 no use for): a unit test holds every table line's flags to them, and its arity to `arity`.
@@ -184,7 +184,8 @@ def key_spec(spec):
 
 
 def argument(arg):
-    out = {"name": arg["name"], "type": arg["type"]}
+    # Redis's generator lower-cases argument names (CLIENT TRACKING's `BCAST` is `bcast`).
+    out = {"name": arg["name"].lower(), "type": arg["type"]}
     for field in ("key_spec_index", "token", "summary", "since", "deprecated_since"):
         if field in arg:
             out[field] = arg[field]

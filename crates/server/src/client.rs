@@ -53,6 +53,8 @@ pub struct ClientState {
     pub pushes: Vec<u8>,
     /// Pub/sub subscriptions (`None`: none, the common case costs a pointer).
     pub subs: Option<Box<crate::pubsub::Subscriptions>>,
+    /// CLIENT TRACKING's mode (`None`: off, the common case costs a pointer).
+    pub tracking: Option<Box<crate::tracking::ClientTracking>>,
 }
 
 impl ClientState {
@@ -81,6 +83,7 @@ impl ClientState {
             pushes: Vec::new(),
             monitor: false,
             postponed: false,
+            tracking: None,
         }
     }
 }

@@ -715,6 +715,7 @@ pub fn run<'s>(
     mark: &mut crate::clock::Mark,
 ) {
     let spec = COMMANDS[index];
+    let tracking = crate::tracking::enter(client, out.len());
     let mut ctx = Ctx {
         server,
         out: ReplyWriter::new(out, client.protocol),
@@ -738,6 +739,7 @@ pub fn run<'s>(
         server.eviction.publish(ctx.locks);
     }
     let failed = ctx.failed;
+    crate::tracking::leave(server, tracking, client, out, index, args);
     let ended = crate::clock::now();
     let usec = crate::clock::micros(*mark, ended);
     *mark = ended;

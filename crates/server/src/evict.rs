@@ -272,6 +272,7 @@ impl Eviction {
             .fetch_add(evicted.len() as u64, Ordering::Relaxed);
         let lazy = self.lazy.load(Ordering::Relaxed);
         crate::propagate::evicted(server, evicted, lazy);
+        crate::tracking::deleted(server, evicted);
         // The `evicted` keyspace event (Redis's `notifyKeyspaceEvent(NOTIFY_EVICTED, …)`) is
         // sent from here once densekv has keyspace notifications (the messaging work).
         for (db, key) in evicted.iter() {

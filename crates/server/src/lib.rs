@@ -48,6 +48,7 @@ pub mod propagate;
 pub mod pubsub;
 pub mod rdb_load;
 pub mod server;
+pub mod tracking;
 
 pub use config::Config;
 pub use server::Server;

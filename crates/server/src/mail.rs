@@ -84,6 +84,8 @@ pub enum Mail {
     Raw(Arc<[u8]>),
     /// CLIENT KILL (or a blocked client found dead): close the connection.
     Kill,
+    /// A client-side caching message (`tracking.rs`), framed for the receiver's protocol.
+    Invalidate(crate::tracking::Invalidation),
 }
 
 /// Mail for one thread: (client id, what to send it).

@@ -78,6 +78,7 @@ fn queue_expired(server: &Server, shard: &mut Shard, pending: &mut Vec<Op>) {
     if expired.is_empty() {
         return;
     }
+    crate::tracking::deleted(server, &expired);
     let del = expiry_deletion(server);
     for (db, key) in expired {
         pending.push((db, encode(&[del, &key])));
@@ -90,6 +91,7 @@ fn queue_expired(server: &Server, shard: &mut Shard, pending: &mut Vec<Op>) {
 pub fn command_done(ctx: &mut Ctx<'_, '_>, flags: u32, args: &[&[u8]]) {
     let server = ctx.server;
     if !server.aof.feeding() {
+        crate::tracking::drain_expired(server, ctx.locks.iter_mut());
         return;
     }
     let db = ctx.client.db;
@@ -123,6 +125,7 @@ pub fn exec_done(server: &Server) {
 /// Active expiry deleted keys in `shard` (held): their DELs are appended now.
 pub fn expired(server: &Server, shard: &mut Shard) {
     if !server.aof.feeding() {
+        crate::tracking::drain_expired(server, std::iter::once(shard));
         return;
     }
     PENDING.with(|pending| queue_expired(server, shard, &mut pending.borrow_mut()));

@@ -84,6 +84,8 @@ pub struct ClientInfo {
     /// Channels, patterns and shard channels subscribed to (`sub`, `psub`, `ssub`).
     pub subscriptions: (usize, usize, usize),
     pub no_touch: bool,
+    /// CLIENT LIST's `t`, `R`, `B` and `redir=` (`tracking.rs`).
+    pub tracking: crate::tracking::ListState,
 }
 
 /// Counters of one command for INFO commandstats that only errors bump (calls and µs are in
@@ -187,6 +189,8 @@ pub struct Server {
     pub monitors: crate::monitor::Monitors,
     /// Channels, patterns and their subscribers (`pubsub.rs`).
     pub pubsub: crate::pubsub::PubSub,
+    /// Client-side caching: tracked keys, BCAST prefixes, tracking clients (`tracking.rs`).
+    pub tracking: crate::tracking::Tracking,
     /// `notify-keyspace-events` as Redis's class bits (`notify.rs`), read by every notification.
     pub notify_flags: std::sync::atomic::AtomicI32,
     /// Whether the cron deletes expired keys nobody reads (DEBUG SET-ACTIVE-EXPIRE; Redis's
@@ -271,6 +275,7 @@ impl Server {
             pubsub: crate::pubsub::PubSub::default(),
             monitors: crate::monitor::Monitors::default(),
             pause: crate::pause::Pause::default(),
+            tracking: crate::tracking::Tracking::new(&config),
             notify_flags: std::sync::atomic::AtomicI32::new(config.notify_keyspace_events),
             slowlog_slower_than: AtomicI64::new(config.slowlog_log_slower_than),
             hot: HotStats::new(config.io_threads.max(1), crate::command::COMMANDS.len()),
@@ -414,6 +419,7 @@ impl Server {
     #[inline]
     pub fn touch(&self, db: usize, key: &[u8]) {
         self.hot.add(|c| &c.dirty, 1);
+        crate::tracking::touched(self, key);
         if self.watched.load(Ordering::Relaxed) == 0 {
             return;
         }

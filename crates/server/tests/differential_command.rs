@@ -17,7 +17,7 @@
 //!
 //! CLIENT SETINFO and CLIENT NO-TOUCH are Redis 7.2's, kept by densekv for the clients that
 //! send them: redis-server 7.0.15 has no entry to compare theirs with. CLIENT HELP and LATENCY
-//! HELP describe subcommands densekv does not have (CLIENT TRACKING, LATENCY GRAPH…), so they
+//! HELP describe subcommands densekv does not have (CLIENT PAUSE, LATENCY GRAPH…), so they
 //! are not compared either.
 
 mod support;

@@ -310,7 +310,7 @@ pub fn turn_off(server: &Server, shards: &mut [&mut Shard]) {
     server.aof.switch_file(None);
     server.aof.set_feeding(false);
     for shard in shards.iter_mut() {
-        shard.keep_expired_log(false);
+        shard.keep_expired_log(server.tracking.keeps_expired_log());
     }
     server.aof.files.lock().waiting = false;
     server.aof.rewrite.scheduled.store(false, Ordering::Relaxed);

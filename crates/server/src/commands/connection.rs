@@ -1,5 +1,6 @@
 //! Connection commands: PING, ECHO, QUIT, SELECT, HELLO, AUTH, RESET, and CLIENT, a container
-//! whose subcommands (`client|list`…) are table lines of their own.
+//! whose subcommands (`client|list`…) are table lines of their own (TRACKING, CACHING, GETREDIR
+//! and TRACKINGINFO are in `tracking.rs`).
 //!
 //! There is one user, `default`, whose password is `requirepass` (none: every connection starts
 //! authenticated). HELLO switches the connection between RESP2 and RESP3 and replies with the
@@ -46,6 +47,10 @@ static CLIENT_SUBCOMMANDS: &[Spec] = table! {
     "client|unblock",  -3,    ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_unblock;
     "client|no-evict", 3,     ADMIN | NOSCRIPT | LOADING | STALE, NOKEYS, 0,      client_no_evict;
     "client|no-touch", 3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      client_no_touch;
+    "client|tracking", -3,    NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      super::tracking::client_tracking;
+    "client|caching",  3,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      super::tracking::client_caching;
+    "client|getredir", 2,     NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      super::tracking::client_getredir;
+    "client|trackinginfo", 2, NOSCRIPT | LOADING | STALE,         NOKEYS, 0,      super::tracking::client_trackinginfo;
     "client|help",     2,     LOADING | STALE,                    NOKEYS, 0,      client_help;
 };
 
@@ -208,6 +213,7 @@ pub fn reset(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     crate::pubsub::forget(ctx.server, ctx.client);
     ctx.server.monitors.remove(ctx.client.shared.id);
     ctx.client.monitor = false;
+    crate::tracking::disable(ctx.server, ctx.client);
     ctx.client.multi = None;
     ctx.client.multi_error = false;
     let watched = std::mem::take(&mut ctx.client.watched);
@@ -257,7 +263,7 @@ fn client_line(client: &ClientShared, current: (u64, &str)) -> String {
     };
     let b = Buffers::of(client);
     format!(
-        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+        "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll={} omem={} tot-mem={} events={} cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
         client.id,
         client.addr,
         client.laddr,
@@ -281,6 +287,7 @@ fn client_line(client: &ClientShared, current: (u64, &str)) -> String {
         b.tot_mem,
         if b.obl > 0 { "rw" } else { "r" },
         cmd,
+        info.tracking.redir(),
         info.resp,
         info.lib_name,
         info.lib_ver
@@ -307,6 +314,9 @@ fn client_flags(client: &ClientShared, info: &crate::server::ClientInfo) -> Stri
         (channels + patterns + shard_channels > 0, 'P'),
         (info.multi >= 0, 'x'),
         (client.blocked.load(Ordering::Relaxed), 'b'),
+        (info.tracking.on, 't'),
+        (info.tracking.broken, 'R'),
+        (info.tracking.bcast, 'B'),
         (client.watch_dirty.load(Ordering::Relaxed), 'd'),
         (info.no_evict, 'e'),
         (info.no_touch, 'T'),

@@ -551,6 +551,7 @@ fn reload(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             for shard in shards.iter_mut() {
                 (0..shard.databases()).for_each(|db| shard.flush(db));
             }
+            crate::tracking::flushed(server);
         }
         match crate::rdb_load::load_held(server, shards) {
             Ok(Some(_)) => Ok(()),
@@ -576,6 +577,7 @@ fn loadaof(ctx: &mut Ctx<'_, '_>) {
     // DEBUG holds every shard (its key spec is ALL, and EXEC's are all held too).
     match crate::aof::load::reload(ctx.server, ctx.locks) {
         Ok(()) => {
+            crate::tracking::flushed(ctx.server);
             crate::log::warning("Append Only File loaded by DEBUG LOADAOF");
             ctx.ok();
         }
@@ -835,6 +837,7 @@ fn populate(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if watched.contains(&key) {
             ctx.server.touch_watchers(db, &key);
         }
+        crate::tracking::touched(ctx.server, &key);
     }
     ctx.ok();
 }

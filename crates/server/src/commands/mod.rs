@@ -21,6 +21,7 @@ pub mod server;
 pub mod set;
 pub mod sort;
 pub mod string;
+pub mod tracking;
 pub mod transaction;
 pub mod zset;
 

@@ -242,10 +242,11 @@ fn info_clients(t: &mut String, server: &Server, config: &Config) {
     let (_, max_query, max_reply) = server.client_memory();
     let _ = write!(
         t,
-        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{max_query}\r\nclient_recent_max_output_buffer:{max_reply}\r\nblocked_clients:{}\r\ntracking_clients:0\r\nclients_in_timeout_table:{}\r\n",
+        "connected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\nclient_recent_max_input_buffer:{max_query}\r\nclient_recent_max_output_buffer:{max_reply}\r\nblocked_clients:{}\r\ntracking_clients:{}\r\nclients_in_timeout_table:{}\r\n",
         server.connected.load(Ordering::Relaxed),
         config.maxclients,
         server.blocked_clients.load(Ordering::Relaxed),
+        server.tracking.counts().0,
         server.blocked_clients.load(Ordering::Relaxed)
     );
 }
@@ -360,9 +361,10 @@ fn info_stats(t: &mut String, server: &Server, expired: u64) {
     let st = &server.stats;
     let (exceeded_total, exceeded_current) = server.eviction.exceeded_ms();
     let (channels, patterns, shard_channels) = server.pubsub.sizes();
+    let (_, tracking_keys, tracking_items, tracking_prefixes) = server.tracking.counts();
     let _ = write!(
         t,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{channels}\r\npubsub_patterns:{patterns}\r\npubsubshard_channels:{shard_channels}\r\nactive_defrag_hits:{}\r\nactive_defrag_misses:{}\r\nactive_defrag_key_hits:{}\r\nactive_defrag_key_misses:{}\r\ntotal_error_replies:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ninstantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\ntotal_eviction_exceeded_time:{}\r\ncurrent_eviction_exceeded_time:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{channels}\r\npubsub_patterns:{patterns}\r\npubsubshard_channels:{shard_channels}\r\nactive_defrag_hits:{}\r\nactive_defrag_misses:{}\r\nactive_defrag_key_hits:{}\r\nactive_defrag_key_misses:{}\r\ntracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\ntotal_error_replies:{}\r\n",
         st.connections_received.load(Ordering::Relaxed),
         server.hot.get(|c| &c.commands_processed),
         server.instantaneous_ops_per_sec(),
@@ -379,6 +381,9 @@ fn info_stats(t: &mut String, server: &Server, expired: u64) {
         server.defrag.misses.load(Ordering::Relaxed),
         server.defrag.hits.load(Ordering::Relaxed),
         server.defrag.misses.load(Ordering::Relaxed),
+        tracking_keys,
+        tracking_items,
+        tracking_prefixes,
         st.total_errors.load(Ordering::Relaxed),
     );
 }
@@ -516,6 +521,7 @@ pub fn flushdb(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for shard in ctx.locks.iter_mut() {
         shard.flush(db);
     }
+    crate::tracking::flushed(ctx.server);
     // Written to the append-only file even when the database was empty, as Redis forces it.
     ctx.force_propagation();
     ctx.ok();
@@ -533,6 +539,7 @@ pub fn flushall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             shard.flush(db);
         }
     }
+    crate::tracking::flushed(ctx.server);
     // Redis's flushAllDataAndResetRDB: with save points the empty dataset is saved at once (a
     // failure is only logged), and the flush itself then counts as one change.
     if !ctx.server.config.read().save.is_empty() {

@@ -350,6 +350,7 @@ pub fn apply(server: &Server, apply: super::Apply, config: &mut Config) -> Resul
             .map_err(|_| "Failed to set current oom_score_adj. Check server logs.".to_string())?,
         Apply::CrashLog => crate::log::set_crash_log(config.crash_log_enabled),
         Apply::Eviction => server.eviction.configure(config),
+        Apply::Tracking => server.tracking.configure(config),
         Apply::Messaging => server
             .notify_flags
             .store(config.notify_keyspace_events, Ordering::Relaxed),

@@ -130,6 +130,8 @@ pub enum Apply {
     AofOptions,
     /// `notify-keyspace-events`: cached in `Server::notify_flags`.
     Messaging,
+    /// `tracking-table-max-keys`: cached by `Server::tracking`.
+    Tracking,
 }
 
 /// An `is_valid` check of a new value: the error is Redis's text.

@@ -446,7 +446,7 @@ directives! {
     stream_node_max_bytes: u64 = 4096; "stream-node-max-bytes", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), STREAMS, None;
     zset_max_listpack_value: u64 = 64; "zset-max-listpack-value" | "zset-max-ziplist-value", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), ZSET_THRESHOLD, EncodingLimits;
     hll_sparse_max_bytes: u64 = 3000; "hll-sparse-max-bytes", MODIFIABLE, number(SizeT, 0, LONG_MAX, MEMORY, None), HLL, None;
-    tracking_table_max_keys: u64 = 1_000_000; "tracking-table-max-keys", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MESSAGING, None;
+    tracking_table_max_keys: u64 = 1_000_000; "tracking-table-max-keys", MODIFIABLE, number(SizeT, 0, LONG_MAX, INTEGER, None), MESSAGING, Tracking;
     client_query_buffer_limit: u64 = 1 << 30; "client-query-buffer-limit", DEBUG | MODIFIABLE, number(SizeT, 1 << 20, LONG_MAX, MEMORY, None), RUNS, None;
     maxmemory_clients: i64 = 0; "maxmemory-clients", MODIFIABLE, number(SSizeT, -100, i64::MAX, MEMORY | PERCENT, None), CLIENT_EVICTION, None;
 

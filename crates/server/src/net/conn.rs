@@ -302,12 +302,8 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
             break;
         }
         if input.pos >= ahead {
-            ahead = input.pos
-                + super::prefetch::prefetch_ahead(
-                    server,
-                    state.db,
-                    &input.query[input.pos..input.filled],
-                );
+            let pending = &input.query[input.pos..input.filled];
+            ahead = input.pos + super::prefetch::prefetch_ahead(server, state.db, pending);
         }
         input
             .parser
@@ -335,6 +331,7 @@ fn process(server: &Server, conn: &mut Conn, turn: &TurnConfig) -> bool {
                     input.parser.reset();
                     break;
                 }
+                crate::tracking::after_command(server, state, out, args[0]);
                 input.pos += consumed;
                 count += 1;
                 if server.ready_pending.load(Ordering::Relaxed) {
@@ -478,6 +475,12 @@ pub(super) fn deliver(conn: &mut Conn, mail: Mail, turn: &TurnConfig) -> Result<
             }
         }
         Mail::Raw(bytes) => conn.out.extend_from_slice(&bytes),
+        Mail::Invalidate(message) => crate::tracking::encode(
+            &mut conn.out,
+            conn.state.protocol,
+            conn.state.subscribed(),
+            &message,
+        ),
     }
     if over_output_limit(
         conn.pending(),

@@ -504,6 +504,7 @@ impl Thread<'_> {
         // What those commands appended to the AOF reaches the file first (group commit).
         // Mail this turn's commands posted to this thread's own connections (a publish to a
         // subscriber here) goes out with the replies.
+        crate::tracking::broadcast(self.server, Some(self.index));
         mail |= self.take_mail(&mut delivered);
         touched.append(&mut delivered);
         crate::aof::before_replies(self.server, mail);
@@ -627,6 +628,7 @@ impl Thread<'_> {
         let _ = self.poll.registry().deregister(&mut conn.stream);
         crate::pubsub::forget(server, &mut conn.state);
         server.monitors.remove(conn.state.shared.id);
+        crate::tracking::disable(server, &mut conn.state);
         let watched = std::mem::take(&mut conn.state.watched);
         server.unwatch(&conn.state.shared, &watched);
         server.clients.lock().remove(&conn.state.shared.id);
@@ -659,6 +661,7 @@ impl Thread<'_> {
                 crate::aof::rewrite::cron(server);
             }
             server.aof.cron();
+            crate::tracking::cron(server);
             server
                 .defrag
                 .cron(server, || crate::defrag::measure(server));

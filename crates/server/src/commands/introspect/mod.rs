@@ -198,6 +198,36 @@ fn getkeys_reply(ctx: &mut Ctx<'_, '_>, cmd: &[&[u8]], with_flags: bool) {
     }
 }
 
+/// The key positions of `args` for the command at table index `index` as Redis's
+/// `getKeysFromCommand` finds them (what client tracking remembers): the command's own key
+/// finder when it has one, else its legacy first/last/step range — not the key specs GETKEYS
+/// reads. A range the arguments do not reach gives no keys (Redis: for a variadic command).
+pub fn keys_of(index: usize, args: &[&[u8]]) -> Vec<usize> {
+    let meta = meta::of(index);
+    if let Some(name) = meta.get_keys_function.as_deref() {
+        return keyspec::proc_keys(name, args)
+            .into_iter()
+            .map(|k| k.pos)
+            .collect();
+    }
+    let [first, last, step] = meta.key_range;
+    if first <= 0 {
+        return Vec::new();
+    }
+    let argc = args.len() as i64;
+    let last = if last < 0 { argc + last } else { last };
+    let mut keys = Vec::new();
+    let mut at = first;
+    while at <= last {
+        if at >= argc {
+            return Vec::new();
+        }
+        keys.push(at as usize);
+        at += step.max(1);
+    }
+    keys
+}
+
 fn key_flags(out: &mut ReplyWriter<'_>, flags: u16) {
     out.set_len(flags.count_ones() as usize);
     for (i, name) in KEY_FLAG_NAMES.iter().enumerate() {
