@@ -393,6 +393,15 @@ impl<'c> Ctx<'_, 'c> {
         if !crate::notify::enabled(self.server, class) {
             return;
         }
+        // Keys this command's lookups expired are announced first: in Redis the lookup itself
+        // publishes `expired`, before anything the command does after it.
+        crate::propagate::expired_in_command(self);
+        self.publish_event(class, event, key, db);
+    }
+
+    /// Publishes one keyspace event as this client's (`notify.rs`), without first announcing
+    /// the keys the command expired (`notify_db` does that).
+    pub(crate) fn publish_event(&mut self, class: i32, event: &str, key: &[u8], db: usize) {
         let server = self.server;
         self.with_push_out(|client, out| {
             let publisher = crate::pubsub::Publisher::of(client, out);
@@ -456,7 +465,8 @@ impl<'c> Ctx<'_, 'c> {
     }
 
     /// The start every collection SCAN shares (HSCAN, SSCAN, ZSCAN), in Redis's order of checks:
-    /// the cursor, the key's type, then the options. A missing key gets the empty scan reply.
+    /// the cursor, the key's type, then the options. A missing key gets the empty scan reply (and
+    /// a `keymiss` event: Redis's `lookupKeyReadOrReply`).
     /// `None` when a reply was written.
     pub fn scan_start<T: Collection>(
         &mut self,
@@ -467,6 +477,7 @@ impl<'c> Ctx<'_, 'c> {
             return None;
         };
         if self.read::<T, _>(args[1], |_, _| ())?.is_none() {
+            self.notify(crate::notify::class::KEY_MISS, "keymiss", args[1]);
             self.out.array_len(2);
             self.out.bulk(b"0");
             self.out.array_len(0);
@@ -483,25 +494,39 @@ impl<'c> Ctx<'_, 'c> {
 
     /// The end every *STORE command shares: `build` makes the result at `dst` in its shard
     /// (replacing what was there), or `dst` is deleted when the result is empty (`count == 0`);
-    /// then `dst` is touched, its waiters signalled, and `count` replied.
+    /// then `dst` is touched, its waiters signalled, and `count` replied. The keyspace events
+    /// are Redis's `setKey` then `event` (`sinterstore`, `zunionstore`, `sortstore`…: its class
+    /// and name) for a stored result, `del` for a deleted destination.
     pub fn store_result(
         &mut self,
         dst: &[u8],
         count: usize,
+        (class, event): (i32, &str),
         build: impl FnOnce(&mut Shard, usize) -> Result<(), StoreError>,
     ) {
+        use crate::notify::class::{EXPIRED, GENERIC, NEW};
         let (db, now) = (self.db(), self.now_ms);
-        let shard = self.shard(dst);
         if count == 0 {
-            if shard.remove(db, dst, now) {
+            // Redis's `dbDelete`: whatever is stored goes, its TTL unchecked (an expired
+            // destination is deleted, not expired).
+            if self.shard(dst).delete_stored(db, dst) {
                 self.touch(db, dst);
+                self.notify(GENERIC, "del", dst);
             }
             return self.out.integer(0);
         }
-        if let Err(e) = build(shard, db) {
+        // `setKey` looks the destination up first (`lookupKeyWrite`: it may expire) to add it
+        // (`new`) or overwrite it; the lookup is only needed for those events.
+        let looked = crate::notify::enabled(self.server, NEW | EXPIRED);
+        let existed = looked && self.shard(dst).contains(db, dst, now);
+        if let Err(e) = build(self.shard(dst), db) {
             return self.store_error(e);
         }
         self.touch(db, dst);
+        if looked && !existed {
+            self.notify(NEW, "new", dst);
+        }
+        self.notify(class, event, dst);
         self.signal_ready(db, dst);
         self.out.integer(count as i64);
     }

@@ -22,12 +22,13 @@
 //! for a bounded number of entries, so other threads' commands wait at most that long.
 //!
 //! What an eviction leaves: `evicted_keys`, a DEL (or UNLINK under `lazyfree-lazy-eviction`)
-//! in the append-only file, WATCH invalidation, and the place the `evicted` keyspace event
-//! will be sent from (`buried`). The picking itself is the store's (`store::Shard::evict`,
-//! its `access.rs`).
+//! in the append-only file, the `evicted` keyspace event, WATCH invalidation (`buried`); an
+//! expired key the picker meets is deleted as expired (its DEL and `expired` event). The
+//! picking itself is the store's (`store::Shard::evict`, its `access.rs`).
 
 use crate::command::Locks;
 use crate::config::Config;
+use crate::notify::class::EVICTED;
 use crate::server::Server;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -273,9 +274,9 @@ impl Eviction {
         let lazy = self.lazy.load(Ordering::Relaxed);
         crate::propagate::evicted(server, evicted, lazy);
         crate::tracking::deleted(server, evicted);
-        // The `evicted` keyspace event (Redis's `notifyKeyspaceEvent(NOTIFY_EVICTED, …)`) is
-        // sent from here once densekv has keyspace notifications (the messaging work).
         for (db, key) in evicted.iter() {
+            // Redis's `performEvictions` sends it after the deletion, as no client's.
+            crate::notify::notify(server, EVICTED, "evicted", key, *db, None);
             server.touch_watchers(*db, key);
         }
         evicted.clear();

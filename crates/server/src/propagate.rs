@@ -6,8 +6,10 @@
 //!  handler ─ ctx.touch ──────────▶ Effects.dirty += 1          (Redis's server.dirty)
 //!          ─ ctx.propagate_as ───▶ Effects.replaced += [argv]  (SET … EX 10 → SET … PXAT t)
 //!          ─ ctx.force_propagation (FLUSHALL, FLUSHDB: written even when nothing changed)
-//!  end of the command, shards still held (`command_done`):
-//!     DEL of each key the held shards deleted by expiry (the store's expiry log), then
+//!  a keyspace event (`Ctx::notify`) and the end of the command, shards still held:
+//!     DEL of each key the held shards deleted by expiry (the store's expiry log), and its
+//!     `expired` event (`expired_in_command`), so both come before what the command does next
+//!  end of the command (`command_done`):
 //!     replaced?  each replacement : (WRITE flag ∧ (dirty > 0 ∨ forced))?  the argv itself
 //!     ──▶ PENDING (this thread's, encoded)
 //!  not inside EXEC ──▶ flush: Aof::append, as one MULTI … EXEC block when more than one
@@ -19,6 +21,7 @@
 //! EXEC, which flushes before it releases its own.
 
 use crate::command::{Ctx, flag};
+use crate::notify::class;
 use crate::server::Server;
 use std::cell::{Cell, RefCell};
 use store::Shard;
@@ -72,34 +75,70 @@ fn expiry_deletion(server: &Server) -> &'static [u8] {
     }
 }
 
-/// Queues a DEL for each key `shard` deleted by expiry since it was last asked.
-fn queue_expired(server: &Server, shard: &mut Shard, pending: &mut Vec<Op>) {
-    let expired = shard.take_expired();
+/// What a key's expiry leaves, once the store has deleted it: a DEL (or UNLINK) queued for the
+/// append-only file while it is fed, the invalidation of clients that track it, and the
+/// `expired` keyspace event (Redis's `deleteExpiredKeyAndPropagate`). `publish` sends the
+/// event; it is only called when the class is on.
+fn bury_expired(
+    server: &Server,
+    expired: &[(usize, Vec<u8>)],
+    mut publish: impl FnMut(usize, &[u8]),
+) {
     if expired.is_empty() {
         return;
     }
-    crate::tracking::deleted(server, &expired);
-    let del = expiry_deletion(server);
-    for (db, key) in expired {
-        pending.push((db, encode(&[del, &key])));
+    crate::tracking::deleted(server, expired);
+    if server.aof.feeding() {
+        let del = expiry_deletion(server);
+        PENDING.with(|pending| {
+            let mut pending = pending.borrow_mut();
+            for (db, key) in expired {
+                pending.push((*db, encode(&[del, key])));
+            }
+        });
     }
+    if crate::notify::enabled(server, class::EXPIRED) {
+        for (db, key) in expired {
+            publish(*db, key);
+        }
+    }
+}
+
+/// The keys the command's shards deleted by expiry since they were last asked (its lookups
+/// expire keys lazily, as Redis's `expireIfNeeded` does): their DELs are queued and their
+/// `expired` events published now. Called before every keyspace event the command sends
+/// (`Ctx::notify`) and when it ends, so each `expired` comes ahead of the events of what the
+/// command did after the lookup, as in Redis, where the lookup itself publishes it. Keys
+/// expired in different shards between two calls come in shard order.
+pub fn expired_in_command(ctx: &mut Ctx<'_, '_>) {
+    let mut expired = Vec::new();
+    for shard in ctx.locks.iter_mut() {
+        let mut taken = shard.take_expired();
+        if expired.is_empty() {
+            expired = taken;
+        } else {
+            expired.append(&mut taken);
+        }
+    }
+    let server = ctx.server;
+    bury_expired(server, &expired, |db, key| {
+        ctx.publish_event(class::EXPIRED, "expired", key, db);
+    });
 }
 
 /// After a command ran, its shards still held: queues its effects and, outside EXEC, appends
 /// them. `args` is the command as the client sent it, written as it is when nothing replaced
 /// it, it has the WRITE flag and it changed something.
 pub fn command_done(ctx: &mut Ctx<'_, '_>, flags: u32, args: &[&[u8]]) {
+    // Always, even with the AOF off: the expiry log is kept for the `expired` events too.
+    expired_in_command(ctx);
     let server = ctx.server;
     if !server.aof.feeding() {
-        crate::tracking::drain_expired(server, ctx.locks.iter_mut());
         return;
     }
     let db = ctx.client.db;
     PENDING.with(|pending| {
         let mut pending = pending.borrow_mut();
-        for shard in ctx.locks.iter_mut() {
-            queue_expired(server, shard, &mut pending);
-        }
         if let Some(commands) = ctx.effects.replaced.take() {
             for command in commands {
                 let args: Vec<&[u8]> = command.iter().map(Vec::as_slice).collect();
@@ -122,13 +161,14 @@ pub fn exec_done(server: &Server) {
     flush(server);
 }
 
-/// Active expiry deleted keys in `shard` (held): their DELs are appended now.
+/// Active expiry (or eviction, which deletes the expired keys it meets) deleted keys in
+/// `shard` (held): their DELs are appended and their `expired` events published now, by no
+/// client.
 pub fn expired(server: &Server, shard: &mut Shard) {
-    if !server.aof.feeding() {
-        crate::tracking::drain_expired(server, std::iter::once(shard));
-        return;
-    }
-    PENDING.with(|pending| queue_expired(server, shard, &mut pending.borrow_mut()));
+    let expired = shard.take_expired();
+    bury_expired(server, &expired, |db, key| {
+        crate::notify::notify(server, class::EXPIRED, "expired", key, db, None);
+    });
     flush_each(server);
 }
 

@@ -79,7 +79,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::BuildHasher;
 use std::io::Write as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Redis's `TrackingChannelName`: where a RESP2 redirect target gets its invalidations.
 pub const CHANNEL: &[u8] = b"__redis__:invalidate";
@@ -481,8 +481,6 @@ pub struct Tracking {
     max_keys: AtomicU64,
     /// Limit rounds in a row that ended still over the limit (each does more work).
     limit_rounds: AtomicU32,
-    /// The shards keep their log of expired keys for tracking (`Shard::keep_expired_log`).
-    expiry_log: AtomicBool,
 }
 
 impl Tracking {
@@ -500,7 +498,6 @@ impl Tracking {
             registry: RwLock::new(HashMap::new()),
             max_keys: AtomicU64::new(config.tracking_table_max_keys),
             limit_rounds: AtomicU32::new(0),
-            expiry_log: AtomicBool::new(false),
         }
     }
 
@@ -518,12 +515,6 @@ impl Tracking {
             self.items.load(RELAXED),
             self.prefix_count.load(RELAXED),
         )
-    }
-
-    /// Whether the shards must keep their log of expired keys for tracking (the AOF's
-    /// `turn_off` leaves it on then).
-    pub fn keeps_expired_log(&self) -> bool {
-        self.expiry_log.load(RELAXED)
     }
 
     /// Nothing to invalidate: no key tracked, no prefix.
@@ -894,18 +885,6 @@ pub fn deleted(server: &Server, keys: &[(usize, Vec<u8>)]) {
     }
 }
 
-/// Hands the keys the held `shards` deleted by expiry to `deleted` when the AOF did not take
-/// them (the log is kept for tracking alone).
-pub fn drain_expired<'a>(server: &Server, shards: impl Iterator<Item = &'a mut store::Shard>) {
-    if !server.tracking.keeps_expired_log() {
-        return;
-    }
-    for shard in shards {
-        let expired = shard.take_expired();
-        deleted(server, &expired);
-    }
-}
-
 /// FLUSHALL, FLUSHDB, DEBUG RELOAD (`trackingInvalidateKeysOnFlush`): every tracking client is
 /// sent a null ("every key"), and the table is dropped.
 pub fn flushed(server: &Server) {
@@ -1060,18 +1039,6 @@ pub fn disable(server: &Server, client: &mut ClientState) {
     }
     tracking.clients.fetch_sub(1, RELAXED);
     client.shared.info.lock().tracking = ListState::default();
-}
-
-/// Makes every shard keep its log of expired keys, so expiries reach tracking clients (called
-/// with every shard held, once).
-pub fn keep_expired_logs(server: &Server, shards: &mut [&mut store::Shard]) {
-    if server.tracking.expiry_log.load(RELAXED) {
-        return;
-    }
-    for shard in shards.iter_mut() {
-        shard.keep_expired_log(true);
-    }
-    server.tracking.expiry_log.store(true, RELAXED);
 }
 
 #[cfg(test)]

@@ -228,9 +228,11 @@ pub struct Shard {
     pub(crate) hand: Hand,
     /// Where the active defragmenter's walk is (`defrag.rs`).
     pub(crate) defrag: DefragWalk,
-    /// Keys deleted because their TTL passed, (database, name), while someone drains them (the
-    /// server's append-only file writes each as a DEL); `None`: not kept.
-    pub(crate) expired_log: Option<Vec<(usize, Vec<u8>)>>,
+    /// Keys deleted because their TTL passed, (database, name), oldest first, until the server
+    /// takes them (`take_expired`) to write each to the append-only file as a DEL and publish its
+    /// `expired` keyspace event. Always kept: the server takes it after every command and every
+    /// expiry or eviction step, so it holds what one of those expired, no more.
+    pub(crate) expired_log: Vec<(usize, Vec<u8>)>,
     /// The epoch bit of entries that are saved or newer than the running snapshot; with none
     /// running, every entry's (`snapshot.rs`).
     pub(crate) fresh: bool,
@@ -263,7 +265,7 @@ impl Shard {
             access: Access::default(),
             hand: Hand::default(),
             defrag: DefragWalk::default(),
-            expired_log: None,
+            expired_log: Vec::new(),
             fresh: false,
             snapshot: None,
             #[cfg(test)]
@@ -508,26 +510,15 @@ impl Shard {
         }
     }
 
-    /// Counts a key deleted because its TTL passed, and logs it when the log is kept.
+    /// Counts a key deleted because its TTL passed, and logs it (`take_expired`).
     pub(crate) fn note_expired(&mut self, db: usize, key: &[u8]) {
         self.expired_keys += 1;
-        if let Some(log) = self.expired_log.as_mut() {
-            log.push((db, key.to_vec()));
-        }
+        self.expired_log.push((db, key.to_vec()));
     }
 
-    /// Starts (`true`) or stops keeping the log of keys deleted by expiry (`take_expired`).
-    pub fn keep_expired_log(&mut self, keep: bool) {
-        self.expired_log = keep.then(Vec::new);
-    }
-
-    /// The keys deleted by expiry since the last call, oldest first, as (database, name);
-    /// empty unless `keep_expired_log(true)`.
+    /// The keys deleted by expiry since the last call, oldest first, as (database, name).
     pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
-        match self.expired_log.as_mut() {
-            Some(log) if !log.is_empty() => std::mem::take(log),
-            _ => Vec::new(),
-        }
+        std::mem::take(&mut self.expired_log)
     }
 
     /// The keyspace of `db`, created on first write.
@@ -685,6 +676,17 @@ impl Shard {
         }
         self.release(taken);
         live
+    }
+
+    /// Deletes whatever is stored under `key`, its TTL unchecked (Redis's `dbDelete`, which a
+    /// command calls on a key it has not looked up: an expired key is deleted as any other,
+    /// not expired); true if something was stored.
+    pub fn delete_stored(&mut self, db: usize, key: &[u8]) -> bool {
+        let Some(taken) = self.take_raw(db, key) else {
+            return false;
+        };
+        self.release(taken);
+        true
     }
 
     /// Whether `key` exists (and has not expired).

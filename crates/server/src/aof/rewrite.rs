@@ -277,9 +277,6 @@ pub fn turn_on(server: &Server, shards: &mut [&mut Shard]) -> Result<(), String>
         let mut layout = server.aof.files.lock();
         layout.waiting = true;
     }
-    for shard in shards.iter_mut() {
-        shard.keep_expired_log(true);
-    }
     server.aof.set_feeding(true);
     if bgsave::running(server).is_some() {
         crate::log::warning(
@@ -297,7 +294,7 @@ pub fn turn_on(server: &Server, shards: &mut [&mut Shard]) -> Result<(), String>
     match start(server, shards) {
         Ok(_) => Ok(()),
         Err(e) => {
-            turn_off(server, shards);
+            turn_off(server);
             Err(e)
         }
     }
@@ -305,13 +302,10 @@ pub fn turn_on(server: &Server, shards: &mut [&mut Shard]) -> Result<(), String>
 
 /// CONFIG SET appendonly no (`stopAppendOnly`): everything appended is written and synced,
 /// the file closed, a running rewrite aborted.
-pub fn turn_off(server: &Server, shards: &mut [&mut Shard]) {
+pub fn turn_off(server: &Server) {
     server.aof.flush_and_sync();
     server.aof.switch_file(None);
     server.aof.set_feeding(false);
-    for shard in shards.iter_mut() {
-        shard.keep_expired_log(server.tracking.keeps_expired_log());
-    }
     server.aof.files.lock().waiting = false;
     server.aof.rewrite.scheduled.store(false, Ordering::Relaxed);
     if running(server) {
@@ -371,9 +365,6 @@ pub fn open_at_startup(server: &Server) -> Result<(), String> {
         crate::log::warning(&e);
     }
     drop(layout);
-    for shard in &mut shards {
-        shard.keep_expired_log(true);
-    }
     server.aof.switch_file(Some(file));
     server.aof.set_feeding(true);
     Ok(())

@@ -66,7 +66,9 @@ fn kind_of(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Option<Kind> {
 /// Finds the first key holding a `want` value; `Err` after replying WRONGTYPE.
 fn first_ready(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]], want: Kind) -> Result<Option<usize>, ()> {
     for (i, &key) in keys.iter().enumerate() {
-        match kind_of(ctx, key) {
+        let kind = kind_of(ctx, key);
+        super::keys::expired_so_far(ctx);
+        match kind {
             None => {}
             Some(k) if k == want => return Ok(Some(i)),
             Some(_) => {

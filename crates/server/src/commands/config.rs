@@ -167,7 +167,7 @@ fn switch_append_only(ctx: &mut Ctx<'_, '_>, on: bool) -> Result<(), String> {
         if on {
             crate::aof::rewrite::turn_on(server, shards)
         } else {
-            crate::aof::rewrite::turn_off(server, shards);
+            crate::aof::rewrite::turn_off(server);
             Ok(())
         }
     })

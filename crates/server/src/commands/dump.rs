@@ -9,13 +9,18 @@
 //! key), as in Redis. IDLETIME and FREQ are validated and otherwise ignored: densekv keeps no
 //! access clock until eviction brings one.
 //!
+//! Keyspace events (Redis's): DUMP's `keymiss` for a missing key; RESTORE's `new` then
+//! `restore`, or `del` when a TTL already past leaves only REPLACE's deletion.
+//!
 //! In the append-only file (Redis's `restoreCommand`): a relative TTL is written as the
 //! absolute time it gave, `RESTORE key <ms> payload [options…] ABSTTL`, so that a replay does not
 //! push the expiry later; a TTL already past that deleted an old key (REPLACE) is written as
 //! `DEL key`; one that deleted nothing is not written at all.
 
 use super::args::{decimal, is, parse_i64};
+use super::keys::{created, keymiss};
 use crate::command::{Ctx, DENYOOM, K1, READONLY, Spec, WRITE, table};
+use crate::notify::class;
 use persist::dump::{self, PayloadError};
 
 pub static COMMANDS: &[Spec] = table! {
@@ -29,7 +34,8 @@ pub fn dump(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let compress = ctx.server.config.read().rdbcompression;
     let (shard, out) = ctx.shard_and_out(key);
     let Some(encoding) = shard.object_encoding(db, key, now) else {
-        return out.null();
+        out.null();
+        return keymiss(ctx, key);
     };
     let payload = shard.view(db, key, now, |view, _| {
         dump::create(&view, encoding, compress)
@@ -110,7 +116,8 @@ pub fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
         Err(PayloadError::BadData(_)) => return ctx.error("ERR Bad data format"),
     };
-    let deleted = o.replace && ctx.shard(key).remove(db, key, now);
+    // Redis's `dbDelete`: REPLACE deletes whatever is stored, an expired key included.
+    let deleted = o.replace && ctx.shard(key).delete_stored(db, key);
     // Redis adds in a C long long: a TTL near its top wraps into the past.
     let at = if ttl != 0 && !o.absttl {
         ttl.wrapping_add(now as i64)
@@ -120,6 +127,7 @@ pub fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if at != 0 && at <= now as i64 {
         if deleted {
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "del", key);
             ctx.propagate_as(&[b"DEL", key]);
         }
         return ctx.ok();
@@ -129,6 +137,9 @@ pub fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    // The old key (REPLACE) was deleted first: the restored one is always added (`dbAdd`).
+    created(ctx, key);
+    ctx.notify(class::GENERIC, "restore", key);
     if at != 0 && !o.absttl {
         // The time argument becomes the absolute time and ABSTTL is appended, the other
         // arguments as they were.

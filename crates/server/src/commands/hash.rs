@@ -6,12 +6,18 @@
 //! checks follows Redis: argument errors that Redis finds before the lookup (HINCRBY's increment,
 //! HRANDFIELD's count, HSCAN's cursor) come before WRONGTYPE; HSCAN's options after it.
 //!
+//! Keyspace events, as `t_hash.c` sends them: `hset` (HSET, HMSET, and HSETNX when it set),
+//! `hincrby`, `hincrbyfloat`, each after `new` when the write created the hash; `hdel`, then
+//! `del` when it emptied the hash; `keymiss` when a read finds no key.
+//!
 //! HINCRBYFLOAT is written to the append-only file as `HSET key field <new value>`, as Redis
 //! writes it, so that no float formatting can differ on replay.
 
 use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
+use super::keys::{created, keymiss};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, READONLY, Spec, WRITE, arity_error, table};
+use crate::notify::class;
 use resp::ReplyWriter;
 use store::{Hash, HashView, Str};
 
@@ -42,8 +48,8 @@ fn bulk_value(out: &mut ReplyWriter<'_>, v: Str<'_>) {
     }
 }
 
-/// Runs `f` with the hash at `key` (`None` when missing) and the reply writer; replies
-/// WRONGTYPE instead when the key holds another type.
+/// Runs `f` with the hash at `key` (`None` when missing, after its `keymiss`) and the reply
+/// writer; replies WRONGTYPE instead when the key holds another type.
 fn read(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
@@ -51,8 +57,18 @@ fn read(
 ) {
     let mut f = Some(f);
     if ctx.read::<Hash, _>(key, |h, out| (f.take().expect("once"))(Some(h), out)) == Some(None) {
+        keymiss(ctx, key);
         (f.take().expect("not called"))(None, &mut ctx.out);
     }
+}
+
+/// The events of a hash write that succeeded: `new` when it created the hash (Redis's
+/// `hashTypeLookupWriteOrCreate` adds it first), then `event`.
+fn notify_write(ctx: &mut Ctx<'_, '_>, key: &[u8], was_new: bool, event: &str) {
+    if was_new {
+        created(ctx, key);
+    }
+    ctx.notify(class::HASH, event, key);
 }
 
 fn set_pairs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<i64> {
@@ -62,15 +78,18 @@ fn set_pairs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<i64> {
         return None;
     }
     let key = args[1];
-    let created = ctx.write::<Hash, _>(key, true, |h, _| {
-        let mut created = 0;
+    let (added, was_new) = ctx.write::<Hash, _>(key, true, |h, _| {
+        // A hash being created starts empty; a stored one never is.
+        let was_new = h.is_empty();
+        let mut added = 0;
         for pair in args[2..].chunks_exact(2) {
-            created += i64::from(h.set(pair[0], pair[1])?);
+            added += i64::from(h.set(pair[0], pair[1])?);
         }
-        Ok(created)
+        Ok((added, was_new))
     })??;
     ctx.touch(ctx.db(), key);
-    Some(created)
+    notify_write(ctx, key, was_new, "hset");
+    Some(added)
 }
 
 pub fn hset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -87,16 +106,18 @@ pub fn hmset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 pub fn hsetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (key, field, value) = (args[1], args[2], args[3]);
-    let Some(Some(set)) = ctx.write::<Hash, _>(key, true, |h, _| {
+    let Some(Some((set, was_new))) = ctx.write::<Hash, _>(key, true, |h, _| {
         if h.contains(field) {
-            return Ok(false);
+            return Ok((false, false));
         }
-        h.set(field, value)
+        let was_new = h.is_empty();
+        Ok((h.set(field, value)?, was_new))
     }) else {
         return;
     };
     if set {
         ctx.touch(ctx.db(), key);
+        notify_write(ctx, key, was_new, "hset");
     }
     ctx.out.integer(i64::from(set));
 }
@@ -169,13 +190,17 @@ pub fn hdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 break;
             }
         }
-        Ok(removed)
+        Ok((removed, h.is_empty()))
     }) else {
         return;
     };
-    let removed = removed.unwrap_or(0);
+    let (removed, emptied) = removed.unwrap_or((0, false));
     if removed > 0 {
         ctx.touch(ctx.db(), key);
+        ctx.notify(class::HASH, "hdel", key);
+        if emptied {
+            ctx.notify(class::GENERIC, "del", key);
+        }
     }
     ctx.out.integer(removed);
 }
@@ -203,21 +228,26 @@ pub fn hstrlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 /// Runs a read-modify-write of one field (HINCRBY, HINCRBYFLOAT): `next` sees the old value and
-/// returns the new one's text and what to reply, or an error text. Touches the key; `None` after
-/// replying an error.
+/// returns the new one's text and what to reply, or an error text. Touches the key and sends
+/// `event`; `None` after replying an error.
 fn update_field<T>(
     ctx: &mut Ctx<'_, '_>,
-    key: &[u8],
-    field: &[u8],
+    (key, field): (&[u8], &[u8]),
+    event: &str,
     next: impl FnOnce(Option<Str<'_>>) -> Result<(Vec<u8>, T), &'static str>,
 ) -> Option<T> {
-    let done = ctx.write::<Hash, _>(key, true, |h, _| match next(h.get(field)) {
-        Ok((text, r)) => h.set(field, &text).map(|_| Ok(r)),
-        Err(e) => Ok(Err(e)),
+    let mut was_new = false;
+    let done = ctx.write::<Hash, _>(key, true, |h, _| {
+        was_new = h.is_empty();
+        match next(h.get(field)) {
+            Ok((text, r)) => h.set(field, &text).map(|_| Ok(r)),
+            Err(e) => Ok(Err(e)),
+        }
     })??;
     match done {
         Ok(r) => {
             ctx.touch(ctx.db(), key);
+            notify_write(ctx, key, was_new, event);
             Some(r)
         }
         Err(e) => {
@@ -241,7 +271,7 @@ pub fn hincrby(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             .ok_or("ERR increment or decrement would overflow")?;
         Ok((Str::Int(new).to_vec(), new))
     };
-    if let Some(new) = update_field(ctx, args[1], args[2], next) {
+    if let Some(new) = update_field(ctx, (args[1], args[2]), "hincrby", next) {
         ctx.out.integer(new);
     }
 }
@@ -262,7 +292,7 @@ pub fn hincrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             Err(FloatError::NanOrInfinity) => Err("ERR increment would produce NaN or Infinity"),
         }
     };
-    if let Some(text) = update_field(ctx, args[1], args[2], next) {
+    if let Some(text) = update_field(ctx, (args[1], args[2]), "hincrbyfloat", next) {
         // Written as the value it gave (Redis's `hincrbyfloatCommand`), so that no float
         // formatting can differ on replay.
         ctx.propagate_as(&[b"HSET", args[1], args[2], &text]);

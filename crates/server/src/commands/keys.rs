@@ -10,6 +10,13 @@
 //! RENAME, MOVE and COPY are the store's (`Shard::rename`, `Shard::copy`, `store::rename_between`,
 //! `store::copy_between`): they complete or leave both keys as they were.
 //!
+//! Keyspace events, as `db.c` and `expire.c` send them: `del` for each key DEL and UNLINK
+//! delete; `new` (the destination is added), then `rename_from` and `rename_to` for RENAME,
+//! `move_from` and `move_to` for MOVE, `copy_to` for COPY; `expire` for the EXPIRE family, or
+//! `del` when the time is already past; `persist`; `keymiss` where EXISTS, TOUCH, TYPE, COPY's
+//! source and the TTL family miss. The helpers every family shares for `keymiss` and `new` are
+//! here, as Redis's `lookupKey` and `dbAdd` are in `db.c`.
+//!
 //! In the append-only file, EXPIRE, PEXPIRE and EXPIREAT are written as `PEXPIREAT key <ms>` and
 //! their NX/XX/GT/LT options as sent (Redis's `expireGenericCommand`), and a time already past
 //! as the DEL (UNLINK under `lazyfree-lazy-expire`) it amounted to; the rest are deterministic
@@ -21,10 +28,45 @@ use crate::command::{
     ALL, Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, LOADING, NOKEYS, NONE, READONLY, STALE, Spec,
     TOUCHES_ARBITRARY_KEYS, WRITE, container, table,
 };
+use crate::notify::class;
 use store::glob::Glob;
 use store::{Kind, Relocated, StoreError};
 
 const SHARD_BITS: u64 = 0xFFFF_FFFF;
+
+/// A read lookup of `key` found nothing: the `keymiss` event (class `m`), which Redis's
+/// `lookupKeyRead` sends. The read commands call it where their lookup misses; the lookups
+/// Redis makes with `LOOKUP_NONOTIFY` (OBJECT, the blocked clients' checks) and every write
+/// lookup (`lookupKeyWrite`) send none.
+pub fn keymiss(ctx: &mut Ctx<'_, '_>, key: &[u8]) {
+    ctx.notify(class::KEY_MISS, "keymiss", key);
+}
+
+/// `key` was created: the `new` event (class `n`) Redis's `dbAdd` sends, ahead of the event of
+/// the command that created it.
+pub fn created(ctx: &mut Ctx<'_, '_>, key: &[u8]) {
+    ctx.notify(class::NEW, "new", key);
+}
+
+/// Announces now the keys the command's lookups have expired so far (their `expired` events,
+/// `propagate::expired_in_command`). A command that looks up several keys with no event of its
+/// own between the lookups calls it after each: the store logs expiries per shard, and left to
+/// the command's end they would be announced in shard order, not in the order of the lookups.
+pub fn expired_so_far(ctx: &mut Ctx<'_, '_>) {
+    crate::propagate::expired_in_command(ctx);
+}
+
+/// Redis's `lookupKeyWrite` ahead of a write that replaces `key` whole (`setKey`, RENAME's
+/// destination): whether `key` exists, an expired one deleted first. Only the keyspace events
+/// need it (`expired`, and `new` when the key did not exist), so without those classes the
+/// lookup is skipped: `None`.
+pub fn looked_up(ctx: &mut Ctx<'_, '_>, db: usize, key: &[u8]) -> Option<bool> {
+    if !crate::notify::enabled(ctx.server, class::NEW | class::EXPIRED) {
+        return None;
+    }
+    let now = ctx.now_ms;
+    Some(ctx.shard(key).contains(db, key, now))
+}
 
 /// The key of every OBJECT subcommand but HELP.
 const K2: Keys = Keys::Range {
@@ -74,7 +116,11 @@ pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for &key in &args[1..] {
         if ctx.shard(key).remove(db, key, now) {
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "del", key);
             deleted += 1;
+        } else {
+            // An expired key is deleted as expired, not as DEL'd.
+            expired_so_far(ctx);
         }
     }
     ctx.out.integer(deleted);
@@ -83,26 +129,37 @@ pub fn del(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 /// TOUCH: EXISTS that counts as a use of each key (its access bits, `store::AccessPolicy`).
 pub fn touch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let count = args[1..]
-        .iter()
-        .filter(|&&key| ctx.shard(key).touch_key(db, key, now))
-        .count();
-    ctx.out.integer(count as i64);
+    let mut count = 0;
+    for &key in &args[1..] {
+        if ctx.shard(key).touch_key(db, key, now) {
+            count += 1;
+        } else {
+            keymiss(ctx, key);
+        }
+    }
+    ctx.out.integer(count);
 }
 
 pub fn exists(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
-    let count = args[1..]
-        .iter()
-        .filter(|&&key| ctx.shard(key).contains(db, key, now))
-        .count();
-    ctx.out.integer(count as i64);
+    let mut count = 0;
+    for &key in &args[1..] {
+        if ctx.shard(key).contains(db, key, now) {
+            count += 1;
+        } else {
+            keymiss(ctx, key);
+        }
+    }
+    ctx.out.integer(count);
 }
 
 pub fn type_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let kind = ctx.shard(args[1]).kind(db, args[1], now);
     ctx.out.simple(kind.map_or("none", Kind::name).as_bytes());
+    if kind.is_none() {
+        keymiss(ctx, args[1]);
+    }
 }
 
 /// Moves (or with `copy`, copies) `src` of database `src_db` to `dst` of `dst_db`, in one shard
@@ -142,6 +199,11 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
         }
         return if nx { ctx.out.integer(0) } else { ctx.ok() };
     }
+    if !nx {
+        // Redis looks the destination up (`lookupKeyWrite`, which may expire it) once it has
+        // found the source; the store's move looks at it only when it may not replace it.
+        look_up_target(ctx, (db, src), (db, dst));
+    }
     match relocate(ctx, (db, src), (db, dst), !nx, false) {
         Err(e) => ctx.store_error(e),
         Ok(Relocated::NoSource) => ctx.error("ERR no such key"),
@@ -149,9 +211,26 @@ fn rename_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], nx: bool) {
         Ok(Relocated::Done) => {
             ctx.touch(db, src);
             ctx.touch(db, dst);
+            // The destination is deleted, if it existed, and added again (`dbAdd`): `new`.
+            created(ctx, dst);
+            ctx.notify(class::GENERIC, "rename_from", src);
+            ctx.notify(class::GENERIC, "rename_to", dst);
             ctx.signal_ready(db, dst);
             if nx { ctx.out.integer(1) } else { ctx.ok() }
         }
+    }
+}
+
+/// The lookups Redis makes of a move's source and then of its destination before it replaces
+/// the destination (RENAME, COPY … REPLACE): for their keyspace events only (`looked_up`), as
+/// the store's move replaces an expired destination without looking at it.
+fn look_up_target(
+    ctx: &mut Ctx<'_, '_>,
+    (src_db, src): (usize, &[u8]),
+    (dst_db, dst): (usize, &[u8]),
+) {
+    if looked_up(ctx, src_db, src) == Some(true) {
+        looked_up(ctx, dst_db, dst);
     }
 }
 
@@ -210,11 +289,21 @@ pub fn copy(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.error("ERR source and destination objects are the same");
         return;
     }
+    if replace {
+        look_up_target(ctx, (db, src), (target, dst));
+    }
     match relocate(ctx, (db, src), (target, dst), replace, true) {
         Err(e) => ctx.store_error(e),
-        Ok(Relocated::NoSource | Relocated::TargetExists) => ctx.out.integer(0),
+        Ok(Relocated::NoSource) => {
+            // COPY looks its source up for reading (`lookupKeyRead`).
+            keymiss(ctx, src);
+            ctx.out.integer(0);
+        }
+        Ok(Relocated::TargetExists) => ctx.out.integer(0),
         Ok(Relocated::Done) => {
             ctx.touch(target, dst);
+            ctx.notify_db(class::NEW, "new", dst, target);
+            ctx.notify_db(class::GENERIC, "copy_to", dst, target);
             ctx.signal_ready(target, dst);
             ctx.out.integer(1);
         }
@@ -237,6 +326,9 @@ pub fn move_(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Ok(Relocated::Done) => {
             ctx.touch(db, key);
             ctx.touch(target, key);
+            ctx.notify_db(class::NEW, "new", key, target);
+            ctx.notify(class::GENERIC, "move_from", key);
+            ctx.notify_db(class::GENERIC, "move_to", key, target);
             ctx.signal_ready(target, key);
             ctx.out.integer(1);
         }
@@ -412,6 +504,7 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
     if at <= now as i64 {
         ctx.shard(key).remove(db, key, now);
         ctx.touch(db, key);
+        ctx.notify(class::GENERIC, "del", key);
         let del = deletion(ctx.server.config.read().lazyfree_lazy_expire);
         ctx.propagate_as(&[del, key]);
         return ctx.out.integer(1);
@@ -420,6 +513,7 @@ fn expire_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], millis: bool, absolute:
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    ctx.notify(class::GENERIC, "expire", key);
     propagate_expire(ctx, args, millis, absolute, at);
     ctx.out.integer(1);
 }
@@ -458,7 +552,10 @@ pub fn pexpireat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 fn ttl_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], millis: bool, absolute: bool) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     match ctx.shard(key).expire_at(db, key, now) {
-        None => ctx.out.integer(-2),
+        None => {
+            ctx.out.integer(-2);
+            keymiss(ctx, key);
+        }
         Some(None) => ctx.out.integer(-1),
         Some(Some(at)) => {
             let ttl = if absolute {
@@ -499,6 +596,7 @@ pub fn persist(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 return ctx.store_error(e);
             }
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "persist", key);
             ctx.out.integer(1);
         }
         _ => ctx.out.integer(0),

@@ -12,13 +12,22 @@
 //! blocking layer, which calls `pop_for_blocked` and `move_for_blocked` when a key it waits on
 //! becomes ready.
 //!
+//! Keyspace events, as `t_list.c` sends them: `lpush`/`rpush` after `new` when the push created
+//! the list; `lpop`/`rpop`, `ltrim`, `lrem`, each followed by `del` when the list emptied;
+//! `lset`, `linsert`; LMOVE's push on the destination (and its `new`) before its pop on the
+//! source (and its `del`), as `lmoveGenericCommand` sends them; `keymiss` when LLEN, LINDEX,
+//! LRANGE or LPOS find no key. The blocking pops send what their plain twins send, whether they
+//! pop at once or serve a blocked client.
+//!
 //! LMPOP and the blocking pops are written to the append-only file as the plain pop they
 //! amounted to (`propagate_pop`); the other list commands are deterministic and written as sent.
 
 use super::args::{decimal, is, parse_i64};
+use super::keys::{created, keymiss};
 use crate::command::{
     Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, arity_error, table,
 };
+use crate::notify::class;
 use resp::ReplyWriter;
 use store::{Edit, List, ListObj, StoreError};
 
@@ -67,7 +76,8 @@ fn write<R>(
     shard.update::<List, _>(db, key, now, create, |list| Ok(f(list, out)))
 }
 
-/// Whether `key` is missing or a list (LMOVE checks its destination before popping).
+/// Whether `key` holds a list: `Ok(false)` when it is missing, `Err(WrongType)` when it holds
+/// another type (LMOVE checks its source, then its destination, before popping).
 fn list_or_missing(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<bool, StoreError> {
     read(ctx, key, |_, _| ()).map(|found| found.is_some())
 }
@@ -82,6 +92,8 @@ fn push_values(
     only_existing: bool,
 ) -> Result<usize, StoreError> {
     let pushed = write(ctx, key, !only_existing, |list, _| {
+        // A list being created starts empty; a stored one never is.
+        let was_new = list.is_empty();
         for v in values {
             if left {
                 list.push_front(v);
@@ -89,13 +101,17 @@ fn push_values(
                 list.push_back(v);
             }
         }
-        list.len()
+        (list.len(), was_new)
     })?;
-    let Some(len) = pushed else {
+    let Some((len, was_new)) = pushed else {
         return Ok(0);
     };
     let db = ctx.db();
     ctx.touch(db, key);
+    if was_new {
+        created(ctx, key);
+    }
+    ctx.notify(class::LIST, if left { "lpush" } else { "rpush" }, key);
     ctx.signal_ready(db, key);
     Ok(len)
 }
@@ -133,6 +149,15 @@ fn pop_into(list: &mut ListObj, out: &mut ReplyWriter<'_>, left: bool, count: us
     }
 }
 
+/// The events of a pop that took elements from `key` (Redis's `listElementsRemoved`): `lpop` or
+/// `rpop`, then `del` when the list is now empty (the store deleted it).
+fn notify_popped(ctx: &mut Ctx<'_, '_>, key: &[u8], left: bool, emptied: bool) {
+    ctx.notify(class::LIST, if left { "lpop" } else { "rpop" }, key);
+    if emptied {
+        ctx.notify(class::GENERIC, "del", key);
+    }
+}
+
 /// Parses a count argument that must be ≥ 0 (`getPositiveLongFromObjectOrReply`).
 fn positive(ctx: &mut Ctx<'_, '_>, arg: &[u8], message: &str) -> Option<usize> {
     match parse_i64(arg) {
@@ -157,20 +182,26 @@ fn pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
         },
     };
     let key = args[1];
-    let result = write(ctx, key, false, |list, out| match count {
-        None => pop_into(list, out, left, 1),
-        Some(n) => {
-            let n = n.min(list.len());
-            out.array_len(n);
-            pop_into(list, out, left, n);
+    let result = write(ctx, key, false, |list, out| {
+        match count {
+            None => pop_into(list, out, left, 1),
+            Some(n) => {
+                let n = n.min(list.len());
+                out.array_len(n);
+                pop_into(list, out, left, n);
+            }
         }
+        list.is_empty()
     });
     match result {
         Err(e) => ctx.store_error(e),
         Ok(None) if count.is_some() => ctx.out.null_array(),
         Ok(None) => ctx.out.null(),
-        Ok(Some(())) if count == Some(0) => {}
-        Ok(Some(())) => ctx.touch(ctx.db(), key),
+        Ok(Some(_)) if count == Some(0) => {}
+        Ok(Some(emptied)) => {
+            ctx.touch(ctx.db(), key);
+            notify_popped(ctx, key, left, emptied);
+        }
     }
 }
 
@@ -183,22 +214,22 @@ pub fn rpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 /// For the blocking pops: pops up to `count` elements from the `left` (else right) end of the
-/// list at `key`, deleting the key when it empties and touching it. `None` when the key is
-/// missing or not a list (the caller has checked the type).
+/// list at `key`, deleting the key when it empties, touching it and sending the pop's events.
+/// `None` when the key is missing or not a list (the caller has checked the type).
 pub fn pop_for_blocked(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
     left: bool,
     count: usize,
 ) -> Option<Vec<Vec<u8>>> {
-    let items = write(ctx, key, false, |list, _| {
+    let (items, emptied) = write(ctx, key, false, |list, _| {
         let mut items = Vec::with_capacity(count.min(list.len()));
         while items.len() < count {
             let Some(v) = list.end(left) else { break };
             items.push(v.to_vec());
             list.pop_end(left);
         }
-        items
+        (items, list.is_empty())
     })
     .ok()
     .flatten()?;
@@ -206,6 +237,7 @@ pub fn pop_for_blocked(
         return None;
     }
     ctx.touch(ctx.db(), key);
+    notify_popped(ctx, key, left, emptied);
     Some(items)
 }
 
@@ -223,7 +255,11 @@ pub fn propagate_pop(ctx: &mut Ctx<'_, '_>, key: &[u8], left: bool, count: Optio
 
 pub fn llen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     match read(ctx, args[1], |list, _| list.len()) {
-        Ok(len) => ctx.out.integer(len.unwrap_or(0) as i64),
+        Ok(Some(len)) => ctx.out.integer(len as i64),
+        Ok(None) => {
+            ctx.out.integer(0);
+            keymiss(ctx, args[1]);
+        }
         Err(e) => ctx.store_error(e),
     }
 }
@@ -246,7 +282,10 @@ pub fn lindex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     });
     match result {
         Err(e) => ctx.store_error(e),
-        Ok(None) => ctx.out.null(),
+        Ok(None) => {
+            ctx.out.null();
+            keymiss(ctx, args[1]);
+        }
         Ok(Some(None)) => ctx.not_integer(),
         Ok(Some(Some(()))) => {}
     }
@@ -266,6 +305,7 @@ pub fn lset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Ok(Some(Some(false))) => ctx.error("ERR index out of range"),
         Ok(Some(Some(true))) => {
             ctx.touch(ctx.db(), key);
+            ctx.notify(class::LIST, "lset", key);
             ctx.ok();
         }
     }
@@ -309,7 +349,10 @@ pub fn lrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     });
     match result {
         Err(e) => ctx.store_error(e),
-        Ok(None) => ctx.out.array_len(0),
+        Ok(None) => {
+            ctx.out.array_len(0);
+            keymiss(ctx, args[1]);
+        }
         Ok(Some(())) => {}
     }
 }
@@ -322,12 +365,18 @@ pub fn ltrim(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let result = write(ctx, key, false, |list, _| {
         let keep = clamp_range(start, end, list.len());
         list.trim(keep);
+        list.is_empty()
     });
     match result {
         Err(e) => ctx.store_error(e),
         Ok(None) => ctx.ok(),
-        Ok(Some(())) => {
+        Ok(Some(emptied)) => {
             ctx.touch(ctx.db(), key);
+            // Sent even when nothing was trimmed, as Redis does.
+            ctx.notify(class::LIST, "ltrim", key);
+            if emptied {
+                ctx.notify(class::GENERIC, "del", key);
+            }
             ctx.ok();
         }
     }
@@ -339,14 +388,19 @@ pub fn lrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     };
     let (key, value) = (args[1], args[3]);
     let result = write(ctx, key, false, |list, _| {
-        list.remove_matching(value, count.unsigned_abs() as usize, count < 0)
+        let removed = list.remove_matching(value, count.unsigned_abs() as usize, count < 0);
+        (removed, list.is_empty())
     });
     match result {
         Err(e) => ctx.store_error(e),
         Ok(None) => ctx.out.integer(0),
-        Ok(Some(removed)) => {
+        Ok(Some((removed, emptied))) => {
             if removed > 0 {
                 ctx.touch(ctx.db(), key);
+                ctx.notify(class::LIST, "lrem", key);
+            }
+            if emptied {
+                ctx.notify(class::GENERIC, "del", key);
             }
             ctx.out.integer(removed as i64);
         }
@@ -374,6 +428,7 @@ pub fn linsert(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Ok(Some(Some(len))) => {
             let db = ctx.db();
             ctx.touch(db, key);
+            ctx.notify(class::LIST, "linsert", key);
             ctx.signal_ready(db, key);
             ctx.out.integer(len as i64);
         }
@@ -477,6 +532,9 @@ pub fn lpos(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     };
     let found = read(ctx, args[1], |list, _| lpos_scan(list, args[2], &o));
+    if matches!(found, Ok(None)) {
+        keymiss(ctx, args[1]);
+    }
     match (found, o.count) {
         (Err(e), _) => ctx.store_error(e),
         (Ok(None), Some(_)) => ctx.out.array_len(0),
@@ -495,8 +553,9 @@ pub fn lpos(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 /// The LMOVE core: pops from one end of `src` and pushes at one end of `dst`, returning the
-/// element (`None` when `src` is missing). Deletes `src` when it empties; touches both keys and
-/// signals `dst` ready. Used by LMOVE, RPOPLPUSH and the blocking BLMOVE/BRPOPLPUSH.
+/// element (`None` when `src` is missing). Deletes `src` when it empties; touches both keys,
+/// sends the events and signals `dst` ready. Used by LMOVE, RPOPLPUSH and the blocking
+/// BLMOVE/BRPOPLPUSH.
 pub fn move_for_blocked(
     ctx: &mut Ctx<'_, '_>,
     src: &[u8],
@@ -504,7 +563,11 @@ pub fn move_for_blocked(
     from_left: bool,
     to_left: bool,
 ) -> Result<Option<Vec<u8>>, StoreError> {
-    // Redis replies nil for a missing source before it looks at the destination.
+    // Redis replies nil for a missing source before it looks at the destination (a lookup
+    // that may expire it: the `expired` events come in that order too).
+    if !list_or_missing(ctx, src)? {
+        return Ok(None);
+    }
     let dst_ok = list_or_missing(ctx, dst);
     let popped = write(ctx, src, false, |list, _| {
         if dst_ok.is_err() {
@@ -519,21 +582,25 @@ pub fn move_for_blocked(
                 list.push_back(&value);
             }
         }
-        Some(value)
+        Some((value, list.is_empty()))
     })?;
     let Some(popped) = popped else {
         return Ok(None);
     };
-    let Some(value) = popped else {
+    let Some((value, emptied)) = popped else {
         return Err(StoreError::WrongType);
     };
     let db = ctx.db();
     ctx.touch(db, src);
+    // Redis pushes on the destination (`new`, `lpush`/`rpush`) before it sends the source's
+    // pop (and `del`); the store popped first, which no event shows.
     if src == dst {
+        ctx.notify(class::LIST, if to_left { "lpush" } else { "rpush" }, dst);
         ctx.signal_ready(db, dst);
     } else {
         push_values(ctx, dst, &[&value], to_left, false)?;
     }
+    notify_popped(ctx, src, from_left, emptied);
     Ok(Some(value))
 }
 
@@ -605,13 +672,14 @@ pub fn lmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             out.bulk(key);
             out.array_len(n);
             pop_into(list, out, left, n);
-            n
+            (n, list.is_empty())
         });
         match result {
             Err(e) => return ctx.store_error(e),
-            Ok(None) => {}
-            Ok(Some(n)) => {
+            Ok(None) => super::keys::expired_so_far(ctx),
+            Ok(Some((n, emptied))) => {
                 ctx.touch(ctx.db(), key);
+                notify_popped(ctx, key, left, emptied);
                 return propagate_pop(ctx, key, left, Some(n));
             }
         }

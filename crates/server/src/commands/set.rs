@@ -10,12 +10,20 @@
 //! the destination. A `*STORE` destination is overwritten whatever its type, and deleted when the
 //! result is empty, as Redis does.
 //!
+//! Keyspace events, as `t_set.c` sends them: `sadd` after `new` when SADD created the set;
+//! `srem` and `spop`, each followed by `del` when the set emptied; SMOVE's `srem` (and `del`)
+//! on the source, then `new` and `sadd` on the destination; `sinterstore`, `sunionstore`,
+//! `sdiffstore` (after `new`), or `del` when the result is empty; `keymiss` for each key a read
+//! finds missing.
+//!
 //! SPOP picks at random, so it is written to the append-only file as what it removed: one
 //! `SREM key member` per member, or `DEL key` when its count took the whole set (`t_set.c`).
 
 use super::args::{COUNT_OUT_OF_RANGE, is, parse_i64};
+use super::keys::{created, keymiss};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, Keys, READONLY, Spec, WRITE, table};
+use crate::notify::class;
 use resp::ReplyWriter;
 use store::{Set, SetView, Str};
 
@@ -54,16 +62,22 @@ fn reply_member(out: &mut ReplyWriter<'_>, m: Str<'_>) {
 pub fn sadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let added = ctx.write::<Set, _>(key, true, |s, _| {
+        // A set being created starts empty; a stored one never is.
+        let was_new = s.is_empty();
         let mut added = 0;
         for m in &args[2..] {
             added += usize::from(s.add(m)?);
         }
-        Ok(added)
+        Ok((added, was_new))
     });
     if let Some(added) = added {
-        let added = added.unwrap_or(0);
+        let (added, was_new) = added.unwrap_or((0, false));
+        if was_new {
+            created(ctx, key);
+        }
         if added > 0 {
             ctx.touch(ctx.db(), key);
+            ctx.notify(class::SET, "sadd", key);
         }
         ctx.out.integer(added as i64);
     }
@@ -72,20 +86,34 @@ pub fn sadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 pub fn srem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let removed = ctx.write::<Set, _>(key, false, |s, _| {
-        Ok(args[2..].iter().filter(|m| s.remove(m)).count())
+        let removed = args[2..].iter().filter(|m| s.remove(m)).count();
+        Ok((removed, s.is_empty()))
     });
     if let Some(removed) = removed {
-        let removed = removed.unwrap_or(0);
+        let (removed, emptied) = removed.unwrap_or((0, false));
         if removed > 0 {
             ctx.touch(ctx.db(), key);
+            notify_removed(ctx, key, "srem", emptied);
         }
         ctx.out.integer(removed as i64);
+    }
+}
+
+/// The events of members removed from the set at `key`: `event` (`srem`, `spop`), then `del`
+/// when the set emptied (the store deleted it).
+fn notify_removed(ctx: &mut Ctx<'_, '_>, key: &[u8], event: &str, emptied: bool) {
+    ctx.notify(class::SET, event, key);
+    if emptied {
+        ctx.notify(class::GENERIC, "del", key);
     }
 }
 
 pub fn sismember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if let Some(found) = ctx.read::<Set, _>(args[1], |v, _| v.contains(args[2])) {
         ctx.out.integer(i64::from(found == Some(true)));
+        if found.is_none() {
+            keymiss(ctx, args[1]);
+        }
     }
 }
 
@@ -101,12 +129,16 @@ pub fn smismember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         for _ in 2..args.len() {
             ctx.out.integer(0);
         }
+        keymiss(ctx, args[1]);
     }
 }
 
 pub fn scard(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if let Some(len) = ctx.read::<Set, _>(args[1], |v, _| v.len()) {
         ctx.out.integer(len.unwrap_or(0) as i64);
+        if len.is_none() {
+            keymiss(ctx, args[1]);
+        }
     }
 }
 
@@ -117,6 +149,7 @@ pub fn smembers(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     });
     if found == Some(None) {
         ctx.out.set_len(0);
+        keymiss(ctx, args[1]);
     }
 }
 
@@ -132,6 +165,7 @@ pub fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         });
         if found == Some(None) {
             ctx.out.null();
+            keymiss(ctx, args[1]);
         }
         return;
     }
@@ -142,7 +176,10 @@ pub fn srandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.error(COUNT_OUT_OF_RANGE);
     }
     match ctx.read::<Set, _>(args[1], |v, out| random_members(out, v, count)) {
-        Some(None) => ctx.out.array_len(0),
+        Some(None) => {
+            ctx.out.array_len(0);
+            keymiss(ctx, args[1]);
+        }
         Some(Some(false)) => ctx.error(random::TOO_MANY),
         _ => {}
     }
@@ -196,7 +233,7 @@ pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             out.set_len(n.min(s.len()));
         }
         if n == 0 {
-            return Ok((0, whole));
+            return Ok((0, whole, false));
         }
         let popped = s.pop(n, &mut random::random, |m| {
             reply_member(out, m);
@@ -204,15 +241,16 @@ pub fn spop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 removed.push(m.to_vec());
             }
         });
-        Ok((popped, whole))
+        Ok((popped, whole, s.is_empty()))
     });
     match (popped, count) {
         (None, _) => {}
         (Some(None), None) => ctx.out.null(),
         (Some(None), Some(_)) => ctx.out.set_len(0),
-        (Some(Some((n, whole))), _) => {
+        (Some(Some((n, whole, emptied))), _) => {
             if n > 0 {
                 ctx.touch(ctx.db(), key);
+                notify_removed(ctx, key, "spop", emptied);
                 propagate_spop(ctx, key, whole, &removed);
             }
         }
@@ -234,10 +272,13 @@ fn propagate_spop(ctx: &mut Ctx<'_, '_>, key: &[u8], whole: bool, removed: &[Vec
 pub fn smove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let (src, dst, member) = (args[1], args[2], args[3]);
-    let Some(src_kind) = ctx.shard(src).kind(db, src, now) else {
+    // Both keys are looked up first (either lookup may expire its key), as Redis does.
+    let src_kind = ctx.shard(src).kind(db, src, now);
+    super::keys::expired_so_far(ctx);
+    let dst_kind = ctx.shard(dst).kind(db, dst, now);
+    let Some(src_kind) = src_kind else {
         return ctx.out.integer(0);
     };
-    let dst_kind = ctx.shard(dst).kind(db, dst, now);
     if src_kind != store::Kind::Set || dst_kind.is_some_and(|k| k != store::Kind::Set) {
         return ctx.wrong_type();
     }
@@ -245,25 +286,38 @@ pub fn smove(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         let found = ctx.read::<Set, _>(src, |v, _| v.contains(member));
         return ctx.out.integer(i64::from(found == Some(Some(true))));
     }
-    match ctx.write::<Set, _>(src, false, |s, _| Ok(s.remove(member))) {
+    match ctx.write::<Set, _>(src, false, |s, _| Ok((s.remove(member), s.is_empty()))) {
         None => return,
-        Some(Some(true)) => ctx.touch(db, src),
+        Some(Some((true, emptied))) => {
+            ctx.touch(db, src);
+            notify_removed(ctx, src, "srem", emptied);
+        }
         Some(_) => return ctx.out.integer(0),
     }
-    if ctx
-        .write::<Set, _>(dst, true, |s, _| s.add(member))
-        .is_some()
-    {
+    if let Some(Some(added)) = ctx.write::<Set, _>(dst, true, |s, _| s.add(member)) {
+        if dst_kind.is_none() {
+            created(ctx, dst);
+        }
         ctx.touch(db, dst);
+        if added {
+            ctx.notify(class::SET, "sadd", dst);
+        }
         ctx.out.integer(1);
     }
 }
 
-/// The sizes of the sets at `keys` (`None`: missing), or `Err` after replying WRONGTYPE.
+/// The sizes of the sets at `keys` (`None`: missing, a `keymiss`), or `Err` after replying
+/// WRONGTYPE: Redis's `lookupKeyRead` of every input, in order, before anything is computed.
 fn sizes(ctx: &mut Ctx<'_, '_>, keys: &[&[u8]]) -> Result<Vec<Option<usize>>, ()> {
-    keys.iter()
-        .map(|key| ctx.read::<Set, _>(key, |v, _| v.len()).ok_or(()))
-        .collect()
+    let mut sizes = Vec::with_capacity(keys.len());
+    for &key in keys {
+        let size = ctx.read::<Set, _>(key, |v, _| v.len()).ok_or(())?;
+        if size.is_none() {
+            keymiss(ctx, key);
+        }
+        sizes.push(size);
+    }
+    Ok(sizes)
 }
 
 /// The members of the set at `key` (empty when missing; the type was checked by `sizes`).
@@ -341,6 +395,17 @@ enum Op {
     Diff,
 }
 
+impl Op {
+    /// The event of its STORE form.
+    fn store_event(self) -> &'static str {
+        match self {
+            Op::Inter => "sinterstore",
+            Op::Union => "sunionstore",
+            Op::Diff => "sdiffstore",
+        }
+    }
+}
+
 fn compute(ctx: &mut Ctx<'_, '_>, op: Op, keys: &[&[u8]]) -> Result<Vec<Vec<u8>>, ()> {
     match op {
         Op::Inter => intersection(ctx, keys),
@@ -363,13 +428,18 @@ fn store_members(ctx: &mut Ctx<'_, '_>, op: Op, args: &[&[u8]]) {
     let Ok(members) = compute(ctx, op, &args[2..]) else {
         return;
     };
-    ctx.store_result(dst, members.len(), |shard, db| {
-        let mut b = shard.builder::<Set>()?;
-        for m in &members {
-            b.insert(m)?;
-        }
-        b.finish(db, dst, None)
-    });
+    ctx.store_result(
+        dst,
+        members.len(),
+        (class::SET, op.store_event()),
+        |shard, db| {
+            let mut b = shard.builder::<Set>()?;
+            for m in &members {
+                b.insert(m)?;
+            }
+            b.finish(db, dst, None)
+        },
+    );
 }
 
 pub fn sinter(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {

@@ -6,6 +6,11 @@
 //!
 //! BY and GET patterns can name any key, so SORT locks every shard (`Keys::All`); the sorted key
 //! is read once, through its logical view (`Shard::view`).
+//!
+//! Keyspace events, as `sort.c` sends them: `keymiss` for a missing sorted key and for each BY
+//! or GET lookup that finds no key (in the order Redis looks them up: every element's BY
+//! weight in the key's order, then the GETs of the result); STORE's `sortstore` (after `new`),
+//! or `del` when the result is empty.
 
 use crate::command::{ALL, Ctx, DENYOOM, READONLY, Spec, WRITE, table};
 use crate::commands::is;
@@ -109,16 +114,20 @@ fn lookup_by_pattern(ctx: &mut Ctx<'_, '_>, pattern: &[u8], element: &[u8]) -> O
     key.extend_from_slice(&key_pattern[star + 1..]);
     let (db, now) = (ctx.db(), ctx.now_ms);
     let shard = ctx.shard(&key);
-    match field {
-        None => shard
-            .get_string(db, &key, now, |s| s.to_vec())
-            .ok()
-            .flatten(),
-        Some(field) => shard
-            .read::<Hash, _>(db, &key, now, |mut h| h.get(field).map(|v| v.to_vec()))
-            .ok()
-            .flatten()
-            .flatten(),
+    // `Ok(None)`: no key (a `keymiss`); another type or a missing field is no value.
+    let found = match field {
+        None => shard.get_string(db, &key, now, |s| Some(s.to_vec())),
+        Some(field) => {
+            shard.read::<Hash, _>(db, &key, now, |mut h| h.get(field).map(|v| v.to_vec()))
+        }
+    };
+    match found {
+        Ok(None) => {
+            super::keys::keymiss(ctx, &key);
+            None
+        }
+        Ok(Some(value)) => value,
+        Err(_) => None,
     }
 }
 
@@ -252,7 +261,10 @@ fn sorted_elements(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Option<(Vec<Vec<u8>>, b
         View::String(_) | View::Hash(_) => None,
     });
     match elements {
-        None => Some((Vec::new(), false, true)),
+        None => {
+            super::keys::keymiss(ctx, key);
+            Some((Vec::new(), false, true))
+        }
         Some(Some(found)) => Some(found),
         Some(None) => {
             ctx.wrong_type();
@@ -371,7 +383,8 @@ fn store_sorted(ctx: &mut Ctx<'_, '_>, dst: &[u8], gets: &[&[u8]], range: Vec<It
             out.push(lookup_by_pattern(ctx, pattern, &item.element).unwrap_or_default());
         }
     }
-    ctx.store_result(dst, out.len(), |shard, db| {
+    let event = (crate::notify::class::LIST, "sortstore");
+    ctx.store_result(dst, out.len(), event, |shard, db| {
         let mut b = shard.builder::<List>()?;
         for v in &out {
             b.push_back(v);

@@ -16,9 +16,17 @@
 //! ```
 //! A past EXAT/PXAT of GETEX writes UNLINK instead of DEL under `lazyfree-lazy-expire`, GETDEL
 //! under `lazyfree-lazy-user-del`, as Redis picks.
+//!
+//! Keyspace events, as `t_string.c` sends them: `set` (then `expire` when the write gave a TTL)
+//! for SET and its variants, MSET, MSETNX and GETSET, each after `new` when the key did not
+//! exist; `incrby` (INCR, DECR, INCRBY, DECRBY), `incrbyfloat`, `append`, `setrange`; GETDEL's
+//! `del`; GETEX's `expire`, `persist` or `del`; `keymiss` where a read misses (GET, MGET,
+//! STRLEN, GETRANGE, LCS, and the GET of SET … GET, GETSET, GETDEL, GETEX).
 
 use super::args::{decimal, deletion, is, parse_i64};
+use super::keys::{created, keymiss, looked_up};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, KALL, KPAIRS, READONLY, Spec, WRITE, table};
+use crate::notify::class;
 use store::{Patch, StoreError, Str, Ttl};
 
 /// Reads a string value as owned bytes: `Ok(None)` when missing, `Err(())` after replying
@@ -28,6 +36,29 @@ fn read(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
     ctx.shard(key)
         .get_string(db, key, now, |s| s.to_vec())
         .map_err(|e| ctx.store_error(e))
+}
+
+/// `read` as Redis's `getGenericCommand` looks the key up (SET … GET, GETSET, GETDEL): a miss
+/// is a `keymiss`.
+fn read_get(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Option<Vec<u8>>, ()> {
+    let old = read(ctx, key)?;
+    if old.is_none() {
+        keymiss(ctx, key);
+    }
+    Ok(old)
+}
+
+/// The events of a string written whole (Redis's `setKey`, then the command's own): `new` when
+/// the lookup before the write found no key (`existed`, `None` when it was skipped), `set`, and
+/// `expire` when the write gave the key a TTL.
+fn notify_set(ctx: &mut Ctx<'_, '_>, key: &[u8], existed: Option<bool>, expire: bool) {
+    if existed == Some(false) {
+        created(ctx, key);
+    }
+    ctx.notify(class::STRING, "set", key);
+    if expire {
+        ctx.notify(class::GENERIC, "expire", key);
+    }
 }
 
 fn count_lookup(ctx: &Ctx<'_, '_>, hit: bool) {
@@ -47,6 +78,7 @@ fn reply_value(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> bool {
     match found {
         Ok(None) => {
             ctx.out.null();
+            keymiss(ctx, key);
             true
         }
         Ok(Some(())) => true,
@@ -239,19 +271,20 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     };
     let (db, now) = (ctx.db(), ctx.now_ms);
     let old = if get {
-        match read(ctx, key) {
+        match read_get(ctx, key) {
             Ok(old) => Some(old),
             Err(()) => return,
         }
     } else {
         None
     };
+    // Redis's `lookupKeyWrite`, which NX and XX need, and the events (`looked_up`).
     let exists = match &old {
-        Some(old) => old.is_some(),
-        None if nx || xx => ctx.shard(key).contains(db, key, now),
-        None => false,
+        Some(old) => Some(old.is_some()),
+        None if nx || xx => Some(ctx.shard(key).contains(db, key, now)),
+        None => looked_up(ctx, db, key),
     };
-    if (nx && exists) || (xx && !exists) {
+    if (nx && exists == Some(true)) || (xx && exists == Some(false)) {
         match old {
             Some(Some(v)) => ctx.out.bulk(&v),
             _ => ctx.out.null(),
@@ -261,6 +294,7 @@ pub fn set(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if !store(ctx, key, value, ttl) {
         return;
     }
+    notify_set(ctx, key, exists, matches!(ttl, Ttl::At(_)));
     if let Ttl::At(at) = ttl {
         propagate_set_pxat(ctx, key, value, at);
     } else if get {
@@ -294,6 +328,7 @@ pub fn setnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if ctx.shard(args[1]).contains(db, args[1], now) {
         ctx.out.integer(0);
     } else if store(ctx, args[1], args[2], Ttl::Clear) {
+        notify_set(ctx, args[1], Some(false), false);
         ctx.out.integer(1);
     }
 }
@@ -302,7 +337,9 @@ fn setex_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], unit: Unit, command: &st
     let Some(at) = expire_at(ctx, args[2], unit, false, command) else {
         return;
     };
+    let existed = looked_up(ctx, ctx.db(), args[1]);
     if store(ctx, args[1], args[3], Ttl::At(at)) {
+        notify_set(ctx, args[1], existed, true);
         propagate_set_pxat(ctx, args[1], args[3], at);
         ctx.ok();
     }
@@ -325,6 +362,9 @@ pub fn mget(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if found != Ok(Some(())) {
             ctx.out.null();
         }
+        if found == Ok(None) {
+            keymiss(ctx, key);
+        }
         count_lookup(ctx, found == Ok(Some(())));
     }
 }
@@ -334,12 +374,23 @@ pub fn mset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.error("ERR wrong number of arguments for 'mset' command");
         return;
     }
-    for pair in args[1..].chunks(2) {
-        if !store(ctx, pair[0], pair[1], Ttl::Clear) {
-            return;
-        }
+    if store_pairs(ctx, args) {
+        ctx.ok();
     }
-    ctx.ok();
+}
+
+/// MSET's and MSETNX's writes, each key as Redis's `setKey` writes it (a lookup, then `new`
+/// when missing, then `set`); false after replying an error.
+fn store_pairs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> bool {
+    let db = ctx.db();
+    for pair in args[1..].chunks(2) {
+        let existed = looked_up(ctx, db, pair[0]);
+        if !store(ctx, pair[0], pair[1], Ttl::Clear) {
+            return false;
+        }
+        notify_set(ctx, pair[0], existed, false);
+    }
+    true
 }
 
 pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -348,24 +399,25 @@ pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     let (db, now) = (ctx.db(), ctx.now_ms);
-    if args[1..]
-        .chunks(2)
-        .any(|pair| ctx.shard(pair[0]).contains(db, pair[0], now))
-    {
+    if args[1..].chunks(2).any(|pair| {
+        let exists = ctx.shard(pair[0]).contains(db, pair[0], now);
+        super::keys::expired_so_far(ctx);
+        exists
+    }) {
         ctx.out.integer(0);
         return;
     }
-    for pair in args[1..].chunks(2) {
-        if !store(ctx, pair[0], pair[1], Ttl::Clear) {
-            return;
-        }
+    if store_pairs(ctx, args) {
+        ctx.out.integer(1);
     }
-    ctx.out.integer(1);
 }
 
 pub fn getset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Ok(old) = read(ctx, args[1]) else { return };
+    let Ok(old) = read_get(ctx, args[1]) else {
+        return;
+    };
     if store(ctx, args[1], args[2], Ttl::Clear) {
+        notify_set(ctx, args[1], Some(old.is_some()), false);
         ctx.propagate_as(&[b"SET", args[1], args[2]]);
         match old {
             Some(v) => ctx.out.bulk(&v),
@@ -375,12 +427,15 @@ pub fn getset(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 }
 
 pub fn getdel(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    let Ok(old) = read(ctx, args[1]) else { return };
+    let Ok(old) = read_get(ctx, args[1]) else {
+        return;
+    };
     match old {
         Some(v) => {
             let (db, now) = (ctx.db(), ctx.now_ms);
             ctx.shard(args[1]).remove(db, args[1], now);
             ctx.touch(db, args[1]);
+            ctx.notify(class::GENERIC, "del", args[1]);
             let del = deletion(ctx.server.config.read().lazyfree_lazy_user_del);
             ctx.propagate_as(&[del, args[1]]);
             ctx.out.bulk(&v);
@@ -405,6 +460,7 @@ pub fn getex(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(value) = value else {
         count_lookup(ctx, false);
         ctx.out.null();
+        keymiss(ctx, key);
         return;
     };
     count_lookup(ctx, true);
@@ -436,17 +492,20 @@ fn getex_apply(ctx: &mut Ctx<'_, '_>, key: &[u8], at: Option<u64>) -> bool {
         Some(at) if at <= now => {
             ctx.shard(key).remove(db, key, now);
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "del", key);
             let del = deletion(ctx.server.config.read().lazyfree_lazy_expire);
             ctx.propagate_as(&[del, key]);
             Ok(())
         }
         Some(at) => ctx.shard(key).set_expire(db, key, Some(at), now).map(|_| {
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "expire", key);
             ctx.propagate_as(&[b"PEXPIREAT", key, &decimal(at as i64)]);
         }),
         None if !matches!(ctx.shard(key).expire_at(db, key, now), Some(Some(_))) => Ok(()),
         None => ctx.shard(key).set_expire(db, key, None, now).map(|_| {
             ctx.touch(db, key);
+            ctx.notify(class::GENERIC, "persist", key);
             ctx.propagate_as(&[b"PERSIST", key]);
         }),
     };
@@ -461,14 +520,15 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let key = args[1];
     let (db, now) = (ctx.db(), ctx.now_ms);
     let len = match ctx.shard(key).get_string(db, key, now, |s| s.len()) {
-        Ok(len) => len.unwrap_or(0),
+        Ok(len) => len,
         Err(e) => return ctx.store_error(e),
     };
-    if (len + args[2].len()) as u64 > max_len(ctx) {
+    if (len.unwrap_or(0) + args[2].len()) as u64 > max_len(ctx) {
         return ctx.error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     }
     // A raw string grows in place; anything else is rewritten whole below (and becomes raw).
     if patched_in_place(ctx, key, Patch::Append, args[2]) {
+        ctx.notify(class::STRING, "append", key);
         return;
     }
     let Ok(old) = read(ctx, key) else { return };
@@ -482,6 +542,10 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    if len.is_none() {
+        created(ctx, key);
+    }
+    ctx.notify(class::STRING, "append", key);
     ctx.out.integer(value.len() as i64);
 }
 
@@ -507,7 +571,11 @@ fn patched_in_place(ctx: &mut Ctx<'_, '_>, key: &[u8], at: Patch, bytes: &[u8]) 
 pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     match ctx.shard(args[1]).get_string(db, args[1], now, |s| s.len()) {
-        Ok(len) => ctx.out.integer(len.unwrap_or(0) as i64),
+        Ok(Some(len)) => ctx.out.integer(len as i64),
+        Ok(None) => {
+            ctx.out.integer(0);
+            keymiss(ctx, args[1]);
+        }
         Err(e) => ctx.store_error(e),
     }
 }
@@ -515,7 +583,9 @@ pub fn strlen(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
     let (db, now) = (ctx.db(), ctx.now_ms);
     // One lookup: the value is rewritten where it is (keeping its TTL), or created.
+    let mut missing = false;
     let updated = ctx.shard(key).upsert_int(db, key, now, |current| {
+        missing = current.is_none();
         let current = match current {
             None => 0,
             Some(s) => s.as_int().ok_or(crate::commands::args::NOT_INTEGER)?,
@@ -529,6 +599,10 @@ fn incr_generic(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) {
         Ok(Err(text)) => ctx.error(text),
         Ok(Ok(next)) => {
             ctx.touch(db, key);
+            if missing {
+                created(ctx, key);
+            }
+            ctx.notify(class::STRING, "incrby", key);
             ctx.out.integer(next);
         }
     }
@@ -576,6 +650,10 @@ pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    if old.is_none() {
+        created(ctx, key);
+    }
+    ctx.notify(class::STRING, "incrbyfloat", key);
     // Written as the value it gave, so that no float formatting can differ on replay.
     ctx.propagate_as(&[b"SET", key, &text, b"KEEPTTL"]);
     ctx.out.bulk(&text);
@@ -588,7 +666,10 @@ pub fn getrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Ok(value) = read(ctx, args[1]) else {
         return;
     };
-    let value = value.unwrap_or_default();
+    let Some(value) = value else {
+        ctx.out.bulk(b"");
+        return keymiss(ctx, args[1]);
+    };
     let len = value.len() as i64;
     if start < 0 && end < 0 && start > end {
         ctx.out.bulk(b"");
@@ -638,6 +719,7 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (offset, end) = (offset as usize, end as usize);
     // A raw string is patched in place; anything else is rewritten whole (and becomes raw).
     if patched_in_place(ctx, key, Patch::At(offset), patch) {
+        ctx.notify(class::STRING, "setrange", key);
         return;
     }
     let Ok(old) = read(ctx, key) else { return };
@@ -652,6 +734,10 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);
+    if !exists {
+        created(ctx, key);
+    }
+    ctx.notify(class::STRING, "setrange", key);
     ctx.out.integer(value.len() as i64);
 }
 
@@ -697,15 +783,23 @@ fn lcs_options(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<LcsOptions> {
 /// LCS, in Redis's order of checks: both keys' types, then the options.
 pub fn lcs(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now) = (ctx.db(), ctx.now_ms);
+    // Both keys are looked up (a miss is a `keymiss`) before either's type is checked, as
+    // Redis does.
     let mut values = Vec::with_capacity(2);
+    let mut wrong_type = false;
     for &key in &args[1..3] {
         match ctx.shard(key).get_string(db, key, now, |s| s.to_vec()) {
-            Ok(v) => values.push(v.unwrap_or_default()),
-            Err(StoreError::WrongType) => {
-                return ctx.error("ERR The specified keys must contain string values");
+            Ok(Some(v)) => values.push(v),
+            Ok(None) => {
+                keymiss(ctx, key);
+                values.push(Vec::new());
             }
+            Err(StoreError::WrongType) => wrong_type = true,
             Err(e) => return ctx.store_error(e),
         }
+    }
+    if wrong_type {
+        return ctx.error("ERR The specified keys must contain string values");
     }
     let Some(o) = lcs_options(ctx, args) else {
         return;

@@ -161,10 +161,6 @@ pub fn client_tracking(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if !compatible(ctx, &request) {
             return;
         }
-        // Expiries reach tracking clients through the shards' log of expired keys.
-        if !ctx.server.tracking.keeps_expired_log() {
-            ctx.with_all_shards(crate::tracking::keep_expired_logs);
-        }
         crate::tracking::enable(
             ctx.server,
             ctx.client,

@@ -79,7 +79,7 @@ pub fn exec(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
                 let mut shard_guard = locks.iter_mut().nth(server.shard_of(key));
                 live && shard_guard
                     .as_mut()
-                    .is_some_and(|shard| !shard.contains(*db, key, now))
+                    .is_some_and(|shard| !is_live(shard, *db, key, now))
             });
     if ctx.client.shared.watch_dirty.load(Ordering::Relaxed) || expired {
         drop(locks);
@@ -119,13 +119,22 @@ pub fn watch(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         if ctx.client.watched.iter().any(|(d, k)| *d == db && k == key) {
             continue;
         }
-        let live = ctx.shard(key).contains(db, key, now);
+        let live = is_live(ctx.shard(key), db, key, now);
         ctx.server.watch(db, key, &ctx.client.shared);
         ctx.client.watched.push((db, key.to_vec()));
         ctx.client.watched_live.push(live);
     }
     ctx.client.shared.info.lock().watching = ctx.client.watched.len();
     ctx.ok();
+}
+
+/// Whether `key` is stored with its TTL not passed, deleting nothing: Redis's WATCH and EXEC only
+/// check (`keyIsExpired`), so an expired key stays for a lookup or active expiry to delete and
+/// announce (`expired`), as in Redis.
+fn is_live(shard: &mut store::Shard, db: usize, key: &[u8], now_ms: u64) -> bool {
+    shard
+        .peek(db, key, |e| e.expire_at_ms.is_none_or(|at| at > now_ms))
+        .unwrap_or(false)
 }
 
 pub fn unwatch(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {

@@ -8,6 +8,7 @@ use super::range::reply_entries;
 use super::{parse_long, parse_long_in};
 use crate::command::Ctx;
 use crate::commands::args::is;
+use crate::notify::class::ZSET as ZSET_CLASS;
 use crate::number::parse_score;
 use std::collections::{HashMap, HashSet};
 use store::{Kind, Set, StoreError, ZSet};
@@ -160,13 +161,20 @@ fn setop_inputs(
     }
     let keys = &args[numkeys_at + 1..=numkeys_at + setnum as usize];
     let mut inputs = Vec::with_capacity(keys.len());
+    // Every input is looked up (`lookupKeyRead`: a miss is a `keymiss`) before the options
+    // are read, as Redis does.
     for key in keys {
         match read_input(ctx, key) {
             Err(e) => {
                 ctx.store_error(e);
                 return None;
             }
-            Ok(v) => inputs.push((v.unwrap_or_default(), 1.0)),
+            Ok(v) => {
+                if v.is_none() {
+                    crate::commands::keys::keymiss(ctx, key);
+                }
+                inputs.push((v.unwrap_or_default(), 1.0));
+            }
         }
     }
     Some(inputs)
@@ -193,7 +201,7 @@ fn setop_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], numkeys_at: usize, form:
     };
     result.sort_by(store::zset_order);
     match form.dst {
-        Some(d) => store_result(ctx, d, &result),
+        Some(d) => store_result(ctx, d, form.op, &result),
         None => reply_entries(
             &mut ctx.out,
             result.len(),
@@ -315,9 +323,14 @@ pub fn zdiffstore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 /// Stores a computed result (rank order) at `dst` and replies its size; an empty result deletes
 /// `dst`. Packed when it fits, as Redis converts its result (`zsetConvertToListpackIfNeeded`).
-fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], entries: &[(Vec<u8>, f64)]) {
+fn store_result(ctx: &mut Ctx<'_, '_>, dst: &[u8], op: SetOp, entries: &[(Vec<u8>, f64)]) {
     let longest = entries.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
-    ctx.store_result(dst, entries.len(), |shard, db| {
+    let event = match op {
+        SetOp::Union => "zunionstore",
+        SetOp::Inter => "zinterstore",
+        SetOp::Diff => "zdiffstore",
+    };
+    ctx.store_result(dst, entries.len(), (ZSET_CLASS, event), |shard, db| {
         let mut b = shard.zset_builder(entries.len(), longest)?;
         for (m, s) in entries {
             b.insert(m, *s)?;

@@ -8,6 +8,12 @@
 //! read through a `ZSetView` and changed through `Shard::update::<ZSet>`. Scores parse as Redis
 //! parses them (`crate::number::parse_score`) and reply as `addReplyDouble` writes them
 //! (`%.17g`; a RESP3 double).
+//!
+//! Keyspace events, as `t_zset.c` sends them: `zadd` (or `zincr` with INCR and ZINCRBY) when a
+//! member was added or updated, after `new` when ZADD created the set; `zrem`,
+//! `zremrangebyrank`/`score`/`lex`, `zpopmin`/`zpopmax`, each followed by `del` when the set
+//! emptied; `zunionstore`, `zinterstore`, `zdiffstore`, `zrangestore` (after `new`), or `del`
+//! when the result is empty; `keymiss` for each key a read finds missing.
 
 // Scores are compared exactly, as Redis compares its doubles (-0 == 0, no epsilon).
 #![allow(clippy::float_cmp)]
@@ -17,8 +23,10 @@ pub mod pop;
 pub mod range;
 
 use super::args::{is, parse_i64};
+use super::keys::{created, keymiss};
 use super::random::{self, Picks};
 use crate::command::{Ctx, DENYOOM, FAST, K1, K12, Keys, READONLY, Spec, WRITE, table};
+use crate::notify::class;
 use crate::number::parse_score;
 use algebra::{zdiff, zdiffstore, zinter, zintercard, zinterstore, zunion, zunionstore};
 use pop::{zmpop, zpopmax, zpopmin};
@@ -167,14 +175,22 @@ fn zadd_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], mut flags: ZaddFlags) {
         }
     }
     let members = pairs.chunks(2).map(|p| p[1]).zip(scores.iter().copied());
-    let Some(done) = ctx.write::<ZSet, _>(key, !flags.xx, |z, _| zadd_apply(z, flags, members))
-    else {
+    let mut was_new = false;
+    let Some(done) = ctx.write::<ZSet, _>(key, !flags.xx, |z, _| {
+        // A set being created starts empty; a stored one never is.
+        was_new = z.is_empty();
+        zadd_apply(z, flags, members)
+    }) else {
         return;
     };
     let done = done.unwrap_or_default();
     let db = ctx.db();
+    if was_new {
+        created(ctx, key);
+    }
     if done.added + done.updated > 0 {
         ctx.touch(db, key);
+        ctx.notify(class::ZSET, if flags.incr { "zincr" } else { "zadd" }, key);
     }
     if done.added > 0 {
         ctx.signal_ready(db, key);
@@ -236,14 +252,31 @@ pub fn zrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 break;
             }
         }
-        Ok(deleted)
+        Ok((deleted, z.is_empty()))
     });
     if let Some(n) = result {
-        let n = n.unwrap_or(0);
+        let (n, emptied) = n.unwrap_or((0, false));
         if n > 0 {
             ctx.touch(ctx.db(), key);
+            notify_removed(ctx, key, "zrem", emptied);
         }
         ctx.out.integer(n);
+    }
+}
+
+/// The events of entries removed from the sorted set at `key`: `event` (`zrem`, `zpopmin`…),
+/// then `del` when the set emptied (the store deleted it).
+pub(crate) fn notify_removed(ctx: &mut Ctx<'_, '_>, key: &[u8], event: &str, emptied: bool) {
+    ctx.notify(class::ZSET, event, key);
+    if emptied {
+        ctx.notify(class::GENERIC, "del", key);
+    }
+}
+
+/// Sends the `keymiss` of a read of `key` (`Ctx::read`'s result, borrowed) that found no key.
+pub(crate) fn note_miss<R>(ctx: &mut Ctx<'_, '_>, key: &[u8], found: Option<&Option<R>>) {
+    if matches!(found, Some(None)) {
+        keymiss(ctx, key);
     }
 }
 
@@ -251,23 +284,28 @@ pub fn zrem(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 // Single-member reads
 
 pub fn zcard(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
-    if let Some(n) = ctx.read::<ZSet, _>(args[1], |z, _| z.len()) {
+    let found = ctx.read::<ZSet, _>(args[1], |z, _| z.len());
+    if let Some(n) = found {
         ctx.out.integer(n.unwrap_or(0) as i64);
     }
+    note_miss(ctx, args[1], found.as_ref());
 }
 
 pub fn zscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let member = args[2];
-    if let Some(done) = ctx.read::<ZSet, _>(args[1], |z, out| match z.score(member) {
+    let found = ctx.read::<ZSet, _>(args[1], |z, out| match z.score(member) {
         Some(s) => {
             reply_score(out, s);
             true
         }
         None => false,
-    }) && done != Some(true)
+    });
+    if let Some(done) = found
+        && done != Some(true)
     {
         ctx.out.null();
     }
+    note_miss(ctx, args[1], found.as_ref());
 }
 
 pub fn zmscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -288,20 +326,23 @@ pub fn zmscore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         for _ in members {
             ctx.out.null();
         }
+        keymiss(ctx, args[1]);
     }
 }
 
 fn rank_generic(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], rev: bool) {
     let member = args[2];
-    if let Some(r) = ctx.read::<ZSet, _>(args[1], |z, _| {
+    let found = ctx.read::<ZSet, _>(args[1], |z, _| {
         z.rank(member)
             .map(|(r, _)| if rev { z.len() - 1 - r } else { r })
-    }) {
+    });
+    if let Some(r) = found {
         match r.flatten() {
             Some(r) => ctx.out.integer(r as i64),
             None => ctx.out.null(),
         }
     }
+    note_miss(ctx, args[1], found.as_ref());
 }
 
 pub fn zrank(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
@@ -315,16 +356,21 @@ pub fn zrevrank(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 // ---------------------------------------------------------------------------------------------
 // ZRANDMEMBER and ZSCAN
 
+/// ZRANDMEMBER without a count: one member, or null.
+fn random_member(ctx: &mut Ctx<'_, '_>, key: &[u8]) {
+    let found = ctx.read::<ZSet, _>(key, |z, out| {
+        let (_, m) = z.sample(random::random()).expect("zsets are never empty");
+        out.bulk(m);
+    });
+    if found == Some(None) {
+        ctx.out.null();
+        keymiss(ctx, key);
+    }
+}
+
 pub fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if args.len() == 2 {
-        if let Some(found) = ctx.read::<ZSet, _>(args[1], |z, out| {
-            let (_, m) = z.sample(random::random()).expect("zsets are never empty");
-            out.bulk(m);
-        }) && found.is_none()
-        {
-            ctx.out.null();
-        }
-        return;
+        return random_member(ctx, args[1]);
     }
     let Some(l) = parse_long_in(ctx, args[2], -i64::MAX, i64::MAX, None) else {
         return;
@@ -378,7 +424,10 @@ pub fn zrandmember(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         true
     });
     match found {
-        Some(None) => ctx.out.array_len(0),
+        Some(None) => {
+            ctx.out.array_len(0);
+            keymiss(ctx, args[1]);
+        }
         Some(Some(false)) => ctx.error(random::TOO_MANY),
         _ => {}
     }

@@ -2,13 +2,14 @@
 //! (BZPOPMIN, BZPOPMAX, BZMPOP, `commands/blocking.rs`) build on. ZMPOP and the blocking pops
 //! are written to the append-only file as the ZPOPMIN/ZPOPMAX they amounted to (`propagate_pop`).
 
-use super::{parse_long_in, reply_score};
+use super::{notify_removed, parse_long_in, reply_score};
 use crate::command::Ctx;
 use crate::commands::args::{decimal, is};
 use resp::{Protocol, ReplyWriter};
 
 /// Pops up to `count` entries from the zset at `key` (lowest first, or highest with `max`),
-/// deleting the key when emptied and touching it; `None` if the key is missing or not a zset.
+/// deleting the key when emptied, touching it and sending the pop's events; `None` if the key is
+/// missing or not a zset.
 /// For the blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP), which reply with `reply_popped`.
 pub fn pop_for_blocked(
     ctx: &mut Ctx<'_, '_>,
@@ -27,14 +28,21 @@ pub fn pop_for_blocked(
                     None => break,
                 }
             }
-            Ok(v)
+            Ok((v, z.is_empty()))
         })
         .ok()
         .flatten()?;
+    let (popped, emptied) = popped;
     if !popped.is_empty() {
         ctx.touch(db, key);
+        notify_removed(ctx, key, pop_event(max), emptied);
     }
     Some(popped)
+}
+
+/// The event of a pop from the low or (`max`) high end.
+fn pop_event(max: bool) -> &'static str {
+    if max { "zpopmax" } else { "zpopmin" }
 }
 
 /// ZMPOP, BZMPOP, BZPOPMIN and BZPOPMAX are written as the plain pop they amounted to, as
@@ -85,7 +93,7 @@ fn zpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], max: bool) {
     let result = ctx.write::<store::ZSet, _>(key, false, |z, out| {
         if count == 0 {
             out.array_len(0);
-            return Ok(0);
+            return Ok((0, false));
         }
         let n = z.len().min(if count == -1 { 1 } else { count as usize });
         out.array_len(if nested { n } else { n * 2 });
@@ -98,11 +106,14 @@ fn zpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], max: bool) {
                 reply_score(out, s);
             });
         }
-        Ok(n)
+        Ok((n, z.is_empty()))
     });
     match result {
         Some(None) => ctx.out.array_len(0),
-        Some(Some(n)) if n > 0 => ctx.touch(ctx.db(), key),
+        Some(Some((n, emptied))) if n > 0 => {
+            ctx.touch(ctx.db(), key);
+            notify_removed(ctx, key, pop_event(max), emptied);
+        }
         None | Some(Some(_)) => {}
     }
 }
@@ -160,7 +171,7 @@ pub fn zmpop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     for key in &args[2..where_at] {
         match ctx.read::<store::ZSet, _>(key, |_, _| ()) {
             None => return,
-            Some(None) => {}
+            Some(None) => crate::commands::keys::expired_so_far(ctx),
             Some(Some(())) => {
                 let popped = pop_for_blocked(ctx, key, max, count).unwrap_or_default();
                 if !popped.is_empty() {

@@ -5,7 +5,7 @@
 // Scores are compared exactly, as Redis compares its doubles (-0 == 0, no epsilon).
 #![allow(clippy::float_cmp)]
 
-use super::{parse_long, reply_score};
+use super::{note_miss, notify_removed, parse_long, reply_score};
 use crate::command::Ctx;
 use crate::commands::args::is;
 use crate::number::{is_space, strtod_whole};
@@ -375,13 +375,14 @@ fn range_generic(
     if let Some(dst) = store {
         return store_range(ctx, key, dst, &range, o.rev, (o.offset, o.limit));
     }
-    if let Some(found) = ctx.read::<store::ZSet, _>(key, |z, out| {
+    let found = ctx.read::<store::ZSet, _>(key, |z, out| {
         let sp = span(z, &range, o.rev, o.offset, o.limit);
         reply_entries(out, sp.count, o.withscores, z.iter(sp.start, sp.rev));
-    }) && found.is_none()
-    {
+    });
+    if found == Some(None) {
         ctx.out.array_len(0);
     }
+    note_miss(ctx, key, found.as_ref());
 }
 
 /// ZRANGESTORE: adds the range's entries to a new zset at `dst` in the order they come, as
@@ -405,6 +406,7 @@ fn store_range(
             .collect();
         entries
     });
+    note_miss(ctx, key, got.as_ref());
     let Some(entries) = got else {
         return;
     };
@@ -414,7 +416,8 @@ fn store_range(
     } else {
         0
     };
-    ctx.store_result(dst, entries.len(), |shard, db| {
+    let event = (crate::notify::class::ZSET, "zrangestore");
+    ctx.store_result(dst, entries.len(), event, |shard, db| {
         let mut b = shard.zset_builder(hint, 0)?;
         for (s, m) in &entries {
             b.insert(m, *s)?;
@@ -455,22 +458,23 @@ pub fn zcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(r) = ScoreRange::parse(args[2], args[3]) else {
         return ctx.error(RANGE_NOT_FLOAT);
     };
-    let range = Range::Score(r);
-    if let Some(n) = ctx.read::<store::ZSet, _>(args[1], |z, _| span(z, &range, false, 0, -1).count)
-    {
+    count_in(ctx, args[1], &Range::Score(r));
+}
+
+/// ZCOUNT's and ZLEXCOUNT's reply: the entries of the sorted set at `key` in `range`.
+fn count_in(ctx: &mut Ctx<'_, '_>, key: &[u8], range: &Range<'_>) {
+    let found = ctx.read::<store::ZSet, _>(key, |z, _| span(z, range, false, 0, -1).count);
+    if let Some(n) = found {
         ctx.out.integer(n.unwrap_or(0) as i64);
     }
+    note_miss(ctx, key, found.as_ref());
 }
 
 pub fn zlexcount(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let Some(r) = LexRange::parse(args[2], args[3]) else {
         return ctx.error(RANGE_NOT_LEX);
     };
-    let range = Range::Lex(r);
-    if let Some(n) = ctx.read::<store::ZSet, _>(args[1], |z, _| span(z, &range, false, 0, -1).count)
-    {
-        ctx.out.integer(n.unwrap_or(0) as i64);
-    }
+    count_in(ctx, args[1], &Range::Lex(r));
 }
 
 fn remrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], range: &Range<'_>) {
@@ -478,14 +482,23 @@ fn remrange(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], range: &Range<'_>) {
     let result = ctx.write::<store::ZSet, _>(key, false, |z, _| {
         let sp = span(z.view(), range, false, 0, -1);
         if sp.count == 0 {
-            return Ok(0);
+            return Ok((0, false));
         }
-        Ok(z.remove_ranks(sp.start, sp.start + sp.count - 1))
+        Ok((
+            z.remove_ranks(sp.start, sp.start + sp.count - 1),
+            z.is_empty(),
+        ))
     });
     if let Some(n) = result {
-        let n = n.unwrap_or(0);
+        let (n, emptied) = n.unwrap_or((0, false));
         if n > 0 {
             ctx.touch(ctx.db(), key);
+            let event = match range {
+                Range::Rank(..) => "zremrangebyrank",
+                Range::Score(_) => "zremrangebyscore",
+                Range::Lex(_) => "zremrangebylex",
+            };
+            notify_removed(ctx, key, event, emptied);
         }
         ctx.out.integer(n as i64);
     }
