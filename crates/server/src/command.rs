@@ -740,7 +740,11 @@ pub fn run<'s>(
     mark: &mut crate::clock::Mark,
 ) {
     let spec = COMMANDS[index];
-    let tracking = crate::tracking::enter(client, out.len());
+    // Tracking's bookkeeping (who runs, what follows the reply) only while a client tracks.
+    let tracking = server
+        .tracking
+        .active()
+        .then(|| crate::tracking::enter(client, out.len()));
     let mut ctx = Ctx {
         server,
         out: ReplyWriter::new(out, client.protocol),
@@ -764,7 +768,9 @@ pub fn run<'s>(
         server.eviction.publish(ctx.locks);
     }
     let failed = ctx.failed;
-    crate::tracking::leave(server, tracking, client, out, index, args);
+    if let Some(tracking) = tracking {
+        crate::tracking::leave(server, tracking, client, out, index, args);
+    }
     let ended = crate::clock::now();
     let usec = crate::clock::micros(*mark, ended);
     *mark = ended;

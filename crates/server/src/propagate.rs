@@ -111,6 +111,9 @@ fn bury_expired(
 /// command did after the lookup, as in Redis, where the lookup itself publishes it. Keys
 /// expired in different shards between two calls come in shard order.
 pub fn expired_in_command(ctx: &mut Ctx<'_, '_>) {
+    if !ctx.locks.iter_mut().any(|shard| shard.has_expired()) {
+        return;
+    }
     let mut expired = Vec::new();
     for shard in ctx.locks.iter_mut() {
         let mut taken = shard.take_expired();

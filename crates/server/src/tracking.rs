@@ -517,6 +517,12 @@ impl Tracking {
         )
     }
 
+    /// Whether any client has tracking on (`command::run` skips `enter`/`leave` otherwise).
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.clients.load(RELAXED) > 0
+    }
+
     /// Nothing to invalidate: no key tracked, no prefix.
     #[inline]
     fn idle(&self) -> bool {

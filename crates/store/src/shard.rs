@@ -516,6 +516,12 @@ impl Shard {
         self.expired_log.push((db, key.to_vec()));
     }
 
+    /// Whether keys were deleted by expiry since `take_expired` was last called.
+    #[inline]
+    pub fn has_expired(&self) -> bool {
+        !self.expired_log.is_empty()
+    }
+
     /// The keys deleted by expiry since the last call, oldest first, as (database, name).
     pub fn take_expired(&mut self) -> Vec<(usize, Vec<u8>)> {
         std::mem::take(&mut self.expired_log)
