@@ -4,78 +4,14 @@ RESP2 exercises the subscribed mode (confirmations and messages as arrays, PING'
 reply); RESP3 the push path (redis-py reads pushes with its push handler and the same
 get_message API). The fixture starts its own densekv on an ephemeral loopback port (binary from
 DENSEKV_BIN, default target/release/densekv, built with `cargo build --release -p server` when
-missing) and kills it by pid at the end; it is a copy of test_clients.py's. Run:
+missing) and kills it by pid at the end (conftest.py). Run:
 python3 -m pytest tests/python/test_pubsub.py -q
 """
 
-import os
-import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
-import pytest
 import redis
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def densekv_binary() -> Path:
-    path = Path(os.environ.get("DENSEKV_BIN", ROOT / "target" / "release" / "densekv"))
-    if not path.is_absolute():
-        path = ROOT / path
-    if not path.exists():
-        subprocess.run(
-            ["cargo", "build", "--release", "-p", "server"], cwd=ROOT, check=True
-        )
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    binary = densekv_binary()
-    for _ in range(10):
-        port = free_port()
-        proc = subprocess.Popen(
-            [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.time() + 10
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                info = redis.Redis(port=port, socket_timeout=1).info("server")
-                if info["process_id"] == proc.pid:
-                    break
-            except redis.exceptions.ConnectionError:
-                time.sleep(0.02)
-        else:
-            proc.kill()
-            proc.wait()
-            continue
-        try:
-            yield port
-        finally:
-            proc.kill()
-            proc.wait()
-        return
-    raise RuntimeError("densekv did not start")
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def r(server, request):
-    client = redis.Redis(port=server, protocol=request.param, decode_responses=True)
-    client.flushall()
-    yield client
-    client.close()
-
 
 def messages(p, count, timeout=5.0, **kwargs):
     """The next `count` messages get_message returns (None polls are skipped)."""

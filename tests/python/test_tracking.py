@@ -9,16 +9,10 @@ then `invalidate` pushes), so the tests lower that gate. The fixture starts its 
 loopback port and kills it by pid at the end. Run: python3 -m pytest tests/python -q
 """
 
-import os
-import socket
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import redis
-
-ROOT = Path(__file__).resolve().parents[2]
 
 try:
     from redis.cache import CacheConfig
@@ -26,54 +20,6 @@ try:
 except ImportError:  # redis-py < 5.1 has no client-side cache
     CacheConfig = None
     CacheProxyConnection = None
-
-
-def densekv_binary() -> Path:
-    path = Path(os.environ.get("DENSEKV_BIN", ROOT / "target" / "release" / "densekv"))
-    if not path.is_absolute():
-        path = ROOT / path
-    if not path.exists():
-        subprocess.run(
-            ["cargo", "build", "--release", "-p", "server"], cwd=ROOT, check=True
-        )
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    binary = densekv_binary()
-    for _ in range(10):
-        port = free_port()
-        proc = subprocess.Popen(
-            [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.time() + 10
-        while time.time() < deadline and proc.poll() is None:
-            try:
-                info = redis.Redis(port=port, socket_timeout=1).info("server")
-                if info["process_id"] == proc.pid:
-                    break
-            except redis.exceptions.ConnectionError:
-                time.sleep(0.02)
-        else:
-            proc.kill()
-            proc.wait()
-            continue
-        try:
-            yield port
-        finally:
-            proc.kill()
-            proc.wait()
-        return
-    raise RuntimeError("densekv did not start")
 
 
 @pytest.fixture

@@ -27,9 +27,8 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::time::{Duration, Instant};
-use support::{Client, Server};
+use support::{Client, Server, render};
 
 /// One connection of the scenario.
 struct Conn {
@@ -62,22 +61,6 @@ struct Session<'a> {
     closed: BTreeMap<&'static str, Vec<String>>,
     /// Steps so far: a frame that arrives while syncing is logged with the step that caused it.
     step: usize,
-}
-
-/// A frame as one transcript line.
-fn render(frame: &[u8]) -> String {
-    let mut s = String::new();
-    for &b in frame {
-        match b {
-            b'\r' => s.push_str("\\r"),
-            b'\n' => s.push_str("\\n"),
-            0x20..=0x7e => s.push(b as char),
-            _ => {
-                let _ = write!(s, "\\x{b:02x}");
-            }
-        }
-    }
-    s
 }
 
 impl<'a> Session<'a> {

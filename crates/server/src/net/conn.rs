@@ -440,14 +440,7 @@ fn flush(server: &Server, conn: &mut Conn, pools: &mut Pools, turn: &TurnConfig)
         }
         return Ok(());
     }
-    if over_output_limit(
-        conn.pending(),
-        &mut conn.soft_limit_since,
-        turn.limit(&conn.state),
-    ) {
-        return Err(());
-    }
-    Ok(())
+    check_output_limit(conn, turn)
 }
 
 /// Appends mail from another command to the connection's output (`mail.rs`). `Err`: close it —
@@ -482,11 +475,13 @@ pub(super) fn deliver(conn: &mut Conn, mail: Mail, turn: &TurnConfig) -> Result<
             &message,
         ),
     }
-    if over_output_limit(
-        conn.pending(),
-        &mut conn.soft_limit_since,
-        turn.limit(&conn.state),
-    ) {
+    check_output_limit(conn, turn)
+}
+
+/// `Err` when the connection's pending output breaks its class's output limit.
+fn check_output_limit(conn: &mut Conn, turn: &TurnConfig) -> Result<(), ()> {
+    let limit = turn.limit(&conn.state);
+    if over_output_limit(conn.pending(), &mut conn.soft_limit_since, limit) {
         return Err(());
     }
     Ok(())

@@ -575,11 +575,21 @@ fn decode_at(buf: &[u8], at: usize) -> (Value, usize) {
     }
 }
 
-/// Printable form of raw reply bytes for assertion messages.
+/// Printable form of raw reply bytes for assertion messages (the first 400 bytes).
 pub fn show(bytes: &[u8]) -> String {
+    let mut s = render(&bytes[..bytes.len().min(400)]);
+    if bytes.len() > 400 {
+        s += &["…(", &bytes.len().to_string(), " bytes)"].concat();
+    }
+    s
+}
+
+/// Printable form of raw bytes: CR and LF as `\r` `\n`, other bytes outside ASCII's printable
+/// range as `\xNN`.
+pub fn render(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
-    for &b in bytes.iter().take(400) {
+    for &b in bytes {
         match b {
             b'\r' => s.push_str("\\r"),
             b'\n' => s.push_str("\\n"),
@@ -588,9 +598,6 @@ pub fn show(bytes: &[u8]) -> String {
                 let _ = write!(s, "\\x{b:02x}");
             }
         }
-    }
-    if bytes.len() > 400 {
-        let _ = write!(s, "…({} bytes)", bytes.len());
     }
     s
 }
