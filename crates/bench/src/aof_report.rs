@@ -22,7 +22,7 @@ use crate::persist_bgsave::BgsaveSample;
 use crate::persist_report::{BgsaveSummary, Headline, TARGET_PEAK_RATIO};
 use crate::server_proc::ServerKind;
 use crate::server_report::Versions;
-use crate::stats::{median, ratio};
+use crate::stats::{impl_sample, median, median_of, paired_ratios};
 
 /// densekv's target for densekv/redis rps under `always` and `everysec`.
 pub const TARGET_RPS_RATIO: f64 = 1.0;
@@ -109,58 +109,7 @@ pub struct AofReport {
     pub failures: Vec<String>,
 }
 
-/// A sample of one server in one round.
-trait Sample {
-    fn server(&self) -> ServerKind;
-    fn round(&self) -> usize;
-}
-
-impl Sample for ThroughputSample {
-    fn server(&self) -> ServerKind {
-        self.server
-    }
-    fn round(&self) -> usize {
-        self.round
-    }
-}
-
-impl Sample for TimingSample {
-    fn server(&self) -> ServerKind {
-        self.server
-    }
-    fn round(&self) -> usize {
-        self.round
-    }
-}
-
-/// The median of `pick` over `kind`'s samples.
-fn median_of<T: Sample>(
-    samples: &[&T],
-    kind: ServerKind,
-    pick: impl Fn(&T) -> Option<f64>,
-) -> Option<f64> {
-    let values: Vec<f64> = samples
-        .iter()
-        .filter(|s| s.server() == kind)
-        .filter_map(|s| pick(s))
-        .collect();
-    median(&values)
-}
-
-/// densekv / redis of each round that has both figures.
-fn paired_ratios<T: Sample>(samples: &[&T], pick: impl Fn(&T) -> Option<f64>) -> Vec<f64> {
-    samples
-        .iter()
-        .filter(|d| d.server() == ServerKind::Densekv)
-        .filter_map(|d| {
-            let peer = samples
-                .iter()
-                .find(|r| r.server() == ServerKind::Redis && r.round() == d.round())
-                .and_then(|r| pick(r));
-            ratio(pick(d)?, peer)
-        })
-        .collect()
-}
+impl_sample!(ThroughputSample, TimingSample);
 
 /// One row per (policy, pipeline, test), in that order.
 pub fn throughput_summary(samples: &[ThroughputSample]) -> Vec<ThroughputSummary> {

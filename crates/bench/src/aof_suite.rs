@@ -23,7 +23,6 @@
 //! as in the persist suite: on two cores a second server would take the first one's core.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
@@ -36,10 +35,11 @@ use crate::persist_bgsave::{self, BgsaveSample};
 use crate::persist_report::bgsave_summary;
 use crate::persist_server::{self, BackgroundJob};
 use crate::persist_suite::{PeerArgs, ordered};
-use crate::server_proc::{self, ServerKind};
-use crate::server_rb::{self, CLIENTS};
+use crate::server_proc::ServerKind;
+use crate::server_rb::CLIENTS;
 use crate::server_report::Versions;
 use crate::stats::ratio;
+use crate::suite::{self, Failures, SuiteRun};
 
 /// A figure of the suite; the value of `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -140,7 +140,7 @@ impl Plan {
                     .n
                     .unwrap_or(if args.quick { 100_000 } else { 1_000_000 }),
                 quick: args.quick,
-                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                rounds: suite::rounds(args.rounds, args.quick),
                 requests_p1,
                 requests_p16,
                 clients: CLIENTS,
@@ -197,21 +197,13 @@ struct Results {
     memory: Vec<BgsaveSample>,
     timing: Vec<TimingSample>,
     notes: Vec<String>,
-    failures: Vec<String>,
-}
-
-impl Results {
-    fn fail(&mut self, what: String) {
-        eprintln!("  FAILED: {what}");
-        self.failures.push(what);
-    }
+    failures: Failures,
 }
 
 /// Runs the suite. `Ok(false)` when it completed but something failed or a rewrite round did
 /// not count.
 pub fn run(args: &AofArgs) -> Result<bool, String> {
-    server_proc::install_interrupt_handler();
-    let started = Instant::now();
+    let run = SuiteRun::start("aof");
     let (densekv, densekv_status) = args.peers.binaries()?;
     let plan = Plan::new(args, densekv);
     let mut results = Results::default();
@@ -224,10 +216,7 @@ pub fn run(args: &AofArgs) -> Result<bool, String> {
     let heading = aof_markdown::SECTION_HEADING;
     args.peers
         .write_outputs(args.quick, "aof.json", &report, heading, section)?;
-    println!(
-        "\naof suite: {:.0} s in all",
-        started.elapsed().as_secs_f64()
-    );
+    run.finish();
     let all_counted = report.rewrite_memory_rounds.iter().all(|s| s.counted);
     Ok(report.failures.is_empty() && all_counted)
 }
@@ -287,7 +276,7 @@ fn throughput_round(
             eprintln!();
             results.throughput.extend(samples);
         }
-        Err(e) => results.fail(format!(
+        Err(e) => results.failures.record(format!(
             "{} {policy} -P {pipeline} round {round}: {e}",
             kind.name()
         )),
@@ -327,7 +316,9 @@ fn memory_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, result
             }
             results.memory.push(sample);
         }
-        Err(e) => results.fail(format!("{} rewrite memory round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} rewrite memory round {round}: {e}", kind.name())),
     }
 }
 
@@ -347,7 +338,7 @@ fn timing_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, result
             );
             results.timing.push(sample);
         }
-        Err(e) => results.fail(format!(
+        Err(e) => results.failures.record(format!(
             "{} rewrite and load round {round}: {e}",
             kind.name()
         )),
@@ -379,17 +370,14 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> AofReport {
     };
     AofReport {
         suite: "aof",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: suite::command_line(),
         machine: MachineInfo::read(),
-        versions: Versions {
-            redis_server: server_rb::version(&plan.redis),
-            redis_benchmark: server_rb::version(&plan.redis_benchmark),
-            densekv_path: Some(plan.densekv.display().to_string()),
+        versions: Versions::read(
+            &plan.redis,
+            Some(&plan.redis_benchmark),
+            Some(&plan.densekv),
             densekv_status,
-        },
+        ),
         config: plan.config.clone(),
         headlines: headlines(&throughput, &rewrite_memory, rewrite_memory_ratio, &timing),
         throughput,
@@ -400,7 +388,7 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> AofReport {
         rewrite_memory_rounds: results.memory,
         timing_rounds: results.timing,
         notes: results.notes,
-        failures: results.failures,
+        failures: results.failures.into_vec(),
     }
 }
 

@@ -22,7 +22,7 @@ use crate::machine::MachineInfo;
 use crate::persist_report::Headline;
 use crate::server_proc::ServerKind;
 use crate::server_report::Versions;
-use crate::stats::{median, ratio};
+use crate::stats::{Sample, impl_sample, median, median_of, paired_ratios};
 
 /// densekv's targets: VmRSS and used_memory at `at` over full, after `delete-half`.
 pub const TARGET_HALF_RATIO: f64 = 0.60;
@@ -104,29 +104,10 @@ pub struct EvictReport {
     pub failures: Vec<String>,
 }
 
-/// A sample of one server in one round.
-pub trait Sample {
-    fn server(&self) -> ServerKind;
-    fn round(&self) -> usize;
-}
-
-macro_rules! impl_sample {
-    ($($t:ty),*) => {$(
-        impl Sample for $t {
-            fn server(&self) -> ServerKind {
-                self.server
-            }
-            fn round(&self) -> usize {
-                self.round
-            }
-        }
-    )*};
-}
-
 impl_sample!(DeleteSample, FillSample, CacheSample, ThroughputSample);
 
 /// Reads one figure from a sample.
-type Pick<T> = fn(&T) -> Option<f64>;
+pub type Pick<T> = fn(&T) -> Option<f64>;
 
 /// The row of `figure`: each server's median and the median of the per-round ratios.
 pub fn figure_row<T: Sample>(
@@ -136,30 +117,12 @@ pub fn figure_row<T: Sample>(
     samples: &[&T],
     pick: impl Fn(&T) -> Option<f64>,
 ) -> FigureRow {
-    let of = |kind: ServerKind| {
-        let values: Vec<f64> = samples
-            .iter()
-            .filter(|s| s.server() == kind)
-            .filter_map(|s| pick(s))
-            .collect();
-        median(&values)
-    };
-    let ratios: Vec<f64> = samples
-        .iter()
-        .filter(|d| d.server() == ServerKind::Densekv)
-        .filter_map(|d| {
-            let peer = samples
-                .iter()
-                .find(|r| r.server() == ServerKind::Redis && r.round() == d.round())
-                .and_then(|r| pick(r));
-            ratio(pick(d)?, peer)
-        })
-        .collect();
+    let ratios = paired_ratios(samples, &pick);
     FigureRow {
         scenario: scenario.to_owned(),
         figure: figure.to_owned(),
-        densekv: of(ServerKind::Densekv),
-        redis: of(ServerKind::Redis),
+        densekv: median_of(samples, ServerKind::Densekv, &pick),
+        redis: median_of(samples, ServerKind::Redis, &pick),
         ratio: median(&ratios),
         rounds_paired: ratios.len(),
         decimals,

@@ -26,7 +26,7 @@
 //! second server would take the measured one's core.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
@@ -37,12 +37,12 @@ use crate::evict_markdown::{self, markdown_section, render};
 use crate::evict_report::{self, EvictConfig, EvictReport};
 use crate::evict_server::{Deadline, SAMPLE_INTERVAL};
 use crate::evict_throughput::{self, ThroughputSample};
-use crate::heap_suite::{workspace_root, write_json};
+use crate::heap_suite::workspace_root;
 use crate::machine::MachineInfo;
 use crate::persist_suite::{PeerArgs, ordered};
-use crate::server_proc::{self, ServerKind};
-use crate::server_rb;
+use crate::server_proc::ServerKind;
 use crate::server_report::Versions;
+use crate::suite::{self, Failures, SuiteRun};
 
 /// A scenario of the suite; the value of `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -152,7 +152,7 @@ impl Plan {
         Self {
             config: EvictConfig {
                 quick: args.quick,
-                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                rounds: suite::rounds(args.rounds, args.quick),
                 n: pick(args.n, 1_000_000, 100_000),
                 observe_secs: pick_secs(args.observe_secs, 6.0, 3.0),
                 at_secs: pick_secs(args.at_secs, 5.0, 2.0),
@@ -230,21 +230,13 @@ struct Results {
     fill: Vec<FillSample>,
     cache: Vec<CacheSample>,
     throughput: Vec<ThroughputSample>,
-    failures: Vec<String>,
-}
-
-impl Results {
-    fn fail(&mut self, what: String) {
-        eprintln!("  FAILED: {what}");
-        self.failures.push(what);
-    }
+    failures: Failures,
 }
 
 /// Runs the suite. `Ok(false)` when it completed but a measurement failed; missed targets are
 /// results, not failures.
 pub fn run(args: &EvictArgs) -> Result<bool, String> {
-    server_proc::install_interrupt_handler();
-    let started = Instant::now();
+    let run = SuiteRun::start("evict");
     let (densekv, densekv_status) = args.peers.binaries()?;
     let plan = Plan::new(args, densekv);
     let c = &plan.config;
@@ -261,10 +253,7 @@ pub fn run(args: &EvictArgs) -> Result<bool, String> {
     let report = report(&plan, densekv_status, results);
     print!("{}", render(&report));
     write_outputs(args, &report)?;
-    println!(
-        "\nevict suite: {:.0} s in all",
-        started.elapsed().as_secs_f64()
-    );
+    run.finish();
     Ok(report.failures.is_empty())
 }
 
@@ -333,7 +322,7 @@ fn delete_round(
             );
             results.delete.push(s);
         }
-        Err(e) => results.fail(format!(
+        Err(e) => results.failures.record(format!(
             "{} {} round {round}: {e}",
             kind.name(),
             deletion.name()
@@ -360,7 +349,9 @@ fn fill_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, results:
             );
             results.fill.push(s);
         }
-        Err(e) => results.fail(format!("{} lru-fill round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} lru-fill round {round}: {e}", kind.name())),
     }
 }
 
@@ -386,7 +377,9 @@ fn cache_round(
             );
             results.cache.push(s);
         }
-        Err(e) => results.fail(format!("{} zipf {policy} round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} zipf {policy} round {round}: {e}", kind.name())),
     }
 }
 
@@ -418,7 +411,9 @@ fn throughput_round(
             );
             results.throughput.push(s);
         }
-        Err(e) => results.fail(format!("{} throughput round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} throughput round {round}: {e}", kind.name())),
     }
 }
 
@@ -430,17 +425,14 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> EvictReport 
     figures.extend(evict_report::throughput_rows(&results.throughput));
     EvictReport {
         suite: "evict",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: suite::command_line(),
         machine: MachineInfo::read(),
-        versions: Versions {
-            redis_server: server_rb::version(&plan.redis),
-            redis_benchmark: server_rb::version(&plan.redis_benchmark),
-            densekv_path: Some(plan.densekv.display().to_string()),
+        versions: Versions::read(
+            &plan.redis,
+            Some(&plan.redis_benchmark),
+            Some(&plan.densekv),
             densekv_status,
-        },
+        ),
         config: c.clone(),
         headlines: evict_report::headlines(&figures, c.at_secs),
         notes: evict_report::limit_notes(&figures),
@@ -449,31 +441,21 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> EvictReport 
         fill_rounds: results.fill,
         cache_rounds: results.cache,
         throughput_rounds: results.throughput,
-        failures: results.failures,
+        failures: results.failures.into_vec(),
     }
 }
 
 /// Writes `evict.json` and `evict.md` into the output directory and draws the charts.
 fn write_outputs(args: &EvictArgs, report: &EvictReport) -> Result<(), String> {
-    let root = workspace_root();
-    let out_dir = args
+    let section = || markdown_section(report);
+    let heading = evict_markdown::SECTION_HEADING;
+    let json_path = args
         .peers
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| root.join("bench-results"));
-    let json_path = write_json(&out_dir, "evict.json", report)?;
-    println!("\nwrote {}", json_path.display());
-    let md_path = out_dir.join("evict.md");
-    std::fs::write(&md_path, markdown_section(report))
-        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    println!(
-        "wrote {} (the {} section, to paste into docs/BENCHMARKS.md)",
-        md_path.display(),
-        evict_markdown::SECTION_HEADING
-    );
+        .write_json_and_section("evict", report, heading, section)?;
+    let root = workspace_root();
     let charts_dir = match &args.charts_dir {
         Some(dir) => dir.clone(),
-        None if args.quick || args.peers.no_docs => out_dir,
+        None if args.quick || args.peers.no_docs => args.peers.results_dir(),
         None => root.join("docs"),
     };
     crate::server_suite::plot(&root, "plot_evict.py", &json_path, &charts_dir);

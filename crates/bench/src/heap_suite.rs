@@ -124,10 +124,7 @@ pub fn run(args: &HeapArgs) -> Result<bool, String> {
     let misses = merge_misses(&misses);
     let report = HeapSuiteReport {
         suite: "heap",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: crate::suite::command_line(),
         machine: MachineInfo::read(),
         sizes,
         descriptor_metric,

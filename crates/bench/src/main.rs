@@ -40,7 +40,8 @@
 //!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
-//! (tables and JSON), `machine` (`/proc`, perf, date), `rng` and `stats`.
+//! (tables and JSON), `machine` (`/proc`, perf, date), `rng`, `stats` (medians, paired ratios)
+//! and `suite` (what every suite's run shares: the clock, the failures, the command line).
 
 mod alloc;
 mod aof_markdown;
@@ -84,6 +85,7 @@ mod server_suite;
 mod server_workload;
 mod shapes_suite;
 mod stats;
+mod suite;
 mod workload;
 
 use std::process::ExitCode;

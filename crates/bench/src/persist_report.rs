@@ -23,7 +23,7 @@ use crate::persist_latency::{LatencySample, TESTS};
 use crate::persist_speed::SpeedSample;
 use crate::server_proc::ServerKind;
 use crate::server_report::Versions;
-use crate::stats::{median, ratio};
+use crate::stats::{self, impl_sample, median, paired_ratios};
 
 /// densekv's targets: peak/before of a save under a full overwrite, p99 with/without saves.
 pub const TARGET_PEAK_RATIO: f64 = 1.10;
@@ -164,6 +164,8 @@ pub fn latency_summary(samples: &[LatencySample]) -> Vec<LatencySummary> {
     rows
 }
 
+impl_sample!(SpeedSample);
+
 /// Reads one time from a sample.
 type SpeedPick = fn(&SpeedSample) -> Option<f64>;
 
@@ -176,38 +178,14 @@ pub fn speed_summary(samples: &[SpeedSample]) -> Vec<SpeedSummary> {
         ("other's file: to first PONG s", |s| s.cross_ready_secs),
         ("other's file: logged load s", |s| s.cross_loaded_secs),
     ];
+    let all: Vec<&SpeedSample> = samples.iter().collect();
     figures
         .into_iter()
-        .map(|(figure, pick)| {
-            let of = |kind: ServerKind| {
-                let values: Vec<f64> = samples
-                    .iter()
-                    .filter(|s| s.server == kind)
-                    .filter_map(pick)
-                    .collect();
-                median(&values)
-            };
-            SpeedSummary {
-                figure,
-                densekv_secs: of(ServerKind::Densekv),
-                redis_secs: of(ServerKind::Redis),
-                ratio: median(&paired_ratios(samples, pick)),
-            }
-        })
-        .collect()
-}
-
-/// densekv / redis of each round that has both figures.
-fn paired_ratios(samples: &[SpeedSample], pick: SpeedPick) -> Vec<f64> {
-    samples
-        .iter()
-        .filter(|s| s.server == ServerKind::Densekv)
-        .filter_map(|d| {
-            let peer = samples
-                .iter()
-                .find(|r| r.server == ServerKind::Redis && r.round == d.round)
-                .and_then(pick);
-            ratio(pick(d)?, peer)
+        .map(|(figure, pick)| SpeedSummary {
+            figure,
+            densekv_secs: stats::median_of(&all, ServerKind::Densekv, pick),
+            redis_secs: stats::median_of(&all, ServerKind::Redis, pick),
+            ratio: median(&paired_ratios(&all, pick)),
         })
         .collect()
 }

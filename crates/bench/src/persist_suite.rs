@@ -21,11 +21,10 @@
 //! cores a second server would take the core the measured one's save or benchmark needs.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use crate::heap_suite::workspace_root;
+use crate::heap_suite::{workspace_root, write_json};
 use crate::machine::MachineInfo;
 use crate::persist_bgsave::{self, BgsaveSample};
 use crate::persist_latency::{self, LatencySample};
@@ -35,11 +34,12 @@ use crate::persist_report::{
 };
 use crate::persist_server::{self, BackgroundJob, TempDir};
 use crate::persist_speed::{self, SpeedSample};
-use crate::server_proc::{self, ServerKind};
-use crate::server_rb::{self, CLIENTS};
+use crate::server_proc::ServerKind;
+use crate::server_rb::CLIENTS;
 use crate::server_report::Versions;
 use crate::server_suite::{self, ServerArgs};
 use crate::stats::ratio;
+use crate::suite::{self, Failures, SuiteRun};
 
 /// A figure of the suite; the value of `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -147,6 +147,13 @@ impl PeerArgs {
             .unwrap_or_else(|| "redis-benchmark".into())
     }
 
+    /// The output directory: `--out-dir`, else `bench-results/` in the workspace root.
+    pub fn results_dir(&self) -> PathBuf {
+        self.out_dir
+            .clone()
+            .unwrap_or_else(|| workspace_root().join("bench-results"))
+    }
+
     /// Writes the JSON as `json_name`, and unless `quick` or `--no-docs` the section `heading`
     /// of `docs/BENCHMARKS.md` (`section`).
     pub fn write_outputs(
@@ -157,17 +164,12 @@ impl PeerArgs {
         heading: &str,
         section: impl FnOnce() -> String,
     ) -> Result<(), String> {
-        let root = workspace_root();
-        let out_dir = self
-            .out_dir
-            .clone()
-            .unwrap_or_else(|| root.join("bench-results"));
-        let json_path = crate::heap_suite::write_json(&out_dir, json_name, report)?;
+        let json_path = write_json(&self.results_dir(), json_name, report)?;
         println!("\nwrote {}", json_path.display());
         if quick || self.no_docs {
             return Ok(());
         }
-        let md_path = root.join("docs").join("BENCHMARKS.md");
+        let md_path = workspace_root().join("docs").join("BENCHMARKS.md");
         let doc = std::fs::read_to_string(&md_path).unwrap_or_default();
         std::fs::write(
             &md_path,
@@ -176,6 +178,29 @@ impl PeerArgs {
         .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
         println!("wrote the {heading} section of {}", md_path.display());
         Ok(())
+    }
+
+    /// Writes `<suite>.json` and `<suite>.md`, the section `heading` (`section`) to be pasted
+    /// into `docs/BENCHMARKS.md` by hand, into the output directory; returns the JSON's path.
+    /// The suites that never edit `docs/BENCHMARKS.md` (`evict`, `pubsub`) write this way.
+    pub fn write_json_and_section(
+        &self,
+        suite: &str,
+        report: &impl serde::Serialize,
+        heading: &str,
+        section: impl FnOnce() -> String,
+    ) -> Result<PathBuf, String> {
+        let out_dir = self.results_dir();
+        let json_path = write_json(&out_dir, &format!("{suite}.json"), report)?;
+        println!("\nwrote {}", json_path.display());
+        let md_path = out_dir.join(format!("{suite}.md"));
+        std::fs::write(&md_path, section())
+            .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+        println!(
+            "wrote {} (the {heading} section, to paste into docs/BENCHMARKS.md)",
+            md_path.display()
+        );
+        Ok(json_path)
     }
 }
 
@@ -220,7 +245,7 @@ impl Plan {
             config: PersistConfig {
                 n,
                 quick: args.quick,
-                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                rounds: suite::rounds(args.rounds, args.quick),
                 densekv_delay: args.peers.densekv_delay,
                 redis_delay: args.peers.redis_delay,
                 requests,
@@ -266,14 +291,7 @@ struct Results {
     latency: Vec<LatencySample>,
     speed: Vec<SpeedSample>,
     notes: Vec<String>,
-    failures: Vec<String>,
-}
-
-impl Results {
-    fn fail(&mut self, what: String) {
-        eprintln!("  FAILED: {what}");
-        self.failures.push(what);
-    }
+    failures: Failures,
 }
 
 /// The servers in running order for `round`: densekv first at odd rounds, redis at even ones
@@ -290,8 +308,7 @@ pub fn ordered(round: usize) -> [ServerKind; 2] {
 /// Runs the suite. `Ok(false)` when it completed but something failed or a BGSAVE round did
 /// not count.
 pub fn run(args: &PersistArgs) -> Result<bool, String> {
-    server_proc::install_interrupt_handler();
-    let started = Instant::now();
+    let run = SuiteRun::start("persist");
     let (densekv, densekv_status) = args.peers.binaries()?;
     let plan = Plan::new(args, densekv);
     let mut results = Results::default();
@@ -304,10 +321,7 @@ pub fn run(args: &PersistArgs) -> Result<bool, String> {
     let heading = persist_markdown::SECTION_HEADING;
     args.peers
         .write_outputs(args.quick, "persist.json", &report, heading, section)?;
-    println!(
-        "\npersist suite: {:.0} s in all",
-        started.elapsed().as_secs_f64()
-    );
+    run.finish();
     let all_counted = report.bgsave_rounds.iter().all(|s| s.counted);
     Ok(report.failures.is_empty() && all_counted)
 }
@@ -362,7 +376,9 @@ fn bgsave_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, result
             }
             results.bgsave.push(sample);
         }
-        Err(e) => results.fail(format!("{} bgsave round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} bgsave round {round}: {e}", kind.name())),
     }
 }
 
@@ -398,7 +414,9 @@ fn latency_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, resul
             eprintln!();
             results.latency.extend(samples);
         }
-        Err(e) => results.fail(format!("{} latency round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} latency round {round}: {e}", kind.name())),
     }
 }
 
@@ -421,7 +439,9 @@ fn speed_round(plan: &Plan, round: usize, label: &str, results: &mut Results) {
                 );
                 done.push((sample, dir));
             }
-            Err(e) => results.fail(format!("{} speed round {round}: {e}", kind.name())),
+            Err(e) => results
+                .failures
+                .record(format!("{} speed round {round}: {e}", kind.name())),
         }
     }
     if let [(first, first_dir), (second, second_dir)] = &mut done[..] {
@@ -434,7 +454,7 @@ fn speed_round(plan: &Plan, round: usize, label: &str, results: &mut Results) {
                     seconds(sample.cross_ready_secs),
                     seconds(sample.cross_loaded_secs)
                 ),
-                Err(e) => results.fail(format!("speed round {round}: {e}")),
+                Err(e) => results.failures.record(format!("speed round {round}: {e}")),
             }
         }
     }
@@ -472,17 +492,14 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> PersistRepor
     };
     PersistReport {
         suite: "persist",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: suite::command_line(),
         machine: MachineInfo::read(),
-        versions: Versions {
-            redis_server: server_rb::version(&plan.redis),
-            redis_benchmark: server_rb::version(&plan.redis_benchmark),
-            densekv_path: Some(plan.densekv.display().to_string()),
+        versions: Versions::read(
+            &plan.redis,
+            Some(&plan.redis_benchmark),
+            Some(&plan.densekv),
             densekv_status,
-        },
+        ),
         config: plan.config.clone(),
         headlines: headlines(&bgsave, bgsave_ratio, &latency, &speed),
         bgsave,
@@ -493,7 +510,7 @@ fn report(plan: &Plan, densekv_status: String, results: Results) -> PersistRepor
         latency_rounds: results.latency,
         speed_rounds: results.speed,
         notes: results.notes,
-        failures: results.failures,
+        failures: results.failures.into_vec(),
     }
 }
 

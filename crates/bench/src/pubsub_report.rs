@@ -11,11 +11,12 @@
 
 use serde::Serialize;
 
-use crate::evict_report::{FigureRow, Sample, figure_row};
+use crate::evict_report::{FigureRow, Pick, figure_row};
 use crate::machine::MachineInfo;
 use crate::pubsub_driver::{FanoutResult, ThroughputResult};
 use crate::server_proc::ServerKind;
 use crate::server_report::Versions;
+use crate::stats::impl_sample;
 
 /// The suite's parameters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -64,23 +65,7 @@ pub struct FanoutSample {
     pub result: FanoutResult,
 }
 
-impl Sample for ThroughputSample {
-    fn server(&self) -> ServerKind {
-        self.server
-    }
-    fn round(&self) -> usize {
-        self.round
-    }
-}
-
-impl Sample for FanoutSample {
-    fn server(&self) -> ServerKind {
-        self.server
-    }
-    fn round(&self) -> usize {
-        self.round
-    }
-}
+impl_sample!(ThroughputSample, FanoutSample);
 
 /// Everything `pubsub.json` holds.
 #[derive(Debug, Clone, Serialize)]
@@ -112,9 +97,6 @@ pub fn throughput_scenario(subscribers: usize, pattern: bool) -> String {
 pub fn fanout_scenario(subscribers: usize) -> String {
     format!("fan-out to {subscribers}")
 }
-
-/// Reads one figure from a sample.
-type Pick<T> = fn(&T) -> Option<f64>;
 
 /// The scenarios of `samples` in the order they first appear.
 fn scenarios(samples: &[ThroughputSample]) -> Vec<&str> {

@@ -32,11 +32,10 @@
 //! Measurements run one at a time: on two cores a second server would take the measured one's.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::heap_suite::{workspace_root, write_json};
 use crate::machine::MachineInfo;
 use crate::persist_suite::{PeerArgs, ordered};
 use crate::pubsub_driver::{self, FanoutParams, ThroughputParams};
@@ -45,10 +44,10 @@ use crate::pubsub_report::{
     self, FanoutSample, PubsubConfig, PubsubReport, ThroughputSample, throughput_scenario,
 };
 use crate::pubsub_subscribers::raise_open_files;
-use crate::server_proc::{self, ServerKind, ServerProcess};
-use crate::server_rb;
+use crate::server_proc::{ServerKind, ServerProcess};
 use crate::server_report::Versions;
 use crate::server_resp::{Connection, Reply};
+use crate::suite::{self, Failures, SuiteRun};
 
 /// A scenario of the suite; the value of `--only`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -166,7 +165,7 @@ impl Plan {
         let maxclients = (args.fanout_subscribers + args.publishers + 16) as u32;
         PubsubConfig {
             quick: args.quick,
-            rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+            rounds: suite::rounds(args.rounds, args.quick),
             channel_subscribers: CHANNEL_SUBSCRIBERS.to_vec(),
             pattern_subscribers: PATTERN_SUBSCRIBERS,
             pattern: pubsub_driver::PATTERN,
@@ -298,20 +297,12 @@ fn probe_publish(densekv: &Path, options: &[String]) -> Result<Option<String>, S
 struct Results {
     throughput: Vec<ThroughputSample>,
     fanout: Vec<FanoutSample>,
-    failures: Vec<String>,
-}
-
-impl Results {
-    fn fail(&mut self, what: String) {
-        eprintln!("  FAILED: {what}");
-        self.failures.push(what);
-    }
+    failures: Failures,
 }
 
 /// Runs the suite. `Ok(false)` when it completed but a measurement failed.
 pub fn run(args: &PubsubArgs) -> Result<bool, String> {
-    server_proc::install_interrupt_handler();
-    let started = Instant::now();
+    let run = SuiteRun::start("pubsub");
     let plan = Plan::resolve(args)?;
     let needed = plan.config.fanout_subscribers as u64 + OPEN_FILES_SPARE;
     let limit = raise_open_files(needed)?;
@@ -329,11 +320,11 @@ pub fn run(args: &PubsubArgs) -> Result<bool, String> {
     }
     let report = report(&plan, results);
     print!("{}", render(&report));
-    write_outputs(args, &report)?;
-    println!(
-        "\npubsub suite: {:.0} s in all",
-        started.elapsed().as_secs_f64()
-    );
+    let section = || markdown_section(&report);
+    let heading = pubsub_markdown::SECTION_HEADING;
+    args.peers
+        .write_json_and_section("pubsub", &report, heading, section)?;
+    run.finish();
     Ok(report.failures.is_empty())
 }
 
@@ -410,7 +401,9 @@ fn throughput_round(
                 result,
             });
         }
-        Err(e) => results.fail(format!("{} {scenario} round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} {scenario} round {round}: {e}", kind.name())),
     }
 }
 
@@ -441,52 +434,31 @@ fn fanout_round(plan: &Plan, round: usize, kind: ServerKind, label: &str, result
                 result,
             });
         }
-        Err(e) => results.fail(format!("{} {scenario} round {round}: {e}", kind.name())),
+        Err(e) => results
+            .failures
+            .record(format!("{} {scenario} round {round}: {e}", kind.name())),
     }
 }
 
 fn report(plan: &Plan, results: Results) -> PubsubReport {
     PubsubReport {
         suite: "pubsub",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: suite::command_line(),
         machine: MachineInfo::read(),
-        versions: Versions {
-            redis_server: server_rb::version(&plan.redis),
-            redis_benchmark: None,
-            densekv_path: plan.densekv.as_ref().map(|p| p.display().to_string()),
-            densekv_status: plan.densekv_status.clone(),
-        },
+        versions: Versions::read(
+            &plan.redis,
+            None,
+            plan.densekv.as_deref(),
+            plan.densekv_status.clone(),
+        ),
         config: plan.config.clone(),
         figures: pubsub_report::summary_rows(&results.throughput, &results.fanout),
         details: pubsub_report::detail_rows(&results.throughput, &results.fanout),
         throughput_rounds: results.throughput,
         fanout_rounds: results.fanout,
         notes: plan.notes.clone(),
-        failures: results.failures,
+        failures: results.failures.into_vec(),
     }
-}
-
-/// Writes `pubsub.json` and `pubsub.md` into the output directory.
-fn write_outputs(args: &PubsubArgs, report: &PubsubReport) -> Result<(), String> {
-    let out_dir = args
-        .peers
-        .out_dir
-        .clone()
-        .unwrap_or_else(|| workspace_root().join("bench-results"));
-    let json_path = write_json(&out_dir, "pubsub.json", report)?;
-    println!("\nwrote {}", json_path.display());
-    let md_path = out_dir.join("pubsub.md");
-    std::fs::write(&md_path, markdown_section(report))
-        .map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    println!(
-        "wrote {} (the {} section, to paste into docs/BENCHMARKS.md)",
-        md_path.display(),
-        pubsub_markdown::SECTION_HEADING
-    );
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,13 +14,14 @@
 //! value, a crash) or `-` (a ratio without both sides).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::machine::MachineInfo;
 use crate::server_memory::{MemoryMeasurement, Outcome};
 use crate::server_proc::ServerKind;
-use crate::server_rb::BenchSample;
+use crate::server_rb::{self, BenchSample};
 use crate::server_workload::MemWorkload;
 use crate::stats::{median, ratio};
 
@@ -210,6 +211,24 @@ pub struct Versions {
     pub densekv_path: Option<String>,
     /// `ok`, or why densekv was not measured at all.
     pub densekv_status: String,
+}
+
+impl Versions {
+    /// The versions the binaries report (`redis_benchmark` where the suite runs it) and the
+    /// densekv binary measured, if any.
+    pub fn read(
+        redis: &Path,
+        redis_benchmark: Option<&Path>,
+        densekv: Option<&Path>,
+        densekv_status: String,
+    ) -> Self {
+        Self {
+            redis_server: server_rb::version(redis),
+            redis_benchmark: redis_benchmark.and_then(server_rb::version),
+            densekv_path: densekv.map(|p| p.display().to_string()),
+            densekv_status,
+        }
+    }
 }
 
 /// The suite's parameters.

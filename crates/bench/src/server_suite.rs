@@ -31,13 +31,14 @@ use crate::heap_suite::workspace_root;
 use crate::machine::MachineInfo;
 use crate::persist_markdown;
 use crate::server_memory::{self, MemoryMeasurement};
-use crate::server_proc::{self, ServerKind, ServerProcess};
+use crate::server_proc::{ServerKind, ServerProcess};
 use crate::server_rb::{self, CLIENTS, KEYSPACE, TESTS};
 use crate::server_report::{
     BenchRun, Config, MemoryRow, ServerSuiteReport, ThroughputRow, Versions, markdown, render,
     throughput_rows, worst_ratio,
 };
 use crate::server_workload::MemWorkload;
+use crate::suite::{self, SuiteRun};
 
 const PIPELINES: [u32; 2] = [1, 16];
 /// `-P 16` runs this many times the requests of `-P 1` (it is that much faster per request).
@@ -157,7 +158,7 @@ impl Plan {
             config: Config {
                 n,
                 quick: args.quick,
-                rounds: args.rounds.unwrap_or(if args.quick { 1 } else { 3 }).max(1),
+                rounds: suite::rounds(args.rounds, args.quick),
                 requests_p1,
                 requests_p16: requests_p1 * P16_REQUEST_FACTOR,
                 lrange_requests: (requests_p1 / LRANGE_DIVISOR).max(100),
@@ -225,19 +226,18 @@ struct Results {
 /// Runs the suite. `Ok(false)` when it completed but something failed (a wrong value read back,
 /// a crash); `n/a` is not a failure.
 pub fn run(args: &ServerArgs) -> Result<bool, String> {
-    server_proc::install_interrupt_handler();
-    let started = Instant::now();
+    let run = SuiteRun::start("server");
     let mut plan = Plan::new(args);
     ensure_redis(&plan.redis)?;
     let (densekv, densekv_status) = resolve_densekv(args);
     plan.densekv = densekv;
     eprintln!("densekv: {densekv_status}");
-    let versions = Versions {
-        redis_server: server_rb::version(&plan.redis),
-        redis_benchmark: server_rb::version(&plan.redis_benchmark),
-        densekv_path: plan.densekv.as_ref().map(|p| p.display().to_string()),
-        densekv_status: densekv_status.clone(),
-    };
+    let versions = Versions::read(
+        &plan.redis,
+        Some(&plan.redis_benchmark),
+        plan.densekv.as_deref(),
+        densekv_status.clone(),
+    );
     let mut results = Results::default();
     if plan.densekv.is_none() {
         results
@@ -250,10 +250,7 @@ pub fn run(args: &ServerArgs) -> Result<bool, String> {
     }
     let report = ServerSuiteReport {
         suite: "server",
-        command: std::iter::once("bench".to_owned())
-            .chain(std::env::args().skip(1))
-            .collect::<Vec<_>>()
-            .join(" "),
+        command: suite::command_line(),
         machine: MachineInfo::read(),
         versions,
         worst: worst_ratio(&results.throughput),
@@ -269,10 +266,7 @@ pub fn run(args: &ServerArgs) -> Result<bool, String> {
     };
     print!("{}", render(&report));
     write_outputs(args, &report)?;
-    println!(
-        "\nserver suite: {:.0} s in all",
-        started.elapsed().as_secs_f64()
-    );
+    run.finish();
     Ok(report.failures.is_empty())
 }
 
