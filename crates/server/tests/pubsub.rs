@@ -163,20 +163,21 @@ fn publish_until(
     replies
 }
 
+/// A densekv whose `client-output-buffer-limit` is `limit`, and a connection to it.
+fn with_pubsub_limit(limit: &str) -> (Server, Client) {
+    let server = Server::densekv(&[]);
+    let mut admin = server.connect();
+    let set = admin.cmd(&["CONFIG", "SET", "client-output-buffer-limit", limit]);
+    assert_eq!(set, b"+OK\r\n");
+    (server, admin)
+}
+
 /// A subscriber that never reads, a publisher of 1 MB messages: the server drops the subscriber
 /// when its backlog passes the hard `pubsub` limit (32 MB by default), and neither RSS nor
 /// `used_memory` grows with the 200 MB published.
 #[test]
 fn slow_subscriber_is_dropped_at_the_hard_limit() {
-    let server = Server::densekv(&[]);
-    let mut admin = server.connect();
-    let set = admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "client-output-buffer-limit",
-        "pubsub 32mb 8mb 60",
-    ]);
-    assert_eq!(set, b"+OK\r\n");
+    let (server, mut admin) = with_pubsub_limit("pubsub 32mb 8mb 60");
     let mut slow = server.connect();
     slow.cmd(&["SUBSCRIBE", "firehose"]);
     let start_rss_kib = server.rss_kib();
@@ -241,15 +242,7 @@ fn omem(admin: &mut Client, port: u16) -> Option<u64> {
     reason = "a test reads as one scenario: its steps or its table of cases stay together"
 )]
 fn slow_subscriber_is_dropped_after_the_soft_limit_seconds() {
-    let server = Server::densekv(&[]);
-    let mut admin = server.connect();
-    let set = admin.cmd(&[
-        "CONFIG",
-        "SET",
-        "client-output-buffer-limit",
-        "pubsub 0 1mb 1",
-    ]);
-    assert_eq!(set, b"+OK\r\n");
+    let (server, mut admin) = with_pubsub_limit("pubsub 0 1mb 1");
     let mut slow = server.connect();
     slow.cmd(&["SUBSCRIBE", "steady"]);
     let mut reader = server.connect();
