@@ -28,11 +28,12 @@
 //! (and the seconds the other clients waited while it was zeroed).
 //!
 //! # Output limits
-//! `client-output-buffer-limit normal <hard> <soft> <seconds>` is checked after every command
-//! and after every write, on the reply bytes beyond the first 16 KiB — what Redis counts as
-//! `omem` (its reply list, beyond its 16 KiB static buffer). A client over the hard limit, or
-//! over the soft limit for more than `<seconds>`, is closed at once with its pending replies
-//! dropped, as Redis closes it "ASAP".
+//! `client-output-buffer-limit <class> <hard> <soft> <seconds>` is checked after every command,
+//! every write and every piece of mail delivered (`deliver`), on the reply bytes beyond the
+//! first 16 KiB — what Redis counts as `omem` (its reply list, beyond its 16 KiB static
+//! buffer). The class is `pubsub` for a client with subscriptions, else `normal`. A client over
+//! the hard limit, or over the soft limit for more than `<seconds>`, is closed at once with its
+//! pending replies dropped, as Redis closes it "ASAP".
 
 use super::buffers::{BUFFER_BYTES, Pools};
 use crate::client::{ClientState, Input};
