@@ -47,6 +47,7 @@ pub mod persistence;
 pub mod propagate;
 pub mod pubsub;
 pub mod rdb_load;
+pub mod scripting;
 pub mod server;
 pub mod tracking;
 
