@@ -128,18 +128,10 @@ fn tohex(lua: &Lua, args: &Args) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use mlua::{LuaOptions, StdLib};
-
     use super::*;
 
     fn eval(code: &str) -> String {
-        let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-            LuaOptions::default(),
-        )
-        .unwrap();
-        super::super::register(&lua).unwrap();
-        lua.load(code).eval::<String>().unwrap()
+        super::super::eval_for_test(code)
     }
 
     #[test]

@@ -401,6 +401,25 @@ pub(crate) fn stack_overflow(message: &str) -> Fail {
     Fail::error(format!("stack overflow ({message})"))
 }
 
+/// For the libraries' unit tests: `code` run in a Lua with Redis's standard libraries and
+/// these four (chunk name `t`), with `hex(s)` defined for binary results.
+#[cfg(test)]
+pub(crate) fn eval_for_test(code: &str) -> String {
+    use mlua::{LuaOptions, StdLib};
+    let lua = Lua::new_with(
+        StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+        LuaOptions::default(),
+    )
+    .expect("lua");
+    register(&lua).expect("register");
+    let prelude = "local function hex(s) return (s:gsub('.', function(c) \
+                   return string.format('%02x', c:byte()) end)) end ";
+    lua.load(format!("{prelude}{code}"))
+        .set_name("@t")
+        .eval::<String>()
+        .expect("eval")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

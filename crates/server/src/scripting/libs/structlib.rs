@@ -430,23 +430,9 @@ fn size(lua: &Lua, args: &Args) -> Outcome {
 
 #[cfg(test)]
 mod tests {
-    use mlua::{LuaOptions, StdLib};
-
-    use super::*;
 
     fn eval(code: &str) -> String {
-        let lua = Lua::new_with(
-            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
-            LuaOptions::default(),
-        )
-        .unwrap();
-        super::super::register(&lua).unwrap();
-        let prelude = "local function hex(s) return (s:gsub('.', function(c) \
-                       return string.format('%02x', c:byte()) end)) end ";
-        lua.load(format!("{prelude}{code}"))
-            .set_name("@t")
-            .eval::<String>()
-            .unwrap()
+        super::super::eval_for_test(code)
     }
 
     #[test]
