@@ -91,6 +91,12 @@ pub enum Mail {
 /// Mail for one thread: (client id, what to send it).
 pub type Batch = Vec<(u64, Mail)>;
 
+thread_local! {
+    /// `post_sorted`'s batches, one per receiving thread (`post` moves their contents out and
+    /// leaves their capacity).
+    static SCRATCH: std::cell::RefCell<Vec<Batch>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One mailbox per I/O thread.
 #[derive(Debug)]
 pub struct Mailboxes {
@@ -138,6 +144,25 @@ impl Mailboxes {
         if was_empty && from_thread != Some(thread) {
             server.wake(thread);
         }
+    }
+
+    /// Sorts mail into one batch per receiving thread with `fill`, then posts each batch (see
+    /// `post`). The batches are this thread's scratch buffers, reused from call to call, so a
+    /// publish or a MONITOR line allocates no vectors; `fill` must not post itself.
+    pub fn post_sorted<R>(
+        &self,
+        server: &Server,
+        from_thread: Option<usize>,
+        fill: impl FnOnce(&mut [Batch]) -> R,
+    ) -> R {
+        SCRATCH.with_borrow_mut(|batches| {
+            batches.resize_with(self.threads(), Vec::new);
+            let result = fill(batches);
+            for (thread, batch) in batches.iter_mut().enumerate() {
+                self.post(server, thread, from_thread, batch);
+            }
+            result
+        })
     }
 
     /// Sends one piece of mail (see `post`).

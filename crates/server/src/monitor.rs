@@ -15,7 +15,7 @@
 //! output limit. With no monitor a command pays one atomic load.
 
 use crate::client::ClientState;
-use crate::mail::{Batch, Mail};
+use crate::mail::Mail;
 use crate::pubsub::Sub;
 use crate::server::Server;
 use parking_lot::RwLock;
@@ -60,16 +60,13 @@ impl Monitors {
 /// Shows `args`, just run by `client`, to every monitor.
 pub fn feed(server: &Server, client: &ClientState, name: &str, args: &[&[u8]]) {
     let line: Arc<[u8]> = line(client, name, args, crate::server::unix_us()).into();
-    let list = server.monitors.list.read().clone();
-    let mut batches: Vec<Batch> = (0..server.mail.threads()).map(|_| Vec::new()).collect();
-    for sub in list {
-        batches[sub.thread].push((sub.id, Mail::Raw(Arc::clone(&line))));
-    }
-    for (thread, batch) in batches.iter_mut().enumerate() {
-        server
-            .mail
-            .post(server, thread, Some(client.shared.thread), batch);
-    }
+    server
+        .mail
+        .post_sorted(server, Some(client.shared.thread), |batches| {
+            for sub in server.monitors.list.read().iter() {
+                batches[sub.thread].push((sub.id, Mail::Raw(Arc::clone(&line))));
+            }
+        });
 }
 
 /// One MONITOR line, a status reply: time, database and client, then the arguments.

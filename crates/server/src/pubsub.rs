@@ -436,12 +436,6 @@ impl<'a> Publisher<'a> {
     }
 }
 
-thread_local! {
-    /// Per-thread mail buffers for publishing, one per receiving thread, reused from publish to
-    /// publish (`Mailboxes::post` moves their contents and leaves the capacity).
-    static BATCHES: std::cell::RefCell<Vec<Batch>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// PUBLISH / SPUBLISH: sends `payload` to `channel`'s subscribers and, unless sharded, to every
 /// pattern subscriber it matches; returns how many receivers it had.
 pub fn publish(
@@ -454,14 +448,9 @@ pub fn publish(
     if !server.pubsub.anyone() {
         return 0;
     }
-    BATCHES.with_borrow_mut(|batches| {
-        batches.resize_with(server.mail.threads(), Vec::new);
-        let receivers = collect(server, sharded, channel, payload, &mut publisher, batches);
-        let from = publisher.as_ref().map(|p| p.thread);
-        for (thread, batch) in batches.iter_mut().enumerate() {
-            server.mail.post(server, thread, from, batch);
-        }
-        receivers
+    let from = publisher.as_ref().map(|p| p.thread);
+    server.mail.post_sorted(server, from, |batches| {
+        collect(server, sharded, channel, payload, &mut publisher, batches)
     })
 }
 

@@ -261,20 +261,10 @@ fn write_value(value: &Value, script: Protocol, out: &mut ReplyWriter, depth: us
 /// A table: one of the single-field forms, else an array.
 fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize) {
     if let Ok(Value::String(err)) = t.raw_get::<Value>("err") {
-        let text: Vec<u8> = err
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-            .collect();
-        return out.error(&text);
+        return out.error(&crlf_to_spaces(&err.as_bytes()));
     }
     if let Ok(Value::String(ok)) = t.raw_get::<Value>("ok") {
-        let text: Vec<u8> = ok
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-            .collect();
-        return out.simple(&text);
+        return out.simple(&crlf_to_spaces(&ok.as_bytes()));
     }
     if let Ok(Value::Number(d)) = t.raw_get::<Value>("double") {
         return out.double(d);
@@ -283,12 +273,7 @@ fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize)
         return out.double(d as f64);
     }
     if let Ok(Value::String(n)) = t.raw_get::<Value>("big_number") {
-        let digits: Vec<u8> = n
-            .as_bytes()
-            .iter()
-            .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
-            .collect();
-        return out.big_number(&digits);
+        return out.big_number(&crlf_to_spaces(&n.as_bytes()));
     }
     if write_verbatim(t, out) {
         return;
@@ -322,6 +307,14 @@ fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize)
         len += 1;
     }
     out.set_deferred_len(deferred, len);
+}
+
+/// `sdsmapchars(s, "\r\n", "  ")`: a status, error or big number cannot carry a line break.
+fn crlf_to_spaces(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b })
+        .collect()
 }
 
 /// `{verbatim_string = {format = f, string = s}}`; false when `t` is not one.
