@@ -91,6 +91,9 @@ struct Shared {
     subscribed: AtomicUsize,
     /// Threads that returned (done, failed or stopped).
     returned: AtomicUsize,
+    /// Threads that returned an error. A thread whose sockets all got their messages returns
+    /// `Ok` early, possibly while another thread's sockets are still subscribing.
+    failed: AtomicUsize,
     stop: AtomicBool,
 }
 
@@ -176,6 +179,9 @@ impl Pool {
                     .name(format!("subscribers-{index}"))
                     .spawn(move || {
                         let outcome = serve(streams, expected, check, &shared);
+                        if outcome.is_err() {
+                            shared.failed.fetch_add(1, Ordering::Release);
+                        }
                         shared.returned.fetch_add(1, Ordering::Release);
                         outcome
                     })
@@ -198,7 +204,8 @@ impl Pool {
             if subscribed == self.connections {
                 return Ok(());
             }
-            if self.shared.returned.load(Ordering::Acquire) > 0 {
+            let all_returned = self.shared.returned.load(Ordering::Acquire) == self.handles.len();
+            if self.shared.failed.load(Ordering::Acquire) > 0 || all_returned {
                 let error = self.stop_threads();
                 return Err(format!(
                     "subscriber while subscribing: {}",
