@@ -8,6 +8,7 @@
 //! cargo run --release -p bench -- aof [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- evict [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- pubsub [--quick] [--rounds N] [--densekv PATH] [--only S,..]
+//! cargo run --release -p bench -- scripting [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
@@ -37,6 +38,10 @@
 //! `pubsub` (`pubsub_*`: PUBLISH throughput to 1, 10 and 100 subscribers and to 10 pattern
 //! subscribers, delivery latency to 1,000 subscribers) writes its JSON and Markdown into the
 //! output directory only, like `evict`.
+//!
+//! `scripting` (`scripting_*`: EVALSHA throughput through redis-benchmark at -P 1 and 16,
+//! SCRIPT KILL latency of a busy script, -BUSY replies meanwhile) writes its JSON and Markdown
+//! into the output directory only, like `pubsub`.
 //!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
@@ -76,6 +81,10 @@ mod pubsub_subscribers;
 mod pubsub_suite;
 mod pubsub_wire;
 mod rng;
+mod scripting_driver;
+mod scripting_markdown;
+mod scripting_report;
+mod scripting_suite;
 mod server_memory;
 mod server_proc;
 mod server_rb;
@@ -120,10 +129,13 @@ enum Suite {
     /// densekv's publish/subscribe against redis-server: PUBLISH throughput to 1, 10, 100
     /// subscribers and to pattern subscribers, delivery latency to 1,000 subscribers.
     Pubsub(pubsub_suite::PubsubArgs),
+    /// densekv's Lua scripting against redis-server: EVALSHA throughput at -P 1 and 16,
+    /// SCRIPT KILL latency of a busy script.
+    Scripting(scripting_suite::ScriptingArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, server, persist, aof, evict, then pubsub (same
-    /// --quick and --out-dir).
+    /// Every suite there is: heap, shapes, server, persist, aof, evict, pubsub, then scripting
+    /// (same --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -170,6 +182,7 @@ fn main() -> ExitCode {
         Suite::Aof(args) => aof_suite::run(&args),
         Suite::Evict(args) => evict_suite::run(&args),
         Suite::Pubsub(args) => pubsub_suite::run(&args),
+        Suite::Scripting(args) => scripting_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
@@ -210,12 +223,13 @@ fn main() -> ExitCode {
             let evict_ok = evict_suite::run(&evict)?;
             let pubsub = pubsub_suite::PubsubArgs {
                 quick: args.quick,
-                peers,
+                peers: peers.clone(),
                 ..pubsub_suite::PubsubArgs::default()
             };
-            pubsub_suite::run(&pubsub).map(|pubsub_ok| {
-                heap_ok && server_ok && persist_ok && aof_ok && evict_ok && pubsub_ok
-            })
+            let pubsub_ok = pubsub_suite::run(&pubsub)?;
+            let peers_ok = persist_ok && aof_ok && evict_ok && pubsub_ok;
+            scripting_suite::run(&scripting_suite::ScriptingArgs::for_all(args.quick, peers))
+                .map(|scripting_ok| heap_ok && server_ok && peers_ok && scripting_ok)
         }),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };

@@ -346,16 +346,17 @@ fn markdown_speed(out: &mut String, report: &PersistReport) {
 }
 
 /// The headings of the sections other suites write into the server suite's file, in the order
-/// they follow its own: this suite's, the aof suite's and the evict suite's.
-const KEPT_HEADINGS: [&str; 4] = [
+/// they follow its own: this suite's, the aof, evict, pubsub and scripting suites'.
+const KEPT_HEADINGS: [&str; 5] = [
     SECTION_HEADING,
     crate::aof_markdown::SECTION_HEADING,
     crate::evict_markdown::SECTION_HEADING,
     crate::pubsub_markdown::SECTION_HEADING,
+    crate::scripting_markdown::SECTION_HEADING,
 ];
 
-/// The `## Persistence`, `## Append-only file`, `## Eviction and memory return` and `## Pub/sub`
-/// sections of a `BENCHMARKS.md` text, each up to the next `## ` heading, joined in that order: what the
+/// The `## Persistence`, `## Append-only file`, `## Eviction and memory return`, `## Pub/sub`
+/// and `## Scripting` sections of a `BENCHMARKS.md` text, each up to the next `## ` heading, joined in that order: what the
 /// server suite keeps when it writes the file anew. `None` when there is none.
 pub fn section(doc: &str) -> Option<String> {
     let kept: String = KEPT_HEADINGS

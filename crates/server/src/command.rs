@@ -217,6 +217,22 @@ impl<'a> Locks<'a> {
         }
     }
 
+    /// Locks `shards` as `of` does, but gives up (releasing what it took) once a script has run
+    /// past `busy-reply-threshold` while it waited: the caller replies `-BUSY` rather than wait
+    /// for the script to end.
+    pub fn of_unless_busy(
+        server: &'a Server,
+        mut shards: smallvec::SmallVec<[usize; 4]>,
+    ) -> Option<Locks<'a>> {
+        shards.sort_unstable();
+        shards.dedup();
+        let mut guards = smallvec::SmallVec::new();
+        for i in shards {
+            guards.push((i, server.lock_shard_unless_busy(i)?));
+        }
+        Some(Locks { guards })
+    }
+
     pub fn all(server: &'a Server) -> Locks<'a> {
         Locks::of(server, (0..server.shard_count()).collect())
     }
@@ -702,6 +718,27 @@ pub fn key_positions(spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 
     }
 }
 
+/// The shards `spec` needs for `args`.
+fn shards_for(server: &Server, spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVec<[usize; 4]> {
+    match spec.keys {
+        Keys::None => smallvec::SmallVec::new(),
+        Keys::All => (0..server.shard_count()).collect(),
+        Keys::Range { .. } | Keys::NumKeys { .. } => key_positions(spec, args)
+            .into_iter()
+            .map(|i| server.shard_of(args[i]))
+            .collect(),
+    }
+}
+
+/// Locks what `spec` needs for `args`, unless a script turns busy meanwhile (`None`: the
+/// command gets `-BUSY`). While no script runs this is `locks_for`.
+pub fn locks_unless_busy<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Option<Locks<'a>> {
+    if server.scripting.running.started_ms.load(Ordering::Acquire) == 0 {
+        return Some(locks_for(server, spec, args));
+    }
+    Locks::of_unless_busy(server, shards_for(server, spec, args))
+}
+
 /// Locks what `spec` needs for `args`.
 pub fn locks_for<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Locks<'a> {
     match spec.keys {
@@ -898,6 +935,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
         c::blocking::LIST_COMMANDS,
         c::blocking::ZSET_COMMANDS,
         c::pubsub::COMMANDS,
+        c::scripting::COMMANDS,
     ]
     .into_iter()
     .flatten()

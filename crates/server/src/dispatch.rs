@@ -200,6 +200,9 @@ fn check(
             "LOADING Redis is loading the dataset in memory",
         ));
     }
+    if server.scripting.busy() && spec.flags & flag::ALLOW_BUSY == 0 {
+        return refuse(Text::Shared(crate::scripting::busy::busy_error(server)));
+    }
     Ok((index, spec))
 }
 
@@ -331,7 +334,15 @@ fn route(
         ReplyWriter::new(out, state.protocol).simple(b"QUEUED");
         return routed;
     }
-    let mut locks = command::locks_for(server, spec, args);
+    let Some(mut locks) = command::locks_unless_busy(server, spec, args) else {
+        let text = Text::Shared(crate::scripting::busy::busy_error(server));
+        let refusal = Refusal {
+            command: Some((index, spec)),
+            text,
+        };
+        reject(server, state, out, &refusal);
+        return routed;
+    };
     command::run(server, state, out, &mut locks, index, args, now_ms, mark);
     state.shared.last_cmd.store(index + 1, Ordering::Relaxed);
     routed

@@ -198,6 +198,13 @@ impl Eviction {
         self.shard_bytes[index].store(shard.heap_bytes(), Ordering::Relaxed);
     }
 
+    /// Whether memory is over `maxmemory` now (Redis's `pre_command_oom_state`, read by a
+    /// script as it starts: eviction ran before the command).
+    pub fn over_limit(&self) -> bool {
+        let limit = self.limit.load(Ordering::Relaxed);
+        limit > 0 && self.used_bytes() > limit
+    }
+
     /// Memory counted against `maxmemory` (see the module doc).
     pub fn used_bytes(&self) -> u64 {
         let heaps: u64 = self

@@ -136,6 +136,12 @@ fn write(level: u8, mark: char, message: &str) {
     }
 }
 
+/// Logs at Redis's level `level` (0 debug … 3 warning), with its mark (`redis.log`).
+pub fn at_level(level: i32, message: &str) {
+    let mark = ['.', '-', '*', '#'][level.clamp(0, 3) as usize];
+    write(level.clamp(0, 3) as u8, mark, message);
+}
+
 pub fn verbose(message: &str) {
     write(1, '-', message);
 }

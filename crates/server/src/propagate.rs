@@ -159,6 +159,17 @@ pub fn command_done(ctx: &mut Ctx<'_, '_>, flags: u32, args: &[&[u8]]) {
     }
 }
 
+/// How many commands wait in PENDING (a script's `redis.set_repl` drops what follows).
+pub fn pending_len() -> usize {
+    PENDING.with(|pending| pending.borrow().len())
+}
+
+/// Drops what was queued after the first `len` commands: the effects of a script's command
+/// run while `redis.set_repl` excluded the append-only file.
+pub fn truncate_pending(len: usize) {
+    PENDING.with(|pending| pending.borrow_mut().truncate(len));
+}
+
 /// EXEC's end, before it lets go of every shard: its commands' effects as one block.
 pub fn exec_done(server: &Server) {
     flush(server);

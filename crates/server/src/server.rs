@@ -187,6 +187,8 @@ pub struct Server {
     pub pause: crate::pause::Pause,
     /// Clients in MONITOR mode (`monitor.rs`).
     pub monitors: crate::monitor::Monitors,
+    /// Scripts and functions (`scripting/`).
+    pub scripting: crate::scripting::state::Scripting,
     /// Channels, patterns and their subscribers (`pubsub.rs`).
     pub pubsub: crate::pubsub::PubSub,
     /// Client-side caching: tracked keys, BCAST prefixes, tracking clients (`tracking.rs`).
@@ -274,6 +276,7 @@ impl Server {
             mail: crate::mail::Mailboxes::new(config.io_threads),
             pubsub: crate::pubsub::PubSub::default(),
             monitors: crate::monitor::Monitors::default(),
+            scripting: crate::scripting::state::Scripting::new(config.io_threads),
             pause: crate::pause::Pause::default(),
             tracking: crate::tracking::Tracking::new(&config),
             notify_flags: std::sync::atomic::AtomicI32::new(config.notify_keyspace_events),
@@ -351,6 +354,20 @@ impl Server {
         self.shards[index].lock()
     }
 
+    /// Locks shard `index`, unless a script turns busy while this waits for it (`None`).
+    pub fn lock_shard_unless_busy(&self, index: usize) -> Option<MutexGuard<'_, Shard>> {
+        loop {
+            if let Some(guard) =
+                self.shards[index].try_lock_for(std::time::Duration::from_millis(2))
+            {
+                return Some(guard);
+            }
+            if self.scripting.busy() {
+                return None;
+            }
+        }
+    }
+
     pub fn next_client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Ordering::Relaxed)
     }
@@ -398,9 +415,15 @@ impl Server {
     /// The client state of a client with no connection (the AOF loader's, Redis's fake
     /// client): id 0, no address, no socket.
     pub fn fake_client(&self) -> Arc<ClientShared> {
+        self.fake_client_named("")
+    }
+
+    /// A client with no connection whose address reads `addr` (MONITOR shows a script's
+    /// commands as coming from `lua`).
+    pub fn fake_client_named(&self, addr: &str) -> Arc<ClientShared> {
         Arc::new(ClientShared {
             id: 0,
-            addr: String::new(),
+            addr: addr.to_owned(),
             laddr: String::new(),
             fd: -1,
             thread: 0,

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod persistence;
 pub mod pubsub;
 pub mod random;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod sort;

@@ -236,11 +236,24 @@ fn c_long_long(n: f64) -> i64 {
 
 /// Writes `value`, a script's result, as Redis's `luaReplyToRedisReply` replies it to a
 /// caller whose writer is `out`; `script` is the protocol the script chose (`redis.setresp`).
-pub fn lua_to_reply(value: &Value, script: Protocol, out: &mut ReplyWriter) {
-    write_value(value, script, out, 0);
+/// Returns the error replies written that count in the error statistics (those not flagged
+/// `ignore_error_stats_update`: they were counted when a command replied them).
+pub fn lua_to_reply(value: &Value, script: Protocol, out: &mut ReplyWriter) -> Vec<Vec<u8>> {
+    let mut errors = Vec::new();
+    write_value(value, script, out, 0, &mut errors);
+    errors
 }
 
-fn write_value(value: &Value, script: Protocol, out: &mut ReplyWriter, depth: usize) {
+/// Error replies written so far that count in the error statistics.
+type Errors = Vec<Vec<u8>>;
+
+fn write_value(
+    value: &Value,
+    script: Protocol,
+    out: &mut ReplyWriter,
+    depth: usize,
+    errors: &mut Errors,
+) {
     if depth > DEPTH_MAX {
         return out.error(b"ERR reached lua stack limit");
     }
@@ -253,15 +266,29 @@ fn write_value(value: &Value, script: Protocol, out: &mut ReplyWriter, depth: us
         },
         Value::Integer(n) => out.integer(*n),
         Value::Number(n) => out.integer(c_long_long(*n)),
-        Value::Table(t) => write_table(t, script, out, depth),
+        Value::Table(t) => write_table(t, script, out, depth, errors),
         _ => out.null(),
     }
 }
 
 /// A table: one of the single-field forms, else an array.
-fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize) {
+fn write_table(
+    t: &Table,
+    script: Protocol,
+    out: &mut ReplyWriter,
+    depth: usize,
+    errors: &mut Errors,
+) {
     if let Ok(Value::String(err)) = t.raw_get::<Value>("err") {
-        return out.error(&crlf_to_spaces(&err.as_bytes()));
+        let text = crlf_to_spaces(&err.as_bytes());
+        out.error(&text);
+        if !matches!(
+            t.raw_get::<Value>("ignore_error_stats_update"),
+            Ok(Value::Boolean(true))
+        ) {
+            errors.push(text);
+        }
+        return;
     }
     if let Ok(Value::String(ok)) = t.raw_get::<Value>("ok") {
         return out.simple(&crlf_to_spaces(&ok.as_bytes()));
@@ -282,8 +309,8 @@ fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize)
         let deferred = out.deferred_map();
         let mut pairs = 0;
         for (k, v) in map.pairs::<Value, Value>().flatten() {
-            write_value(&k, script, out, depth + 1);
-            write_value(&v, script, out, depth + 1);
+            write_value(&k, script, out, depth + 1, errors);
+            write_value(&v, script, out, depth + 1, errors);
             pairs += 1;
         }
         return out.set_deferred_len(deferred, pairs);
@@ -292,7 +319,7 @@ fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize)
         let deferred = out.deferred_set();
         let mut members = 0;
         for (k, _) in set.pairs::<Value, Value>().flatten() {
-            write_value(&k, script, out, depth + 1);
+            write_value(&k, script, out, depth + 1, errors);
             members += 1;
         }
         return out.set_deferred_len(deferred, members);
@@ -303,7 +330,7 @@ fn write_table(t: &Table, script: Protocol, out: &mut ReplyWriter, depth: usize)
         if v.is_nil() {
             break;
         }
-        write_value(&v, script, out, depth + 1);
+        write_value(&v, script, out, depth + 1, errors);
         len += 1;
     }
     out.set_deferred_len(deferred, len);

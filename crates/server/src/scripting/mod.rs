@@ -4,6 +4,16 @@
 //! `libs` holds the libraries Redis loads besides Lua's own (`cjson`, `cmsgpack`, `struct`,
 //! `bit`), written in Rust against Redis 7.0's behavior.
 
+pub mod api;
+pub mod busy;
 pub mod convert;
+pub mod eval;
+pub mod exec;
+pub mod flags;
+pub mod functions;
 pub mod libs;
+pub mod lua_ext;
 pub mod rand;
+pub mod run;
+pub mod state;
+pub mod vm;

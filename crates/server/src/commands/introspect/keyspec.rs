@@ -285,7 +285,9 @@ fn set_keys(args: &[&[u8]]) -> Vec<KeyRef> {
 
 /// The key finders Redis's metadata names for densekv's commands (a test holds the data to it).
 #[cfg(test)]
-pub const PROCS: [&str; 10] = [
+pub const PROCS: [&str; 12] = [
+    "evalGetKeys",
+    "functionGetKeys",
     "setGetKeys",
     "sortGetKeys",
     "sortROGetKeys",
@@ -311,7 +313,9 @@ pub fn proc_keys(name: &str, args: &[&[u8]]) -> Vec<KeyRef> {
             generic(0, 1, 2, args)
         }
         "zunionInterDiffStoreGetKeys" => generic(1, 2, 3, args),
-        "blmpopGetKeys" | "bzmpopGetKeys" => generic(0, 2, 3, args),
+        "blmpopGetKeys" | "bzmpopGetKeys" | "evalGetKeys" | "functionGetKeys" => {
+            generic(0, 2, 3, args)
+        }
         other => unreachable!("no port of Redis's key finder {other} (keyspec::PROCS)"),
     }
 }

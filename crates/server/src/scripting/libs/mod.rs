@@ -83,6 +83,8 @@ pub(crate) enum Fail {
     Arg(c_int, Vec<u8>),
     /// Raised as it is, without a position.
     Raw(Vec<u8>),
+    /// Any value raised as it is (the `{err = …}` tables of the `redis` API).
+    Value(Value),
     /// A failure of `mlua` itself (memory, the reference stack), passed on unchanged.
     Lua(mlua::Error),
 }
@@ -141,6 +143,7 @@ pub(crate) fn function(
             Err(Fail::Error(m)) => (RAISE_ERROR, message(m)?, Value::Nil),
             Err(Fail::Arg(narg, m)) => (RAISE_ARG, message(m)?, Value::Number(f64::from(narg))),
             Err(Fail::Raw(m)) => (RAISE_RAW, message(m)?, Value::Nil),
+            Err(Fail::Value(v)) => (RAISE_RAW, v, Value::Nil),
             Err(Fail::Lua(e)) => return Err(e),
         })
     })?;

@@ -1,0 +1,105 @@
+//! Busy scripts: `busy-reply-threshold` (alias `lua-time-limit`), `-BUSY`, SCRIPT KILL and
+//! FUNCTION KILL (Redis's `scriptInterrupt`, `scriptKill`).
+//!
+//! ```text
+//!  count hook, every 100,000 Lua instructions of a running script:
+//!    elapsed > threshold ∧ ¬busy → busy ← true, "Slow script detected" logged
+//!    kill → raise {err = "ERR Script killed by user with SCRIPT KILL..."}, and from then on
+//!           at every line, so a pcall in the script cannot keep it alive
+//!  other clients, while busy: every command without ALLOW_BUSY gets -BUSY (dispatch), and a
+//!  thread waiting for a shard the script holds stops waiting and replies -BUSY too
+//!  SCRIPT KILL / FUNCTION KILL: NOTBUSY unless busy; UNKILLABLE once the script wrote;
+//!  -BUSY when the other kind of script runs; else kill ← true and OK
+//! ```
+
+use crate::server::Server;
+use std::sync::LazyLock;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+/// Lua instructions between two checks (Redis's `LUA_MASKCOUNT` period).
+pub const HOOK_PERIOD: i32 = 100_000;
+
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+/// Monotonic milliseconds (from the first call).
+pub fn now_ms() -> u64 {
+    EPOCH.elapsed().as_millis() as u64
+}
+
+/// `shared.slowevalerr` and `shared.slowscripterr`.
+pub const BUSY_EVAL: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// The `-BUSY` error for the script running now.
+pub fn busy_error(server: &Server) -> &'static str {
+    if server.scripting.running.eval.load(Ordering::Relaxed) {
+        BUSY_EVAL
+    } else {
+        BUSY_FUNCTION
+    }
+}
+
+/// Starts watching the script about to run in `lua`.
+pub fn arm(lua: &mlua::Lua) {
+    super::lua_ext::set_count_hook(lua, Some(check), HOOK_PERIOD);
+}
+
+/// Stops watching: the script ended.
+pub fn disarm(lua: &mlua::Lua) {
+    super::lua_ext::set_count_hook(lua, None, 0);
+}
+
+/// The count hook's decision: `Some(error)` to stop the script with that error.
+fn check() -> Option<&'static str> {
+    super::run::Current::with(|run| {
+        let server = run.server;
+        let running = &server.scripting.running;
+        if !running.busy.load(Ordering::Relaxed) {
+            let threshold = server.config.read().busy_reply_threshold;
+            let elapsed = now_ms().saturating_sub(running.started_ms.load(Ordering::Relaxed));
+            if threshold > 0 && elapsed >= threshold as u64 {
+                running.busy.store(true, Ordering::Release);
+                let (name, _) = running.name.lock().clone();
+                let command = if running.eval.load(Ordering::Relaxed) {
+                    "SCRIPT KILL"
+                } else {
+                    "FUNCTION KILL"
+                };
+                crate::log::warning(&format!(
+                    "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the {command} command. Script name is: {name}."
+                ));
+            }
+        }
+        if running.kill.load(Ordering::Acquire) {
+            crate::log::warning("Lua script killed by user with SCRIPT KILL.");
+            return Some("Script killed by user with SCRIPT KILL...");
+        }
+        None
+    })
+    .flatten()
+}
+
+/// SCRIPT KILL (`eval`) or FUNCTION KILL: the reply, `Ok` meaning `+OK`.
+pub fn kill(server: &Server, eval: bool) -> Result<(), &'static str> {
+    let running = &server.scripting.running;
+    if running.started_ms.load(Ordering::Acquire) == 0 || !running.busy.load(Ordering::Acquire) {
+        return Err("NOTBUSY No scripts in execution right now.");
+    }
+    if running.wrote.load(Ordering::Acquire) {
+        return Err(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+        );
+    }
+    let running_eval = running.eval.load(Ordering::Acquire);
+    if eval && !running_eval {
+        return Err(BUSY_FUNCTION);
+    }
+    if !eval && running_eval {
+        return Err(BUSY_EVAL);
+    }
+    running.kill.store(true, Ordering::Release);
+    Ok(())
+}

@@ -1,0 +1,450 @@
+//! The functions densekv's patched Lua 5.1.5 adds to the C API, and safe wrappers for them.
+//!
+//! Redis 7.0 embeds a patched Lua 5.1.5, and scripts can tell. Its globals (`_G`) and the library
+//! tables (`string`, `redis`, `cjson`, ...) are *read-only*: a script that assigns a global
+//! (`x = 1`), stores into a library table (`string.foo = 1`, `rawset(_G, 'x', 1)`,
+//! `table.insert(bit, 1)`) or replaces a metatable (`setmetatable(_G, {})`) fails with
+//! `Attempt to modify a readonly table`, while reads are as fast as ever. Stock Lua has no such
+//! thing (a `__newindex` metamethod does not see `rawset`, nor stores into existing keys), so
+//! densekv carries the same patch as Redis, in `vendor/lua-src/lua-5.1.5` (built by `mlua-sys`
+//! through the workspace's `[patch.crates-io]` override of `lua-src`;
+//! `vendor/lua-src/PATCHES.md` lists every change):
+//!
+//! - a `readonly` flag in every table, and two API functions to set and read it:
+//!   [`set_readonly`] and [`is_readonly`] wrap `lua_enablereadonlytable` and
+//!   `lua_isreadonlytable`. A read-only table refuses every store: assignment (whether or not it
+//!   has a `__newindex` metamethod, as in Redis), `rawset`, `lua_rawseti` (so `table.insert`,
+//!   `table.remove` and `table.sort`), and `setmetatable`. Reads (`t.k`, `rawget`, `pairs`, `#t`)
+//!   are untouched.
+//! - `lua_hookcanyield`, densekv's own addition (Redis has no equivalent): whether a count hook
+//!   running on a thread may call `lua_yield(L, 0)` without raising `attempt to yield across
+//!   metamethod/C-call boundary`. [`hook_can_yield`] wraps it.
+//!
+//! # Writing to a read-only table from Rust
+//!
+//! The patched Lua raises the error from inside `lua_rawset`, `lua_rawseti` and
+//! `lua_setmetatable`, and `mlua` calls those *outside* a protected call in several places:
+//! `Table::set` and `Table::push` on a table without a metatable, `Table::raw_set`, `raw_push`
+//! and `raw_seti` when no memory limit is set, and `Table::raw_pop`, `Table::clear` and
+//! `Table::set_metatable` always. An error raised there has no handler of its own: Lua 5.1 exits
+//! the process, or, during a script, `longjmp`s across `mlua`'s Rust frames. So Rust code must
+//! not write to a read-only table through `mlua` (`Table::raw_insert`, and `raw_remove` of an
+//! integer key, are protected, and fail cleanly): turn the flag off with [`set_readonly`] first,
+//! or write from Lua code, which runs protected.
+
+use std::ffi::c_int;
+
+use mlua::ffi::{self, lua_State};
+use mlua::{Lua, Table};
+
+// The functions densekv's Lua adds (vendor/lua-src/PATCHES.md). None of them raises a Lua error
+// (with `LUA_USE_APICHECK`, a misuse fails an `assert` instead), so the plain C ABI is right: no
+// `longjmp` ever crosses these frames.
+unsafe extern "C" {
+    /// Marks (`enabled != 0`) or unmarks the table at `objindex` read-only. The value at
+    /// `objindex` must be a table, and not the registry.
+    pub fn lua_enablereadonlytable(state: *mut lua_State, objindex: c_int, enabled: c_int);
+
+    /// 1 if the table at `objindex` is read-only, else 0. The value at `objindex` must be a table.
+    pub fn lua_isreadonlytable(state: *mut lua_State, objindex: c_int) -> c_int;
+
+    /// 1 if `lua_yield(state, 0)` called now, from a count hook running on `state`, would not
+    /// raise `attempt to yield across metamethod/C-call boundary` (the condition `lua_yield`
+    /// checks: `nCcalls <= baseCcalls`), else 0.
+    pub fn lua_hookcanyield(state: *mut lua_State) -> c_int;
+}
+
+/// Makes `table` read-only (`on`) or writable again (`!on`), as Redis 7.0 does to its globals and
+/// library tables. While read-only, every store into the table from Lua raises
+/// `Attempt to modify a readonly table`; see the module documentation for stores from Rust.
+///
+/// `table` must belong to `lua` (`mlua` panics otherwise). Fails only if Lua cannot set up the
+/// call (out of memory or stack).
+pub fn set_readonly(lua: &Lua, table: &Table, on: bool) -> mlua::Result<()> {
+    // SAFETY: `exec_raw` calls the closure in a protected call with exactly its argument,
+    // `table`, on the stack, at index 1, and mlua pushes a `Table` as a Lua table (not the
+    // registry, which mlua never hands out as a `Table`): what `lua_enablereadonlytable` needs.
+    // The closure pops it, leaving no results, which is what `()` reads back.
+    unsafe {
+        lua.exec_raw::<()>(table, |state| {
+            lua_enablereadonlytable(state, 1, c_int::from(on));
+            ffi::lua_pop(state, 1);
+        })
+    }
+}
+
+/// Whether `table` is read-only (see [`set_readonly`]).
+///
+/// `table` must belong to `lua` (`mlua` panics otherwise). Answers `false` if Lua cannot set up
+/// the call (out of memory or stack); a table it wrongly calls writable still refuses stores.
+pub fn is_readonly(lua: &Lua, table: &Table) -> bool {
+    // SAFETY: `exec_raw` calls the closure in a protected call with exactly its argument,
+    // `table`, on the stack, at index 1, and mlua pushes a `Table` as a Lua table: what
+    // `lua_isreadonlytable` needs. The closure replaces it with one boolean, the one result
+    // `bool` reads back; `lua_pushboolean` has the slot it needs, as `exec_raw` checks the stack
+    // for at least three more values.
+    let readonly = unsafe {
+        lua.exec_raw::<bool>(table, |state| {
+            let readonly = lua_isreadonlytable(state, 1);
+            ffi::lua_pop(state, 1);
+            ffi::lua_pushboolean(state, readonly);
+        })
+    };
+    readonly.unwrap_or(false)
+}
+
+/// Whether a count hook running on `state` may yield now, with `lua_yield(state, 0)`, without
+/// Lua raising `attempt to yield across metamethod/C-call boundary`.
+///
+/// That holds when `state` is a coroutine resumed from C (`lua_resume`) and the hook fires in
+/// Lua code it runs directly: not inside a metamethod, a `pcall`, or any other C function (an
+/// iterator, a `table.sort` comparator) between the resume and the hook. On the main thread it
+/// never holds.
+///
+/// # Safety
+///
+/// `state` must point to a live thread (main state or coroutine) of densekv's patched Lua, and
+/// nothing may run on that thread concurrently: call it from a hook (`lua_Hook`) with the state
+/// Lua passed to it, or from code holding the `mlua::Lua` the thread belongs to.
+pub unsafe fn hook_can_yield(state: *mut lua_State) -> bool {
+    // SAFETY: the caller guarantees `state` is a live thread nothing else runs on (this
+    // function's precondition); `lua_hookcanyield` only reads two counters of it.
+    unsafe { lua_hookcanyield(state) != 0 }
+}
+
+/// Redis's `pcall` (`luaRedisPcall`), which replaces Lua's in both VMs: as Lua's, except that
+/// an error that is a table with a string `err` field comes back as that string (Redis 7's
+/// errors are tables; older scripts expect the text).
+pub fn redis_pcall(lua: &Lua) -> mlua::Result<mlua::Function> {
+    // SAFETY: `exec_raw` runs the closure in a protected call with an empty stack; it pushes
+    // one C function, which is the one result read back as a `Function`.
+    unsafe {
+        lua.exec_raw::<mlua::Function>((), |state| {
+            ffi::lua_pushcfunction(state, redis_pcall_c);
+        })
+    }
+}
+
+unsafe extern "C-unwind" fn redis_pcall_c(state: *mut lua_State) -> c_int {
+    // SAFETY: Lua calls this with a valid state and its arguments on the stack. Every index
+    // used exists: the placeholder pushed at 1, then the function and its arguments (a missing
+    // function is pushed as nil, so calling it fails inside the protected call); after a failed
+    // call, the error value is on top. Nothing here owns memory a longjmp could leak.
+    unsafe {
+        if ffi::lua_gettop(state) == 0 {
+            ffi::lua_pushnil(state);
+        }
+        let argc = ffi::lua_gettop(state);
+        ffi::lua_pushboolean(state, 1);
+        ffi::lua_insert(state, 1);
+        if ffi::lua_pcall(state, argc - 1, ffi::LUA_MULTRET, 0) != 0 {
+            ffi::lua_remove(state, 1);
+            if ffi::lua_istable(state, -1) != 0 {
+                ffi::lua_getfield(state, -1, c"err".as_ptr());
+                if ffi::lua_isstring(state, -1) != 0 {
+                    ffi::lua_replace(state, -2);
+                }
+            }
+            ffi::lua_pushboolean(state, 0);
+            ffi::lua_insert(state, 1);
+        }
+        ffi::lua_gettop(state)
+    }
+}
+
+/// What the count hook asks before each period: `Some(reason)` stops the script with the
+/// error `{err = "ERR <reason>"}`.
+pub type HookCheck = fn() -> Option<&'static str>;
+
+thread_local! {
+    static HOOK_CHECK: std::cell::Cell<Option<HookCheck>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets (`Some`) or removes the count hook of `lua`'s main thread, which coroutines started
+/// from it inherit: every `period` instructions it calls `check` (Redis's `luaMaskCountHook`
+/// and FUNCTION LOAD's `luaEngineLoadHook`). Once `check` answers `Some`, the hook raises the
+/// error and from then on fires at every line, so a `pcall` in the script cannot keep it
+/// running.
+pub fn set_count_hook(lua: &Lua, check: Option<HookCheck>, period: i32) {
+    HOOK_CHECK.set(check);
+    // SAFETY: `exec_raw` runs the closure with a valid state and an empty stack; `lua_sethook`
+    // only stores the hook in the state and cannot fail.
+    let _ = unsafe {
+        lua.exec_raw::<()>((), |state| {
+            if check.is_some() {
+                ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKCOUNT, period);
+            } else {
+                ffi::lua_sethook(state, None, 0, 0);
+            }
+        })
+    };
+}
+
+unsafe extern "C-unwind" fn count_hook(state: *mut lua_State, _ar: *mut ffi::lua_Debug) {
+    let Some(check) = HOOK_CHECK.get() else {
+        return;
+    };
+    let Some(reason) = check() else {
+        return;
+    };
+    // SAFETY: Lua calls the hook with a valid state. The error table is built with API calls
+    // that have room (a hook gets LUA_MINSTACK free slots) and raised with `lua_error`, which
+    // does not return; no Rust value with a destructor is alive here (`reason` is static).
+    unsafe {
+        ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKLINE, 0);
+        ffi::lua_newtable(state);
+        ffi::lua_pushlstring(state, c"ERR ".as_ptr(), 4);
+        ffi::lua_pushlstring(state, reason.as_ptr().cast(), reason.len());
+        ffi::lua_concat(state, 2);
+        ffi::lua_setfield(state, -2, c"err".as_ptr());
+        ffi::lua_error(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use mlua::Value;
+
+    use super::*;
+
+    const READONLY: &str = "Attempt to modify a readonly table";
+
+    /// A Lua state with the global `t = {a = 1, 10, 20}`, read-only.
+    fn readonly_t() -> (Lua, Table) {
+        let lua = Lua::new();
+        let t: Table = lua.load("t = {a = 1, 10, 20} return t").eval().unwrap();
+        set_readonly(&lua, &t, true).unwrap();
+        (lua, t)
+    }
+
+    /// Runs `body` as a function under `pcall` and returns the error message it raised, or
+    /// `None` if it did not fail.
+    fn error_of(lua: &Lua, body: &str) -> Option<String> {
+        let (ok, message): (bool, Value) = lua
+            .load(format!("return pcall(function() {body} end)"))
+            .set_name("=test")
+            .eval()
+            .unwrap();
+        if ok {
+            None
+        } else {
+            Some(message.to_string().unwrap())
+        }
+    }
+
+    /// Whether `t` still holds exactly `{a = 1, 10, 20}` and has no metatable.
+    fn t_unchanged(lua: &Lua) -> bool {
+        lua.load(
+            "local n = 0 for _ in pairs(t) do n = n + 1 end \
+             return n == 3 and t.a == 1 and t[1] == 10 and t[2] == 20 \
+             and getmetatable(t) == nil",
+        )
+        .eval()
+        .unwrap()
+    }
+
+    #[test]
+    fn readonly_table_refuses_assignment() {
+        let (lua, _t) = readonly_t();
+        let positioned = format!("test:1: {READONLY}");
+        // A new key, an existing key, an array slot, and deleting a key.
+        for body in ["t.x = 1", "t.a = 2", "t[1] = 0", "t.a = nil", "t[3] = 30"] {
+            assert_eq!(
+                error_of(&lua, body).as_deref(),
+                Some(positioned.as_str()),
+                "{body}"
+            );
+        }
+        assert!(t_unchanged(&lua));
+    }
+
+    #[test]
+    fn readonly_table_refuses_raw_and_library_writes() {
+        let (lua, _t) = readonly_t();
+        // Raised from inside a C function, so without a position, as in Redis.
+        for body in [
+            "rawset(t, 'x', 1)",
+            "rawset(t, 'a', 2)",
+            "setmetatable(t, {})",
+            "table.insert(t, 1)",
+            "table.insert(t, 1, 5)",
+            "table.remove(t)",
+            "table.sort(t, function(a, b) return a > b end)",
+        ] {
+            assert_eq!(error_of(&lua, body).as_deref(), Some(READONLY), "{body}");
+        }
+        assert!(t_unchanged(&lua));
+    }
+
+    #[test]
+    fn readonly_table_ignores_newindex() {
+        // Redis checks read-only before looking for `__newindex`: a metamethod does not open a
+        // way around it.
+        let lua = Lua::new();
+        let t: Table = lua
+            .load(
+                "called = false \
+                 t = setmetatable({}, {__newindex = function() called = true end}) \
+                 return t",
+            )
+            .eval()
+            .unwrap();
+        set_readonly(&lua, &t, true).unwrap();
+        assert_eq!(
+            error_of(&lua, "t.x = 1").unwrap(),
+            format!("test:1: {READONLY}")
+        );
+        assert!(!lua.globals().get::<bool>("called").unwrap());
+    }
+
+    #[test]
+    fn readonly_table_reads() {
+        let (lua, t) = readonly_t();
+        let ok: bool = lua
+            .load(
+                "local sum = 0 for _, v in ipairs(t) do sum = sum + v end \
+                 local keys = 0 for _ in pairs(t) do keys = keys + 1 end \
+                 local n = 0 for _ in next, t do n = n + 1 end \
+                 return t.a == 1 and rawget(t, 'a') == 1 and t.missing == nil \
+                 and #t == 2 and sum == 30 and keys == 3 and n == 3 \
+                 and table.concat(t, ',') == '10,20' and select('#', unpack(t)) == 2",
+            )
+            .eval()
+            .unwrap();
+        assert!(ok);
+        assert_eq!(t.get::<i64>("a").unwrap(), 1);
+        assert_eq!(t.raw_get::<i64>(2).unwrap(), 20);
+    }
+
+    #[test]
+    fn readonly_flag_toggles() {
+        let (lua, t) = readonly_t();
+        assert!(is_readonly(&lua, &t));
+        // Other tables, and tables made afterwards, are writable.
+        let fresh: Table = lua.load("return {}").eval().unwrap();
+        assert!(!is_readonly(&lua, &fresh));
+        assert!(!is_readonly(&lua, &lua.globals()));
+
+        set_readonly(&lua, &t, false).unwrap();
+        assert!(!is_readonly(&lua, &t));
+        assert_eq!(
+            error_of(
+                &lua,
+                "t.x = 1 rawset(t, 'y', 2) table.insert(t, 30) setmetatable(t, {})"
+            ),
+            None
+        );
+        let ok: bool = lua
+            .load("return t.x == 1 and t.y == 2 and t[3] == 30 and getmetatable(t) ~= nil")
+            .eval()
+            .unwrap();
+        assert!(ok);
+
+        set_readonly(&lua, &t, true).unwrap();
+        assert!(is_readonly(&lua, &t));
+        assert_eq!(
+            error_of(&lua, "t.z = 1").unwrap(),
+            format!("test:1: {READONLY}")
+        );
+    }
+
+    #[test]
+    fn readonly_globals() {
+        // What Redis 7.0 does to `_G`: assigning a global fails, reading one works.
+        let lua = Lua::new();
+        let globals = lua.globals();
+        set_readonly(&lua, &globals, true).unwrap();
+        assert_eq!(
+            error_of(&lua, "x = 1").unwrap(),
+            format!("test:1: {READONLY}")
+        );
+        assert_eq!(
+            error_of(&lua, "rawset(_G, 'x', 1)").as_deref(),
+            Some(READONLY)
+        );
+        assert_eq!(error_of(&lua, "local x = type(print) return x"), None);
+        set_readonly(&lua, &globals, false).unwrap();
+        assert_eq!(error_of(&lua, "x = 1"), None);
+        assert_eq!(globals.get::<i64>("x").unwrap(), 1);
+    }
+
+    /// Hook calls that found a yield allowed (and yielded), and that found it refused.
+    static YIELDED: AtomicU32 = AtomicU32::new(0);
+    static REFUSED: AtomicU32 = AtomicU32::new(0);
+
+    unsafe extern "C-unwind" fn yield_when_allowed(
+        state: *mut lua_State,
+        _ar: *mut ffi::lua_Debug,
+    ) {
+        // SAFETY: Lua calls a hook with the live thread it runs on, and runs nothing else on it
+        // meanwhile.
+        if unsafe { hook_can_yield(state) } {
+            YIELDED.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: `hook_can_yield` said this yield is allowed; a count hook may yield with no
+            // values, and ends right after.
+            unsafe { ffi::lua_yield(state, 0) };
+        } else {
+            REFUSED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn hook_can_yield_mirrors_lua_yield() {
+        // SAFETY: a fresh state only this test uses; every chunk compiles, the stack never holds
+        // more than the few values `LUA_MINSTACK` guarantees, and the state is closed last.
+        unsafe {
+            let main = ffi::luaL_newstate();
+            assert!(!main.is_null());
+            ffi::luaL_openlibs(main);
+
+            // The main thread: a hook there may never yield.
+            ffi::lua_sethook(main, Some(yield_when_allowed), ffi::LUA_MASKCOUNT, 1);
+            assert_eq!(
+                ffi::luaL_loadstring(main, c"local n = 0 for i = 1, 10 do n = n + i end".as_ptr()),
+                0
+            );
+            assert_eq!(ffi::lua_pcall(main, 0, 0, 0), 0);
+            assert_eq!(YIELDED.swap(0, Ordering::Relaxed), 0);
+            assert!(REFUSED.swap(0, Ordering::Relaxed) > 0);
+            ffi::lua_sethook(main, None, 0, 0);
+
+            // A coroutine: the hook yields in its body, and must not inside the `pcall` (a C
+            // call boundary). Had it yielded there, `pcall` would return the yield error. A
+            // count of 2: Lua 5.1 resumes a hook's yield by running the same instruction again,
+            // hook check included, so with a count of 1 the hook would yield there forever.
+            let co = ffi::lua_newthread(main);
+            ffi::lua_sethook(co, Some(yield_when_allowed), ffi::LUA_MASKCOUNT, 2);
+            assert_eq!(
+                ffi::luaL_loadstring(
+                    co,
+                    c"local s = 0 for i = 1, 5 do s = s + i end \
+                      local ok, n = pcall(function() \
+                        local n = 0 for i = 1, 50 do n = n + i end return n end) \
+                      return ok, n, s"
+                        .as_ptr()
+                ),
+                0
+            );
+            let mut resumes = 0;
+            let status = loop {
+                let status = ffi::lua_resume_(co, 0);
+                if status != ffi::LUA_YIELD {
+                    break status;
+                }
+                resumes += 1;
+            };
+            assert_eq!(status, 0);
+            assert_eq!(ffi::lua_gettop(co), 3);
+            assert_eq!(ffi::lua_toboolean(co, 1), 1);
+            assert_eq!(ffi::lua_tointeger(co, 2), 1275);
+            assert_eq!(ffi::lua_tointeger(co, 3), 15);
+            assert!(resumes > 0);
+            assert_eq!(YIELDED.swap(0, Ordering::Relaxed), resumes);
+            assert!(REFUSED.swap(0, Ordering::Relaxed) > 0);
+
+            ffi::lua_close(main);
+        }
+    }
+}

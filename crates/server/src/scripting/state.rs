@@ -1,0 +1,148 @@
+//! What every thread shares about scripts: the script cache (SCRIPT LOAD, EVAL), the function
+//! libraries (FUNCTION LOAD), `math.random`'s generator, and the one script running now.
+//!
+//! ```text
+//!  cache:     sha1 (40 lowercase hex) → Script { body, flags }     one for the server
+//!  libraries: FUNCTION's registry (functions.rs), with a generation each change bumps
+//!  flushes:   bumped by SCRIPT FLUSH; a thread whose VM saw an older value rebuilds it, so
+//!             the compiled scripts it held are freed too
+//!  running:   at most one script runs at a time (it holds every shard), so one record:
+//!             started_ms ≠ 0 ⇔ a script runs; busy ⇒ started_ms ≠ 0
+//! ```
+
+use super::flags::Flags;
+use super::functions::Registry;
+use super::rand::Rand48;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// A cached EVAL script.
+#[derive(Debug)]
+pub struct Script {
+    pub body: Vec<u8>,
+    pub flags: Flags,
+    /// The shebang's length: the code Lua compiles starts there (keeping its newline).
+    pub code_at: usize,
+}
+
+/// The running script, as other threads see it.
+#[derive(Debug, Default)]
+pub struct Running {
+    /// Monotonic ms (`crate::clock`-independent: `Instant` since server start) when the running
+    /// script started; 0 when none runs.
+    pub started_ms: AtomicU64,
+    /// Past `busy-reply-threshold`: other clients get `-BUSY`.
+    pub busy: AtomicBool,
+    /// SCRIPT KILL or FUNCTION KILL asked the script to stop.
+    pub kill: AtomicBool,
+    /// The script ran a write command: it cannot be killed.
+    pub wrote: AtomicBool,
+    /// It is an EVAL script (SCRIPT KILL), not a function (FUNCTION KILL).
+    pub eval: AtomicBool,
+    /// The running function's name and library (FUNCTION STATS), or the script's sha.
+    pub name: Mutex<(String, Vec<u8>)>,
+}
+
+/// Scripting's server-wide state.
+#[derive(Debug)]
+pub struct Scripting {
+    pub cache: RwLock<HashMap<String, Arc<Script>>>,
+    /// Bytes the cache holds (`used_memory_scripts_eval`).
+    pub cache_bytes: AtomicUsize,
+    /// SCRIPT FLUSHes so far: a VM built before the last one is rebuilt.
+    pub flushes: AtomicU64,
+    pub libraries: RwLock<Registry>,
+    pub rand: Mutex<Rand48>,
+    pub running: Running,
+    /// Bytes each thread's Lua VM uses, summed by INFO (`used_memory_vm_eval`).
+    pub vm_bytes: Box<[AtomicUsize]>,
+}
+
+impl Scripting {
+    pub fn new(threads: usize) -> Scripting {
+        Scripting {
+            cache: RwLock::new(HashMap::new()),
+            cache_bytes: AtomicUsize::new(0),
+            flushes: AtomicU64::new(0),
+            libraries: RwLock::new(Registry::default()),
+            rand: Mutex::new(Rand48::default()),
+            running: Running::default(),
+            vm_bytes: (0..threads.max(1)).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
+
+    /// The cached script `sha` (any case).
+    pub fn cached(&self, sha: &[u8]) -> Option<Arc<Script>> {
+        if sha.len() != 40 {
+            return None;
+        }
+        let key = String::from_utf8_lossy(sha).to_ascii_lowercase();
+        self.cache.read().get(&key).cloned()
+    }
+
+    /// Caches `body` (already checked: its shebang parses) under its SHA-1; returns the sha.
+    pub fn add(&self, sha: String, body: &[u8], flags: Flags, code_at: usize) -> Arc<Script> {
+        let mut cache = self.cache.write();
+        if let Some(found) = cache.get(&sha) {
+            return Arc::clone(found);
+        }
+        let script = Arc::new(Script {
+            body: body.to_vec(),
+            flags,
+            code_at,
+        });
+        self.cache_bytes
+            .fetch_add(body.len() + sha.len() + 64, Ordering::Relaxed);
+        cache.insert(sha, Arc::clone(&script));
+        script
+    }
+
+    /// SCRIPT FLUSH: forgets every cached script; each thread's VM is rebuilt at its next use.
+    pub fn flush(&self) {
+        self.cache.write().clear();
+        self.cache_bytes.store(0, Ordering::Relaxed);
+        self.flushes.fetch_add(1, Ordering::Release);
+    }
+
+    /// `used_memory_vm_eval`: every thread's Lua VM.
+    pub fn vm_bytes(&self) -> usize {
+        self.vm_bytes
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Whether a script has run past `busy-reply-threshold`.
+    pub fn busy(&self) -> bool {
+        self.running.busy.load(Ordering::Acquire)
+    }
+}
+
+/// The lowercase hex SHA-1 of `data` (Redis's `sha1hex`).
+pub fn sha1_hex(data: &[u8]) -> String {
+    sha1_smol::Sha1::from(data).digest().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha1_is_lowercase_hex() {
+        assert_eq!(sha1_hex(b""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    }
+
+    #[test]
+    fn cache_finds_any_case_and_flush_empties_it() {
+        let s = Scripting::new(1);
+        let sha = sha1_hex(b"return 1");
+        s.add(sha.clone(), b"return 1", Flags::default(), 0);
+        assert!(s.cached(sha.to_uppercase().as_bytes()).is_some());
+        assert!(s.cached(b"abc").is_none());
+        s.flush();
+        assert!(s.cached(sha.as_bytes()).is_none());
+        assert_eq!(s.flushes.load(Ordering::Relaxed), 1);
+    }
+}

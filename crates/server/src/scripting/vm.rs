@@ -1,0 +1,250 @@
+//! The Lua VMs: one for EVAL scripts and one for functions on each I/O thread, built as Redis
+//! 7.0 builds its two (`scriptingInit`, `luaEngineInitEngine`).
+//!
+//! ```text
+//!  globals: base (print, dofile, loadfile, getfenv, setfenv, newproxy removed) · table · string · math · cjson · struct
+//!           · cmsgpack · bit · redis · pcall (Redis's: an error table becomes its text)
+//!  math.random / math.randomseed → Redis's generator (api.rs)
+//!  debug: used to build the driver, then removed
+//!  every table reachable from the globals, and their metatables, read-only; the globals'
+//!  metatable raises "Script attempted to access nonexistent global variable '…'"
+//! ```
+//! A script runs in a coroutine started by the *driver* (a Lua function holding `debug.getinfo`
+//! from before `debug` was removed), which also does what Redis's `__redis__err__handler` does
+//! to an error: a non-table error `e` becomes `{err = "ERR " .. tostring(e)}`, and the source
+//! and line of the script code that raised it are added (skipping one C frame: the `error` or
+//! `redis.call` that raised it). Running in a coroutine leaves the error's frames in place for
+//! `getinfo` to read after the fact, and lets the busy-script hook suspend a script.
+
+use super::lua_ext;
+use super::{api, libs};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
+
+/// The driver; see the module comment. Returns `1, result` when the script ended, `0, error
+/// table` when it failed, `2` when it was suspended.
+const DRIVER: &str = r"
+local getinfo = debug.getinfo
+local create, resume, status = coroutine.create, coroutine.resume, coroutine.status
+local type, tostring = type, tostring
+return function(f, ...)
+  local co = create(f)
+  local ok, res = resume(co, ...)
+  if ok then
+    if status(co) == 'dead' then return 1, res end
+    return 2
+  end
+  local i = getinfo(co, 0, 'nSl')
+  if i and i.what == 'C' then i = getinfo(co, 1, 'nSl') end
+  if type(res) ~= 'table' then res = {err = 'ERR ' .. tostring(res)} end
+  if i then
+    res['source'] = i.source
+    res['line'] = i.currentline
+  end
+  return 0, res
+end
+";
+
+/// Most memory one VM may take; past it an allocation fails with Lua's `not enough memory`.
+pub const MEMORY_LIMIT: usize = 1 << 30;
+
+/// Builds the parts both VMs share: libraries, `pcall`, the math replacements, the driver.
+/// Returns the VM, its `redis` table (not yet global) and the driver.
+fn base() -> mlua::Result<(Lua, Function)> {
+    let libs_loaded = StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG;
+    // SAFETY: `debug` is loaded only to build the driver (which keeps `debug.getinfo`) and is
+    // removed from the globals before any script runs; scripts never see it, so they cannot
+    // use it to break the VM's invariants.
+    let lua = unsafe { Lua::unsafe_new_with(libs_loaded, LuaOptions::new()) };
+    lua.set_memory_limit(MEMORY_LIMIT)?;
+    let globals = lua.globals();
+    // Not in Redis 7.0.15's globals: the file loaders and `print`, and `getfenv`, `setfenv`
+    // and `newproxy`, which it removed to keep scripts inside the sandbox.
+    for name in [
+        "print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy",
+    ] {
+        globals.raw_set(name, Value::Nil)?;
+    }
+    libs::register(&lua)?;
+    globals.raw_set("pcall", lua_ext::redis_pcall(&lua)?)?;
+    let math: Table = globals.raw_get("math")?;
+    api::replace_math(&lua, &math)?;
+    let driver: Function = lua.load(DRIVER).set_name("@err_handler_def").call(())?;
+    Ok((lua, driver))
+}
+
+/// Ends the set-up: `debug` gone, the globals' missing-name error, every reachable table
+/// read-only.
+fn lock(lua: &Lua, globals: &Table) -> mlua::Result<()> {
+    globals.raw_set("debug", Value::Nil)?;
+    let meta = lua.create_table()?;
+    meta.raw_set("__index", api::missing_global(lua)?)?;
+    globals.set_metatable(Some(meta))?;
+    protect(lua, globals)?;
+    // The metatable of strings (`{__index = string}`) is not reachable from the globals, yet
+    // Redis's is read-only too.
+    let strings: Table = lua.load("return getmetatable('')").call(())?;
+    protect(lua, &strings)
+}
+
+/// `luaSetTableProtectionRecursively`: `table`, every table reachable from it, and their
+/// metatables, read-only.
+pub fn protect(lua: &Lua, table: &Table) -> mlua::Result<()> {
+    let mut pending = vec![table.clone()];
+    while let Some(t) = pending.pop() {
+        if lua_ext::is_readonly(lua, &t) {
+            continue;
+        }
+        lua_ext::set_readonly(lua, &t, true)?;
+        for pair in t.clone().pairs::<Value, Value>() {
+            if let (_, Value::Table(inner)) = pair? {
+                pending.push(inner);
+            }
+        }
+        if let Some(meta) = t.metatable() {
+            pending.push(meta);
+        }
+    }
+    Ok(())
+}
+
+/// The EVAL VM of one thread.
+#[derive(Debug)]
+pub struct EvalVm {
+    pub lua: Lua,
+    pub driver: Function,
+    /// Compiled scripts by sha (Redis keeps them in the registry as `f_<sha>`).
+    pub scripts: std::collections::HashMap<String, Function>,
+    /// `Scripting::flushes` when this VM was built.
+    pub flushes: u64,
+}
+
+impl EvalVm {
+    pub fn new(flushes: u64) -> mlua::Result<EvalVm> {
+        let (lua, driver) = base()?;
+        let globals = lua.globals();
+        let redis = lua.create_table()?;
+        api::fill_redis_table(&lua, &redis)?;
+        api::fill_eval_extras(&lua, &redis)?;
+        globals.raw_set("redis", redis)?;
+        // Redis keeps its error handler as a global of the EVAL VM; scripts can see it.
+        let handler: Function = lua
+            .load(ERROR_HANDLER)
+            .set_name("@err_handler_def")
+            .call(())?;
+        globals.raw_set("__redis__err__handler", handler)?;
+        lock(&lua, &globals)?;
+        Ok(EvalVm {
+            lua,
+            driver,
+            scripts: std::collections::HashMap::new(),
+            flushes,
+        })
+    }
+
+    /// Sets the globals KEYS and ARGV (the globals are read-only to scripts, not to this).
+    pub fn set_keys_and_args(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
+        let globals = self.lua.globals();
+        let keys = array(&self.lua, keys)?;
+        let args = array(&self.lua, args)?;
+        lua_ext::set_readonly(&self.lua, &globals, false)?;
+        let set = globals
+            .raw_set("KEYS", keys)
+            .and_then(|()| globals.raw_set("ARGV", args));
+        lua_ext::set_readonly(&self.lua, &globals, true)?;
+        set
+    }
+}
+
+/// A Lua array of strings (`luaCreateArray`).
+pub fn array(lua: &Lua, items: &[&[u8]]) -> mlua::Result<Table> {
+    let table = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        table.raw_set(i + 1, lua.create_string(item)?)?;
+    }
+    Ok(table)
+}
+
+/// Redis's `__redis__err__handler`, which EVAL scripts can see and call as a global.
+const ERROR_HANDLER: &str = r"
+local dbg = debug
+return function(err)
+  local i = dbg.getinfo(2,'nSl')
+  if i and i.what == 'C' then
+    i = dbg.getinfo(3,'nSl')
+  end
+  if type(err) ~= 'table' then
+    err = {err='ERR ' .. tostring(err)}
+  end
+  if i then
+    err['source'] = i.source
+    err['line'] = i.currentline
+  end
+  return err
+end
+";
+
+/// The function VM of one thread (`luaEngineInitEngine`). Functions run with `env`: an empty
+/// read-only table whose metatable reads through to the globals. While FUNCTION LOAD runs a
+/// library's code, the metatable reads through to `load_api` instead: `redis` with only
+/// `register_function`, `log` and the version, and nothing else (every other name raises the
+/// missing-global error).
+#[derive(Debug)]
+pub struct FunctionVm {
+    pub lua: Lua,
+    pub driver: Function,
+    pub env: Table,
+    env_meta: Table,
+    globals: Table,
+    load_api: Table,
+}
+
+impl FunctionVm {
+    pub fn new(register: Function) -> mlua::Result<FunctionVm> {
+        let (lua, driver) = base()?;
+        let globals = lua.globals();
+        let redis = lua.create_table()?;
+        api::fill_redis_table(&lua, &redis)?;
+        globals.raw_set("redis", redis)?;
+        lock(&lua, &globals)?;
+        let missing = || -> mlua::Result<Table> {
+            let meta = lua.create_table()?;
+            meta.raw_set("__index", api::missing_global(&lua)?)?;
+            Ok(meta)
+        };
+        let load_redis = lua.create_table()?;
+        load_redis.raw_set("register_function", register)?;
+        api::fill_log_and_version(&lua, &load_redis)?;
+        load_redis.set_metatable(Some(missing()?))?;
+        let load_api = lua.create_table()?;
+        load_api.raw_set("redis", load_redis)?;
+        load_api.set_metatable(Some(missing()?))?;
+        protect(&lua, &load_api)?;
+        let env_meta = lua.create_table()?;
+        env_meta.raw_set("__index", globals.clone())?;
+        let env = lua.create_table()?;
+        env.set_metatable(Some(env_meta.clone()))?;
+        lua_ext::set_readonly(&lua, &env_meta, true)?;
+        lua_ext::set_readonly(&lua, &env, true)?;
+        Ok(FunctionVm {
+            lua,
+            driver,
+            env,
+            env_meta,
+            globals,
+            load_api,
+        })
+    }
+
+    /// Points the functions' globals at the load-time API (`loading`) or back at the globals.
+    pub fn set_loading(&self, loading: bool) -> mlua::Result<()> {
+        let target = if loading {
+            &self.load_api
+        } else {
+            &self.globals
+        };
+        lua_ext::set_readonly(&self.lua, &self.env_meta, false)?;
+        let set = self.env_meta.raw_set("__index", target.clone());
+        lua_ext::set_readonly(&self.lua, &self.env_meta, true)?;
+        set
+    }
+}
