@@ -52,3 +52,79 @@ pub fn read(payload: &[u8]) -> Result<Value<'_>, PayloadError> {
     let t = r.u8().map_err(PayloadError::BadData)?;
     value::read(t, &mut r).map_err(PayloadError::BadData)
 }
+
+/// FUNCTION DUMP's payload: each library's code after the FUNCTION2 opcode, then the footer.
+///
+/// ```text
+///  ([245][code: RDB string])* [RDB version: u16 LE][CRC-64: u64 LE]
+/// ```
+pub fn create_functions(codes: &[&[u8]], compress: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    for code in codes {
+        crate::codec::put_u8(&mut out, crate::codec::opcode::FUNCTION2);
+        crate::codec::put_string(&mut out, code, compress);
+    }
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, &out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why FUNCTION RESTORE refused a payload, in Redis's words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionsError {
+    VersionOrChecksum,
+    /// "can not read data type", "given type is not a function", "failed loading the given
+    /// functions payload".
+    Bad(&'static str),
+}
+
+/// The library codes a FUNCTION DUMP payload holds (`functionRestoreCommand`).
+pub fn read_functions(payload: &[u8]) -> Result<Vec<Vec<u8>>, FunctionsError> {
+    if payload.len() < FOOTER_BYTES {
+        return Err(FunctionsError::VersionOrChecksum);
+    }
+    let (body, footer) = payload.split_at(payload.len() - FOOTER_BYTES);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let (covered, crc) = payload.split_at(payload.len() - 8);
+    if version > RDB_VERSION || crc64(0, covered).to_le_bytes() != crc {
+        return Err(FunctionsError::VersionOrChecksum);
+    }
+    let mut r = Reader::new(body);
+    let mut codes = Vec::new();
+    while !r.is_empty() {
+        let t = r
+            .u8()
+            .map_err(|_| FunctionsError::Bad("can not read data type"))?;
+        if t != crate::codec::opcode::FUNCTION2 {
+            return Err(FunctionsError::Bad("given type is not a function"));
+        }
+        let code = r
+            .string()
+            .map_err(|_| FunctionsError::Bad("failed loading the given functions payload"))?;
+        codes.push(code.into_owned());
+    }
+    Ok(codes)
+}
+
+#[cfg(test)]
+mod function_tests {
+    use super::*;
+
+    #[test]
+    fn function_payloads_round_trip_and_refuse_damage() {
+        let code = b"#!lua name=lib\nredis.register_function('f', function() return 1 end)";
+        for compress in [false, true] {
+            let payload = create_functions(&[code], compress);
+            assert_eq!(read_functions(&payload).unwrap(), vec![code.to_vec()]);
+            let mut bad = payload.clone();
+            bad[3] ^= 1;
+            assert_eq!(read_functions(&bad), Err(FunctionsError::VersionOrChecksum));
+        }
+        assert_eq!(
+            read_functions(&create_functions(&[], false)).unwrap().len(),
+            0
+        );
+        assert_eq!(read_functions(b""), Err(FunctionsError::VersionOrChecksum));
+    }
+}

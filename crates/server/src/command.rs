@@ -936,6 +936,7 @@ pub static COMMANDS: std::sync::LazyLock<Vec<&'static Spec>> = std::sync::LazyLo
         c::blocking::ZSET_COMMANDS,
         c::pubsub::COMMANDS,
         c::scripting::COMMANDS,
+        c::function::COMMANDS,
     ]
     .into_iter()
     .flatten()

@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod debug;
 pub mod dump;
+pub mod function;
 pub mod hash;
 pub mod introspect;
 pub mod keys;

@@ -7,7 +7,16 @@
 //!  reloads every library's code into a fresh VM before its next FCALL
 //! ```
 
+use super::exec::{self, Target};
+use super::libs::{self, Args, Fail, Outcome, Ret};
+use super::vm::FunctionVm;
+use crate::client::ClientState;
+use crate::command::Ctx;
+use crate::server::Server;
+use mlua::{Function, Lua, Value};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// One registered function.
 #[derive(Clone, Debug)]
@@ -33,4 +42,435 @@ pub struct Registry {
     /// Function name → library name.
     pub functions: BTreeMap<String, String>,
     pub generation: u64,
+}
+
+/// Most time a library's code may run at FUNCTION LOAD (Redis's `LOAD_TIMEOUT_MS`).
+const LOAD_TIMEOUT_MS: u64 = 500;
+
+const BAD_NAME: &str = "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+
+/// `functionsVerifyName`.
+fn valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// A function `redis.register_function` registered while its library loads.
+struct Registered {
+    info: FunctionInfo,
+    callback: Function,
+}
+
+thread_local! {
+    /// The functions of the library loading on this thread (`None`: no FUNCTION LOAD runs).
+    static LOADING: RefCell<Option<Vec<Registered>>> = const { RefCell::new(None) };
+    /// When the library's code started (the load hook's timeout).
+    static LOAD_STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// A thread's function VM: every library of `generation` loaded, its functions by name.
+struct Slot {
+    vm: FunctionVm,
+    generation: u64,
+    functions: HashMap<String, (Function, u32)>,
+    client: ClientState,
+}
+
+thread_local! {
+    static SLOT: RefCell<Option<Slot>> = const { RefCell::new(None) };
+}
+
+/// The library shebang: `(engine, name, code from the shebang's newline on)`.
+fn metadata(code: &[u8]) -> Result<(Vec<u8>, String, usize), String> {
+    if !code.starts_with(b"#!") {
+        return Err("Missing library metadata".into());
+    }
+    let Some(end) = code.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid library metadata".into());
+    };
+    let (mut bytes, mut spans) = (Vec::new(), Vec::new());
+    if resp::inline::split_args(&code[..end], &mut bytes, &mut spans).is_err() || spans.is_empty() {
+        return Err("Invalid library metadata".into());
+    }
+    let part = |i: usize| &bytes[spans[i].clone()];
+    let engine = part(0).get(2..).unwrap_or_default().to_vec();
+    let mut name = None;
+    for i in 1..spans.len() {
+        let p = part(i);
+        if p.len() >= 5 && p[..5].eq_ignore_ascii_case(b"name=") {
+            if name.is_some() {
+                return Err(
+                    "Invalid metadata value, name argument was given multiple times".into(),
+                );
+            }
+            name = Some(String::from_utf8_lossy(&p[5..]).into_owned());
+            continue;
+        }
+        return Err(format!(
+            "Invalid metadata value given: {}",
+            String::from_utf8_lossy(p)
+        ));
+    }
+    let name = name.ok_or("Library name was not given")?;
+    Ok((engine, name, end))
+}
+
+/// `redis.register_function`: records the function in the library loading on this thread.
+fn register_function(lua: &Lua, args: &Args) -> Outcome {
+    let raise =
+        |text: &str| -> Outcome { Err(Fail::Value(super::api::error_value(lua, text, false)?)) };
+    if LOADING.with(|l| l.borrow().is_none()) {
+        return raise("redis.register_function can only be called on FUNCTION LOAD command");
+    }
+    let registered = match args.count() {
+        1 => named_arguments(lua, args),
+        2 => positional_arguments(lua, args),
+        _ => Err("wrong number of arguments to redis.register_function"),
+    };
+    let registered = match registered {
+        Ok(r) => r,
+        Err(text) => return raise(text),
+    };
+    let added = LOADING.with(|l| {
+        let mut loading = l.borrow_mut();
+        let list = loading.as_mut().expect("checked above");
+        if !valid_name(registered.info.name.as_bytes()) {
+            return Err(BAD_NAME);
+        }
+        if list.iter().any(|r| r.info.name == registered.info.name) {
+            return Err("Function already exists in the library");
+        }
+        list.push(registered);
+        Ok(())
+    });
+    match added {
+        Ok(()) => Ok(Ret::List(lua.create_table()?, 0)),
+        Err(text) => raise(text),
+    }
+}
+
+/// `lua_isstring` and its bytes.
+fn string_of(lua: &Lua, value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Integer(_) | Value::Number(_) => lua
+            .coerce_string(value.clone())
+            .ok()
+            .flatten()
+            .map(|s| s.as_bytes().to_vec()),
+        _ => None,
+    }
+}
+
+fn positional_arguments(lua: &Lua, args: &Args) -> Result<Registered, &'static str> {
+    let name = args
+        .get(1)
+        .and_then(|v| string_of(lua, v))
+        .ok_or("first argument to redis.register_function must be a string")?;
+    let Some(Value::Function(callback)) = args.get(2) else {
+        return Err("second argument to redis.register_function must be a function");
+    };
+    Ok(Registered {
+        info: FunctionInfo {
+            name: String::from_utf8_lossy(&name).into_owned(),
+            description: None,
+            flags: 0,
+        },
+        callback: callback.clone(),
+    })
+}
+
+fn named_arguments(lua: &Lua, args: &Args) -> Result<Registered, &'static str> {
+    let Some(Value::Table(table)) = args.get(1) else {
+        return Err(
+            "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).",
+        );
+    };
+    let (mut name, mut description, mut callback, mut flags) = (None, None, None, 0);
+    for pair in table.clone().pairs::<Value, Value>() {
+        let Ok((key, value)) = pair else {
+            return Err("named argument key given to redis.register_function is not a string");
+        };
+        let Some(key) = string_of(lua, &key) else {
+            return Err("named argument key given to redis.register_function is not a string");
+        };
+        match key.to_ascii_lowercase().as_slice() {
+            b"function_name" => {
+                name = Some(string_of(lua, &value).ok_or(
+                    "function_name argument given to redis.register_function must be a string",
+                )?);
+            }
+            b"description" => {
+                description = Some(string_of(lua, &value).ok_or(
+                    "description argument given to redis.register_function must be a string",
+                )?);
+            }
+            b"callback" => match value {
+                Value::Function(f) => callback = Some(f),
+                _ => {
+                    return Err(
+                        "callback argument given to redis.register_function must be a function",
+                    );
+                }
+            },
+            b"flags" => {
+                let Value::Table(list) = value else {
+                    return Err(
+                        "flags argument to redis.register_function must be a table representing function flags",
+                    );
+                };
+                flags = read_flags(lua, &list).ok_or("unknown flag given")?;
+            }
+            _ => return Err("unknown argument given to redis.register_function"),
+        }
+    }
+    let name = name.ok_or("redis.register_function must get a function name argument")?;
+    let callback = callback.ok_or("redis.register_function must get a callback argument")?;
+    Ok(Registered {
+        info: FunctionInfo {
+            name: String::from_utf8_lossy(&name).into_owned(),
+            description,
+            flags,
+        },
+        callback,
+    })
+}
+
+/// `luaRegisterFunctionReadFlags`: `t[1]`, `t[2]`… up to the first nil, each a flag name
+/// (any case).
+fn read_flags(lua: &Lua, list: &mlua::Table) -> Option<u32> {
+    let mut flags = 0;
+    for i in 1.. {
+        let value: Value = list.get(i).ok()?;
+        if value.is_nil() {
+            break;
+        }
+        let name = string_of(lua, &value)?.to_ascii_lowercase();
+        flags |= super::flags::by_name(&name)?;
+    }
+    Some(flags)
+}
+
+/// The load hook's check: past `LOAD_TIMEOUT_MS`, the library's code is stopped.
+fn load_timeout() -> Option<&'static str> {
+    let started = LOAD_STARTED.get();
+    (super::busy::now_ms().saturating_sub(started) > LOAD_TIMEOUT_MS)
+        .then_some("FUNCTION LOAD timeout")
+}
+
+/// Runs a library's code in `vm` and returns what it registered (`luaEngineCreate`).
+fn run_library(vm: &FunctionVm, code: &[u8]) -> Result<Vec<Registered>, String> {
+    let chunk = vm
+        .lua
+        .load(code)
+        .set_name("@user_function")
+        .set_mode(mlua::chunk::ChunkMode::Text)
+        .set_environment(vm.env.clone())
+        .into_function()
+        .map_err(|e| format!("Error compiling function: {}", super::eval::lua_message(&e)))?;
+    vm.set_loading(true)
+        .map_err(|e| super::eval::lua_message(&e))?;
+    LOADING.with(|l| *l.borrow_mut() = Some(Vec::new()));
+    LOAD_STARTED.set(super::busy::now_ms());
+    super::lua_ext::set_count_hook(&vm.lua, Some(load_timeout), super::busy::HOOK_PERIOD);
+    let outcome = vm.driver.call::<(i64, Value)>(chunk);
+    super::lua_ext::set_count_hook(&vm.lua, None, 0);
+    let registered = LOADING.with(|l| l.borrow_mut().take()).unwrap_or_default();
+    let _ = vm.set_loading(false);
+    match outcome {
+        Ok((1, _)) => Ok(registered),
+        Ok((_, Value::Table(error))) => {
+            let message = match error.raw_get::<Value>("err") {
+                Ok(Value::String(s)) => s.to_string_lossy(),
+                _ => String::new(),
+            };
+            Err(format!("Error registering functions: {message}"))
+        }
+        Ok(_) => Err("Error registering functions: ".into()),
+        Err(e) => Err(format!(
+            "Error registering functions: {}",
+            super::eval::lua_message(&e)
+        )),
+    }
+}
+
+/// Loads `code` into `registry` (Redis's `functionsCreateWithLibraryCtx`): the library's
+/// name, or the error text (without `ERR `).
+pub fn load(registry: &mut Registry, code: &[u8], replace: bool) -> Result<String, String> {
+    let (engine, name, _) = metadata(code)?;
+    if !valid_name(name.as_bytes()) {
+        return Err(BAD_NAME.into());
+    }
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(format!(
+            "Engine '{}' not found",
+            String::from_utf8_lossy(&engine)
+        ));
+    }
+    if registry.libraries.contains_key(&name) && !replace {
+        return Err(format!("Library '{name}' already exists"));
+    }
+    let vm = new_vm().map_err(|e| e.to_string())?;
+    let (_, _, at) = metadata(code)?;
+    let registered = run_library(&vm, &code[at..])?;
+    if registered.is_empty() {
+        return Err("No functions registered".into());
+    }
+    for r in &registered {
+        if registry
+            .functions
+            .get(&r.info.name)
+            .is_some_and(|library| *library != name)
+        {
+            return Err(format!("Function {} already exists", r.info.name));
+        }
+    }
+    remove(registry, &name);
+    for r in &registered {
+        registry.functions.insert(r.info.name.clone(), name.clone());
+    }
+    registry.libraries.insert(
+        name.clone(),
+        Library {
+            name: name.clone(),
+            code: code.to_vec(),
+            functions: registered.into_iter().map(|r| r.info).collect(),
+        },
+    );
+    registry.generation += 1;
+    Ok(name)
+}
+
+/// Removes library `name` and its functions; whether it existed.
+pub fn remove(registry: &mut Registry, name: &str) -> bool {
+    let Some(library) = registry.libraries.remove(name) else {
+        return false;
+    };
+    for f in &library.functions {
+        registry.functions.remove(&f.name);
+    }
+    registry.generation += 1;
+    true
+}
+
+/// A function VM with `redis.register_function`.
+fn new_vm() -> mlua::Result<FunctionVm> {
+    FunctionVm::new_with(|lua| libs::function(lua, register_function))
+}
+
+/// Runs `f` with this thread's function VM, rebuilt with every library first when the
+/// registry changed since it was built.
+fn with_vm<R>(server: &Server, f: impl FnOnce(&mut Slot) -> R) -> Result<R, String> {
+    SLOT.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        let registry = server.scripting.libraries.read();
+        if slot
+            .as_ref()
+            .is_none_or(|s| s.generation != registry.generation)
+        {
+            *slot = None;
+            let vm = new_vm().map_err(|e| e.to_string())?;
+            let mut functions = HashMap::new();
+            for library in registry.libraries.values() {
+                let (_, _, at) = metadata(&library.code)?;
+                for r in run_library(&vm, &library.code[at..])? {
+                    // Function names are found in any case, as Redis's dictionary finds them.
+                    functions.insert(r.info.name.to_ascii_lowercase(), (r.callback, r.info.flags));
+                }
+            }
+            *slot = Some(Slot {
+                vm,
+                generation: registry.generation,
+                functions,
+                client: super::eval::script_client(server),
+            });
+        }
+        drop(registry);
+        Ok(f(slot.as_mut().expect("built above")))
+    })
+}
+
+/// FCALL and FCALL_RO: `args` = [command, function, numkeys, keys…, args…].
+pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
+    if ctx.server.monitors.any() {
+        crate::monitor::feed(
+            ctx.server,
+            ctx.client,
+            if ro { "fcall_ro" } else { "fcall" },
+            args,
+        );
+    }
+    let name = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
+    let server = ctx.server;
+    if !server
+        .scripting
+        .libraries
+        .read()
+        .functions
+        .keys()
+        .any(|f| f.eq_ignore_ascii_case(&name))
+    {
+        return ctx.error("ERR Function not found");
+    }
+    let Some(numkeys) = crate::commands::args::parse_i64(args[2]) else {
+        return ctx.error("ERR Bad number of keys provided");
+    };
+    if numkeys > (args.len() - 3) as i64 {
+        return ctx.error("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return ctx.error("ERR Number of keys can't be negative");
+    }
+    let outcome = with_vm(server, |slot| {
+        let Some((function, flags)) = slot.functions.get(&name).cloned() else {
+            return ctx.error("ERR Function not found");
+        };
+        let (keys, argv) = args[3..].split_at(numkeys as usize);
+        let lua = &slot.vm.lua;
+        let arguments = match (super::vm::array(lua, keys), super::vm::array(lua, argv)) {
+            (Ok(k), Ok(a)) => mlua::MultiValue::from_vec(vec![Value::Table(k), Value::Table(a)]),
+            (Err(e), _) | (_, Err(e)) => return ctx.error(&format!("ERR {e}")),
+        };
+        let target = Target {
+            name: &name,
+            flags: super::flags::Flags {
+                compat: false,
+                bits: flags,
+            },
+            ro_command: ro,
+            eval: false,
+        };
+        exec::run(
+            ctx,
+            lua,
+            &slot.vm.driver,
+            &function,
+            arguments,
+            &target,
+            &mut slot.client,
+        );
+    });
+    if let Err(text) = outcome {
+        ctx.error(&format!("ERR {text}"));
+    }
+}
+
+/// The flags dispatch checks an FCALL by: the function's (`fcallGetCommandFlags`).
+pub fn command_flags(server: &Server, args: &[&[u8]], own: u32) -> u32 {
+    let Some(name) = args.get(1) else { return own };
+    let registry = server.scripting.libraries.read();
+    let name = String::from_utf8_lossy(name);
+    let Some(library) = registry.functions.get(name.as_ref()) else {
+        return own;
+    };
+    registry.libraries[library]
+        .functions
+        .iter()
+        .find(|f| f.name == name)
+        .map_or(own, |f| {
+            super::flags::Flags {
+                compat: false,
+                bits: f.flags,
+            }
+            .command_flags(own)
+        })
 }

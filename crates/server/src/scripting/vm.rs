@@ -199,8 +199,12 @@ pub struct FunctionVm {
 }
 
 impl FunctionVm {
-    pub fn new(register: Function) -> mlua::Result<FunctionVm> {
+    /// Builds the VM; `register` makes its `redis.register_function`.
+    pub fn new_with(
+        register: impl FnOnce(&Lua) -> mlua::Result<Function>,
+    ) -> mlua::Result<FunctionVm> {
         let (lua, driver) = base()?;
+        let register = register(&lua)?;
         let globals = lua.globals();
         let redis = lua.create_table()?;
         api::fill_redis_table(&lua, &redis)?;
