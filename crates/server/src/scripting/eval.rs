@@ -174,21 +174,3 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
         ctx.error(&format!("ERR {}", lua_message(&e)));
     }
 }
-
-/// The flags dispatch checks an EVAL or EVALSHA by (Redis's `evalGetCommandFlags`): a cached
-/// or shebang-flagged script's, else the command's own.
-pub fn command_flags(server: &Server, args: &[&[u8]], by_sha: bool, own: u32) -> u32 {
-    if args.len() < 2 {
-        return own;
-    }
-    let script = if by_sha {
-        server.scripting.cached(args[1])
-    } else {
-        server.scripting.cached(sha1_hex(args[1]).as_bytes())
-    };
-    match script {
-        Some(script) => script.flags.command_flags(own),
-        None if by_sha => own,
-        None => flags::from_shebang(args[1]).map_or(own, |(f, _)| f.command_flags(own)),
-    }
-}

@@ -400,30 +400,22 @@ pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
         );
     }
     let name = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
+    let numkeys = crate::commands::args::parse_i64(args[2]);
     let server = ctx.server;
-    if !server
-        .scripting
-        .libraries
-        .read()
-        .functions
-        .keys()
-        .any(|f| f.eq_ignore_ascii_case(&name))
-    {
-        return ctx.error("ERR Function not found");
-    }
-    let Some(numkeys) = crate::commands::args::parse_i64(args[2]) else {
-        return ctx.error("ERR Bad number of keys provided");
-    };
-    if numkeys > (args.len() - 3) as i64 {
-        return ctx.error("ERR Number of keys can't be greater than number of args");
-    }
-    if numkeys < 0 {
-        return ctx.error("ERR Number of keys can't be negative");
-    }
     let outcome = with_vm(server, |slot| {
+        // Redis looks the function up before it reads numkeys.
         let Some((function, flags)) = slot.functions.get(&name).cloned() else {
             return ctx.error("ERR Function not found");
         };
+        let Some(numkeys) = numkeys else {
+            return ctx.error("ERR Bad number of keys provided");
+        };
+        if numkeys > (args.len() - 3) as i64 {
+            return ctx.error("ERR Number of keys can't be greater than number of args");
+        }
+        if numkeys < 0 {
+            return ctx.error("ERR Number of keys can't be negative");
+        }
         let (keys, argv) = args[3..].split_at(numkeys as usize);
         let lua = &slot.vm.lua;
         let arguments = match (super::vm::array(lua, keys), super::vm::array(lua, argv)) {
@@ -452,25 +444,4 @@ pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
     if let Err(text) = outcome {
         ctx.error(&format!("ERR {text}"));
     }
-}
-
-/// The flags dispatch checks an FCALL by: the function's (`fcallGetCommandFlags`).
-pub fn command_flags(server: &Server, args: &[&[u8]], own: u32) -> u32 {
-    let Some(name) = args.get(1) else { return own };
-    let registry = server.scripting.libraries.read();
-    let name = String::from_utf8_lossy(name);
-    let Some(library) = registry.functions.get(name.as_ref()) else {
-        return own;
-    };
-    registry.libraries[library]
-        .functions
-        .iter()
-        .find(|f| f.name == name)
-        .map_or(own, |f| {
-            super::flags::Flags {
-                compat: false,
-                bits: f.flags,
-            }
-            .command_flags(own)
-        })
 }

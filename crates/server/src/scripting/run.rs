@@ -93,8 +93,8 @@ impl Drop for Current {
     }
 }
 
-/// The commands that may not run from a script but that Redis still lets through (none in
-/// 7.0 beyond the NOSCRIPT flag).
+/// Why `spec` may not run from a script with `argc` arguments (`scriptVerifyCommandArity`,
+/// then the NOSCRIPT flag), if it may not.
 fn refuse(spec: &command::Spec, argc: usize) -> Option<&'static str> {
     if !command::arity_ok(spec.arity, argc) {
         return Some("Wrong number of args calling Redis command from script");
