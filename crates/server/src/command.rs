@@ -733,7 +733,7 @@ fn shards_for(server: &Server, spec: &Spec, args: &[&[u8]]) -> smallvec::SmallVe
 /// Locks what `spec` needs for `args`, unless a script turns busy meanwhile (`None`: the
 /// command gets `-BUSY`). While no script runs this is `locks_for`.
 pub fn locks_unless_busy<'a>(server: &'a Server, spec: &Spec, args: &[&[u8]]) -> Option<Locks<'a>> {
-    if server.scripting.running.started_ms.load(Ordering::Acquire) == 0 {
+    if !server.scripting.running_now() {
         return Some(locks_for(server, spec, args));
     }
     Locks::of_unless_busy(server, shards_for(server, spec, args))

@@ -177,7 +177,11 @@ fn check(
         return refuse(Text::Formatted(text));
     }
     // Each check reads its atomic first: the common case costs a load per command.
-    if server.eviction.limited() && out_of_memory(server, state, spec, now_ms) {
+    // Redis does not evict (nor refuse for memory) while a script is busy.
+    if server.eviction.limited()
+        && !server.scripting.busy()
+        && out_of_memory(server, state, spec, now_ms)
+    {
         return refuse(Text::Shared(OOM));
     }
     if crate::bgsave::writes_denied(server)

@@ -246,7 +246,10 @@ impl Eviction {
         let mut evicted = Vec::new();
         loop {
             let index = self.next_shard.fetch_add(1, Ordering::Relaxed) % shards;
-            let mut shard = server.lock_shard(index);
+            // A busy script holds every shard; Redis does not evict inside one either.
+            let Some(mut shard) = server.lock_shard_unless_busy(index) else {
+                return Outcome::Ok;
+            };
             let step = shard.evict(&request, now_ms, &mut evicted);
             shard.compact(COMPACT_UNITS_PER_EVICTION);
             crate::propagate::expired(server, &mut shard);

@@ -170,6 +170,32 @@ pub fn truncate_pending(len: usize) {
     PENDING.with(|pending| pending.borrow_mut().truncate(len));
 }
 
+/// What is queued and how far this thread has appended, set aside while a busy script's
+/// thread serves its other connections (whose commands flush the queue as they end).
+#[derive(Debug)]
+pub struct SetAside {
+    pending: Vec<Op>,
+    appended: u64,
+}
+
+/// Takes the queue (`SetAside`) and leaves it empty.
+pub fn set_aside() -> SetAside {
+    SetAside {
+        pending: PENDING.with(|pending| std::mem::take(&mut *pending.borrow_mut())),
+        appended: APPENDED.get(),
+    }
+}
+
+/// Puts back what `set_aside` took, ahead of anything queued since.
+pub fn restore(held: SetAside) {
+    PENDING.with(|pending| {
+        let mut pending = pending.borrow_mut();
+        let later = std::mem::replace(&mut *pending, held.pending);
+        pending.extend(later);
+    });
+    APPENDED.set(APPENDED.get().max(held.appended));
+}
+
 /// EXEC's end, before it lets go of every shard: its commands' effects as one block.
 pub fn exec_done(server: &Server) {
     flush(server);

@@ -646,6 +646,10 @@ pub fn shutdown(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if abort {
         return ctx.error("ERR No shutdown in progress.");
     }
+    if !nosave && ctx.server.scripting.busy() {
+        // Only SHUTDOWN NOSAVE stops a busy script (Redis's `shutdownCommand`).
+        return ctx.error(crate::scripting::busy::busy_error(ctx.server));
+    }
     crate::log::warning("User requested shutdown...");
     if crate::persistence::begin_shutdown(ctx.server, save, nosave) {
         let may_exit = ctx.with_all_shards(|server, shards| {

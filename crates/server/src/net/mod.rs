@@ -42,6 +42,9 @@ mod accept;
 mod buffers;
 mod conn;
 mod prefetch;
+mod while_busy;
+
+pub use while_busy::serve_others;
 
 use crate::server::{Server, unix_ms};
 use buffers::Pools;
@@ -476,16 +479,24 @@ impl Thread<'_> {
         self.release_postponed(&mut touched);
         // Connections that only received mail during the serving below: written, not served.
         let mut delivered = Vec::new();
-        for &token in &touched {
+        for (i, &token) in touched.iter().enumerate() {
             // Mail posted since (by a connection served before this one) is delivered first,
             // so this connection's commands see it in Redis's order (`mail.rs`).
             if self.server.mail.waiting(self.index) {
                 mail |= self.take_mail(&mut delivered);
             }
-            let Some(conn) = self.conns.get_mut(&token) else {
+            // Out of the table while it is served, so that a busy script it runs can serve
+            // the others (`while_busy.rs`).
+            let Some(mut conn) = self.conns.remove(&token) else {
                 continue;
             };
-            match conn::serve(self.server, conn, &mut self.pools) {
+            let scope = while_busy::Scope::enter(self, token, &touched[i + 1..]);
+            let served = conn::serve(self.server, &mut conn, &mut self.pools);
+            if scope.leave() {
+                self.swap_listeners();
+            }
+            let conn = self.conns.entry(token).insert_entry(conn).into_mut();
+            match served {
                 Ok(_) if conn.state.postponed => {
                     self.postponed_generation = self.server.pause.generation();
                     if !self.postponed.contains(&token) {
@@ -615,26 +626,11 @@ impl Thread<'_> {
         }
     }
 
-    /// Closes connection `token` and releases at once everything it held: its blocking
-    /// registration, its watches, its entry in the client registry, its buffers.
+    /// Closes connection `token` (`close_conn`).
     fn close(&mut self, token: usize) {
-        let Some(mut conn) = self.conns.remove(&token) else {
-            return;
-        };
-        let server = self.server;
-        if conn.state.blocked.is_some() {
-            crate::blocking::forget(server, conn.state.shared.id);
+        if let Some(conn) = self.conns.remove(&token) {
+            close_conn(self.server, &self.poll, conn, &mut self.pools);
         }
-        let _ = self.poll.registry().deregister(&mut conn.stream);
-        crate::pubsub::forget(server, &mut conn.state);
-        server.monitors.remove(conn.state.shared.id);
-        crate::tracking::disable(server, &mut conn.state);
-        let watched = std::mem::take(&mut conn.state.watched);
-        server.unwatch(&conn.state.shared, &watched);
-        server.clients.lock().remove(&conn.state.shared.id);
-        server.connected.fetch_sub(1, Ordering::Relaxed);
-        self.pools.give_query(std::mem::take(&mut conn.input.query));
-        self.pools.give_reply(std::mem::take(&mut conn.out));
     }
 
     /// At shutdown: sends each connection what output it can without waiting, then closes it.
@@ -654,17 +650,21 @@ impl Thread<'_> {
     fn cron(&mut self) {
         let server = self.server;
         let now = unix_ms();
+        // While a script runs (it holds every shard) nothing here waits for a shard.
+        let script = server.scripting.running_now();
         if self.index == 0 {
             server.sample_ops(now);
-            if !server.cron_paused.load(Ordering::Relaxed) {
+            if !server.cron_paused.load(Ordering::Relaxed) && !script {
                 crate::bgsave::cron(server);
                 crate::aof::rewrite::cron(server);
             }
             server.aof.cron();
             crate::tracking::cron(server);
-            server
-                .defrag
-                .cron(server, || crate::defrag::measure(server));
+            if !script {
+                server
+                    .defrag
+                    .cron(server, || crate::defrag::measure(server));
+            }
         }
         // A CLIENT PAUSE stops every change to the keyspace, the cron's included.
         if !server.pause.active(now) {
@@ -694,6 +694,24 @@ impl Thread<'_> {
     }
 }
 
+/// Closes `conn`, taken out of its thread's table, and releases at once everything it held:
+/// its blocking registration, its watches, its entry in the client registry, its buffers.
+fn close_conn(server: &Server, poll: &Poll, mut conn: Conn, pools: &mut Pools) {
+    if conn.state.blocked.is_some() {
+        crate::blocking::forget(server, conn.state.shared.id);
+    }
+    let _ = poll.registry().deregister(&mut conn.stream);
+    crate::pubsub::forget(server, &mut conn.state);
+    server.monitors.remove(conn.state.shared.id);
+    crate::tracking::disable(server, &mut conn.state);
+    let watched = std::mem::take(&mut conn.state.watched);
+    server.unwatch(&conn.state.shared, &watched);
+    server.clients.lock().remove(&conn.state.shared.id);
+    server.connected.fetch_sub(1, Ordering::Relaxed);
+    pools.give_query(std::mem::take(&mut conn.input.query));
+    pools.give_reply(std::mem::take(&mut conn.out));
+}
+
 /// Active expiry on the shards thread `index` owns (`shard % threads == index`; none while
 /// DEBUG SET-ACTIVE-EXPIRE 0 or PAUSE-CRON 1 holds), Redis's slow cycle: each database is sampled
 /// while more than 10% of what was sampled had expired, within 25% of the cron period.
@@ -702,7 +720,10 @@ fn active_expire(server: &Server, index: usize, threads: usize, now: u64) {
     let budget = Duration::from_micros(250_000 / u64::from(hz));
     let started = Instant::now();
     for shard_index in server.active_expire_shards(index, threads) {
-        let mut shard = server.lock_shard(shard_index);
+        // A busy script holds every shard: this thread goes back to serving its clients.
+        let Some(mut shard) = server.lock_shard_unless_busy(shard_index) else {
+            break;
+        };
         for db in 0..shard.databases() {
             loop {
                 let round = shard.active_expire(db, now, 200);

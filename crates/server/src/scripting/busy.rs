@@ -3,7 +3,11 @@
 //!
 //! ```text
 //!  count hook, every 100,000 Lua instructions of a running script:
-//!    elapsed > threshold ∧ ¬busy → busy ← true, "Slow script detected" logged
+//!    elapsed ≥ threshold ∧ ¬busy → busy ← true, "Slow script detected" logged
+//!    busy → the thread's other connections are served (`net::serve_others`): new ones
+//!           accepted, their commands answered, so SCRIPT KILL arrives with one I/O thread
+//!    SHUTDOWN NOSAVE → raise, whether or not the script wrote (its effects are not written
+//!           to the AOF: the server is exiting without saving)
 //!    kill → raise {err = "ERR Script killed by user with SCRIPT KILL..."}, and from then on
 //!           at every line, so a pcall in the script cannot keep it alive
 //!  other clients, while busy: every command without ALLOW_BUSY gets -BUSY (dispatch), and a
@@ -52,34 +56,50 @@ pub fn disarm(lua: &mlua::Lua) {
     super::lua_ext::set_count_hook(lua, None, 0);
 }
 
-/// The count hook's decision: `Some(error)` to stop the script with that error.
+/// The count hook's decision: `Some(error)` to stop the script with that error. A busy
+/// script's thread serves its other connections first (`net::serve_others`), so a SCRIPT KILL
+/// or SHUTDOWN NOSAVE sent to it takes effect at once.
 fn check() -> Option<&'static str> {
     super::run::Current::with(|run| {
         let server = run.server;
-        let running = &server.scripting.running;
-        if !running.busy.load(Ordering::Relaxed) {
-            let threshold = server.config.read().busy_reply_threshold;
-            let elapsed = now_ms().saturating_sub(running.started_ms.load(Ordering::Relaxed));
-            if threshold > 0 && elapsed >= threshold as u64 {
-                running.busy.store(true, Ordering::Release);
-                let (name, _) = running.name.lock().clone();
-                let command = if running.eval.load(Ordering::Relaxed) {
-                    "SCRIPT KILL"
-                } else {
-                    "FUNCTION KILL"
-                };
-                crate::log::warning(&format!(
-                    "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the {command} command. Script name is: {name}."
-                ));
-            }
+        if !note_busy(server) {
+            return None;
         }
-        if running.kill.load(Ordering::Acquire) {
+        crate::net::serve_others();
+        if server.shutdown.load(Ordering::Acquire) {
+            return Some("Script killed by SHUTDOWN NOSAVE...");
+        }
+        if server.scripting.running.kill.load(Ordering::Acquire) {
             crate::log::warning("Lua script killed by user with SCRIPT KILL.");
             return Some("Script killed by user with SCRIPT KILL...");
         }
         None
     })
     .flatten()
+}
+
+/// Marks the running script busy once it has passed `busy-reply-threshold`; whether it is.
+fn note_busy(server: &Server) -> bool {
+    let running = &server.scripting.running;
+    if running.busy.load(Ordering::Relaxed) {
+        return true;
+    }
+    let threshold = server.config.read().busy_reply_threshold;
+    let elapsed = now_ms().saturating_sub(running.started_ms.load(Ordering::Relaxed));
+    if elapsed < threshold.max(0) as u64 {
+        return false;
+    }
+    running.busy.store(true, Ordering::Release);
+    let (name, _) = running.name.lock().clone();
+    let command = if running.eval.load(Ordering::Relaxed) {
+        "SCRIPT KILL"
+    } else {
+        "FUNCTION KILL"
+    };
+    crate::log::warning(&format!(
+        "Slow script detected: still in execution after {elapsed} milliseconds. You can try killing the script using the {command} command. Script name is: {name}."
+    ));
+    true
 }
 
 /// SCRIPT KILL (`eval`) or FUNCTION KILL: the reply, `Ok` meaning `+OK`.

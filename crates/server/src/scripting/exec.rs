@@ -96,6 +96,7 @@ pub fn run(
         propagate: true,
         reply: Vec::new(),
     };
+    let queued_before = crate::propagate::pending_len();
     let outcome = {
         let _current = Current::enter(&mut run);
         super::busy::arm(lua);
@@ -106,6 +107,13 @@ pub fn run(
     let protocol = run.client.protocol;
     running.started_ms.store(0, Ordering::Release);
     running.busy.store(false, Ordering::Release);
+    if server.shutdown.load(Ordering::Acquire) {
+        // Stopped by SHUTDOWN NOSAVE: Redis exits mid-script, so nothing it did is written to
+        // the AOF and its caller gets no reply.
+        crate::propagate::truncate_pending(queued_before);
+        ctx.client.close_now = true;
+        return;
+    }
     match outcome {
         Ok((1, value)) => {
             for error in convert::lua_to_reply(&value, protocol, &mut ctx.out) {

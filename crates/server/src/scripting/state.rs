@@ -114,6 +114,11 @@ impl Scripting {
             .sum()
     }
 
+    /// Whether a script is running (it holds every shard).
+    pub fn running_now(&self) -> bool {
+        self.running.started_ms.load(Ordering::Acquire) != 0
+    }
+
     /// Whether a script has run past `busy-reply-threshold`.
     pub fn busy(&self) -> bool {
         self.running.busy.load(Ordering::Acquire)
