@@ -45,6 +45,14 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
+/// The function libraries as the base rebuilds them: `FUNCTION LOAD <code>` each, ahead of
+/// the keys (Redis's `rewriteFunctions`).
+pub fn encode_functions(out: &mut Vec<u8>, codes: &[Vec<u8>]) {
+    for code in codes {
+        encode_command(out, &[b"FUNCTION", b"LOAD", code]);
+    }
+}
+
 /// Appends `SELECT <db>`, as the rewrite starts each non-empty database.
 pub fn encode_select(out: &mut Vec<u8>, db: usize) {
     out.extend_from_slice(b"*2\r\n$6\r\nSELECT\r\n");

@@ -7,6 +7,7 @@
 //!  "REDIS0010"                                  magic and 4-digit version (ASCII)
 //!  FA aux-key aux-value  …                      AUX: redis-ver, redis-bits, ctime, used-mem,
 //!                                               aof-base (strings; integers int-encoded)
+//!  F5 code  …                                   FUNCTION2: one function library's source
 //!  per non-empty database:
 //!    FE db                                      SELECTDB (a length)
 //!    FB db-size expires-size                    RESIZEDB (two lengths)
@@ -18,8 +19,9 @@
 //! The reader also takes what older files hold: EXPIRETIME (FD, seconds: u32 LE), IDLE (F8, a
 //! length) and FREQ (F9, one byte), which it reads and ignores (densekv keeps no access clock
 //! yet), versions 1 to 10, and files without a checksum (version < 5, or a stored CRC of 0, which
-//! Redis writes when `rdbchecksum no`). A module's aux data (F7) or values, functions (F5, F6)
-//! and streams are refused by name: densekv has none of them yet. Every byte is hostile input
+//! Redis writes when `rdbchecksum no`). A module's aux data (F7) or values, the functions of Redis
+//! 7.0's release candidates (F6: name, engine and description fields before the code) and
+//! streams are refused by name: densekv has none of them. Every byte is hostile input
 //! (`value.rs` checks the values); a file that ends early, names a database past `databases`, or
 //! fails its checksum is an error, and nothing read before the error is kept by the caller's
 //! contract (load into a fresh keyspace, swap on success).
@@ -51,7 +53,7 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &Entry<'_>, compress: bool) {
 }
 
 /// What the writer is told about the server (the AUX fields and the options).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SaveOptions {
     /// LZF for strings over 20 bytes (`rdbcompression`).
     pub compress: bool,
@@ -63,6 +65,8 @@ pub struct SaveOptions {
     pub used_mem_bytes: u64,
     /// The file is the base of an append-only file (`aof-base 1`).
     pub aof_base: bool,
+    /// The function libraries' sources, written after the AUX fields (FUNCTION2 each).
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// Writes an RDB file to `out`, record by record, keeping the running CRC.
@@ -88,10 +92,12 @@ impl<W: Write> Writer<W> {
             .extend_from_slice(format!("REDIS{RDB_VERSION:04}").as_bytes());
         w.aux(b"redis-ver", REDIS_VER.as_bytes());
         w.aux_int(b"redis-bits", 64);
-        w.aux_int(b"ctime", options.ctime_secs as i64);
-        w.aux_int(b"used-mem", options.used_mem_bytes as i64);
-        w.aux_int(b"aof-base", i64::from(options.aof_base));
+        w.aux_int(b"ctime", w.options.ctime_secs as i64);
+        w.aux_int(b"used-mem", w.options.used_mem_bytes as i64);
+        w.aux_int(b"aof-base", i64::from(w.options.aof_base));
         w.flush_record()?;
+        let functions = std::mem::take(&mut w.options.functions);
+        w.functions(&functions)?;
         Ok(w)
     }
 
@@ -111,6 +117,17 @@ impl<W: Write> Writer<W> {
         self.crc = crc64(self.crc, &self.record);
         self.out.write_all(&self.record)?;
         self.record.clear();
+        Ok(())
+    }
+
+    /// Writes the function libraries' sources (FUNCTION2 each), after the AUX fields and
+    /// before the databases, where Redis's `rdbSaveFunctions` puts them.
+    fn functions(&mut self, codes: &[Vec<u8>]) -> io::Result<()> {
+        for code in codes {
+            self.record.push(opcode::FUNCTION2);
+            codec::put_string(&mut self.record, code, self.options.compress);
+            self.flush_record()?;
+        }
         Ok(())
     }
 
@@ -221,6 +238,8 @@ pub struct Loaded {
     pub keys: usize,
     /// The AUX fields, in file order.
     pub aux: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The function libraries' sources (FUNCTION2), in file order.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// Reads a whole RDB file, calling `key(db, name, value, expire_at_ms)` for every key, with
@@ -378,9 +397,11 @@ impl Stream {
             opcode::IDLE => drop(r.len_value().map_err(format)?),
             opcode::FREQ => drop(r.u8().map_err(format)?),
             opcode::MODULE_AUX => return Err(LoadError::Unsupported("module data")),
-            opcode::FUNCTION | opcode::FUNCTION2 => {
-                return Err(LoadError::Unsupported("functions"));
+            opcode::FUNCTION2 => {
+                let code = r.string().map_err(format)?.into_owned();
+                self.loaded.functions.push(code);
             }
+            opcode::FUNCTION => return Err(LoadError::Unsupported("pre-release functions")),
             t => {
                 let name = r.string().map_err(format)?;
                 let v = value::read(t, r).map_err(|e| match e {

@@ -65,6 +65,7 @@ fn rdb_file(shard: &mut Shard, compress: bool) -> Vec<u8> {
         ctime_secs: 1_700_000_000,
         used_mem_bytes: 1 << 20,
         aof_base: false,
+        functions: Vec::new(),
     };
     let mut w = rdb::Writer::new(Vec::new(), options).unwrap();
     w.keyspace(&mut [shard]).unwrap();

@@ -282,6 +282,7 @@ fn begin(
     let temp = temp_name(target);
     let file = File::create(&temp).map_err(|e| format!("Can't save in background: {e}"))?;
     let (tx, rx) = sync_channel(CHANNEL_CHUNKS);
+    let compress = options.compress;
     let writer = {
         let (job, server) = (Arc::clone(&job), Arc::clone(&handle));
         let annotate = server.config.read().aof_timestamp_enabled;
@@ -292,7 +293,9 @@ fn begin(
         move || {
             let out = SyncEvery::new(file, incremental.then_some(SYNC_EVERY_BYTES));
             let result = match target {
-                Target::AofBase { rdb: false } => write_commands(out, &rx, &job, annotate),
+                Target::AofBase { rdb: false } => {
+                    write_commands(out, &options.functions, &rx, &job, annotate)
+                }
                 _ => write(out, options, &sizes, &rx, &job),
             };
             if result.is_err() {
@@ -313,7 +316,7 @@ fn begin(
         shard.snapshot_begin(Box::new(ChunkSink {
             job: Arc::clone(&job),
             tx: tx.clone(),
-            compress: options.compress,
+            compress,
             commands: target == Target::AofBase { rdb: false },
             db: 0,
             bytes: Vec::with_capacity(CHUNK_BYTES),
@@ -490,6 +493,7 @@ fn write(
 /// database changes, then the chunks' commands, then the fsync.
 fn write_commands(
     out: SyncEvery,
+    functions: &[Vec<u8>],
     rx: &Receiver<Chunk>,
     job: &Job,
     annotate: bool,
@@ -501,6 +505,9 @@ fn write_commands(
         w.write_all(format!("#TS:{}\r\n", unix_ms() / 1000).as_bytes())
             .map_err(failed)?;
     }
+    let mut loads = Vec::new();
+    persist::aof_base::encode_functions(&mut loads, functions);
+    w.write_all(&loads).map_err(failed)?;
     let mut selected: Option<usize> = None;
     let mut select = Vec::new();
     for chunk in rx {

@@ -105,6 +105,7 @@ pub fn save_options(server: &Server, shards: &[&mut Shard]) -> (String, SaveOpti
         ctime_secs: unix_ms() / 1000,
         used_mem_bytes,
         aof_base: false,
+        functions: server.scripting.library_codes(),
     };
     (c.dbfilename.clone(), options)
 }
@@ -237,6 +238,9 @@ pub fn write_base(
             let ts = format!("#TS:{}\r\n", unix_ms() / 1000);
             out.write_all(ts.as_bytes()).map_err(failed)?;
         }
+        let mut loads = Vec::new();
+        persist::aof_base::encode_functions(&mut loads, &options.functions);
+        out.write_all(&loads).map_err(failed)?;
         write_commands(&mut out, shards).map_err(failed)?;
     }
     out.flush().map_err(failed)?;

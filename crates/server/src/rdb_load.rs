@@ -100,7 +100,8 @@ pub fn load_path(
     load.run(&mut file, hold)?;
     let stored = load.stream.keys() - load.expired;
     let expired = load.expired;
-    load.stream.finish().map_err(|e| e.to_string())?;
+    let loaded = load.stream.finish().map_err(|e| e.to_string())?;
+    crate::scripting::functions::install(server, &loaded.functions)?;
     crate::log::notice(&format!(
         "Done loading RDB, keys loaded: {stored}, keys expired: {expired}."
     ));

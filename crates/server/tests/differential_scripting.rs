@@ -88,20 +88,7 @@ impl Pair {
 
 /// Cases densekv does not match yet, each with why; printed on every run, not asserted. The
 /// list is the open part of issue #29 and shrinks as the server catches up.
-const KNOWN_DIFFERENCES: [(&str, &str); 3] = [
-    (
-        "script/commandstats_after_scripts",
-        "INFO commandstats lists commands in table order, Redis in its dictionary's order",
-    ),
-    (
-        "function/list_rich ",
-        "FUNCTION LIST gives a library's functions in registration order, Redis in its hash order",
-    ),
-    (
-        "function/list_rich_resp3",
-        "as function/list_rich, in RESP3",
-    ),
-];
+const KNOWN_DIFFERENCES: [(&str, &str); 0] = [];
 
 fn connect(server: &Server) -> Client {
     let client = server.connect();

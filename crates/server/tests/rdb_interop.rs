@@ -126,6 +126,7 @@ fn write_with_densekv(data: &Dataset, path: &std::path::Path) {
         ctime_secs: 1_700_000_000,
         used_mem_bytes: shard.heap().stats().allocated_bytes,
         aof_base: false,
+        functions: Vec::new(),
     };
     let mut w = rdb::Writer::new(std::io::BufWriter::new(file), options).unwrap();
     w.keyspace(&mut [&mut shard]).unwrap();

@@ -40,6 +40,7 @@ pub fn reload<'s>(server: &'s Server, locks: &mut Locks<'s>) -> Result<(), Strin
     for shard in locks.iter_mut() {
         (0..shard.databases()).for_each(|db| shard.flush(db));
     }
+    crate::scripting::functions::clear(server);
     let result = match load_with(server, Some(&mut *locks)) {
         Ok(true) => Ok(()),
         Ok(false) => Err("Fatal error: no append only file to load".to_string()),

@@ -552,6 +552,7 @@ fn reload(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 (0..shard.databases()).for_each(|db| shard.flush(db));
             }
             crate::tracking::flushed(server);
+            crate::scripting::functions::clear(server);
         }
         match crate::rdb_load::load_held(server, shards) {
             Ok(Some(_)) => Ok(()),

@@ -94,11 +94,7 @@ fn flush(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if !valid {
         return ctx.error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     }
-    let mut registry = ctx.server.scripting.libraries.write();
-    registry.libraries.clear();
-    registry.functions.clear();
-    registry.generation += 1;
-    drop(registry);
+    functions::clear(ctx.server);
     changed(ctx);
     ctx.ok();
 }
@@ -126,11 +122,16 @@ fn list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
             String::from_utf8_lossy(arg)
         ));
     }
+    // Redis matches the pattern without regard to case (`stringmatchlen(…, nocase = 1)`).
+    let glob = pattern.map(|p| store::glob::Glob::new(&p.to_ascii_lowercase()));
     let registry = ctx.server.scripting.libraries.read();
     let shown: Vec<_> = registry
         .libraries
         .values()
-        .filter(|l| pattern.is_none_or(|p| store::glob::matches(p, l.name.as_bytes())))
+        .filter(|l| {
+            glob.as_ref()
+                .is_none_or(|g| g.matches(l.name.to_ascii_lowercase().as_bytes()))
+        })
         .collect();
     let out = &mut ctx.out;
     out.array_len(shown.len());
@@ -159,7 +160,8 @@ fn list(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
                 .collect();
             out.set_len(names.len());
             for name in names {
-                out.bulk(name.as_bytes());
+                // Redis's `functionListReplyFlags` replies them as status strings.
+                out.simple(name.as_bytes());
             }
         }
         if with_code {

@@ -236,16 +236,23 @@ fn c_long_long(n: f64) -> i64 {
 
 /// Writes `value`, a script's result, as Redis's `luaReplyToRedisReply` replies it to a
 /// caller whose writer is `out`; `script` is the protocol the script chose (`redis.setresp`).
-/// Returns the error replies written that count in the error statistics (those not flagged
-/// `ignore_error_stats_update`: they were counted when a command replied them).
-pub fn lua_to_reply(value: &Value, script: Protocol, out: &mut ReplyWriter) -> Vec<Vec<u8>> {
-    let mut errors = Vec::new();
+/// Returns the error replies it wrote.
+pub fn lua_to_reply(value: &Value, script: Protocol, out: &mut ReplyWriter) -> Errors {
+    let mut errors = Errors::default();
     write_value(value, script, out, 0, &mut errors);
     errors
 }
 
-/// Error replies written so far that count in the error statistics.
-type Errors = Vec<Vec<u8>>;
+/// The error replies a script's result held.
+#[derive(Debug, Default)]
+pub struct Errors {
+    /// Those that count in the error statistics: not flagged `ignore_error_stats_update`
+    /// (the flagged ones were counted when a command replied them).
+    pub counted: Vec<Vec<u8>>,
+    /// Whether there was any: the script's command then counts as failed either way
+    /// (Redis's `afterErrorReply`).
+    pub any: bool,
+}
 
 fn write_value(
     value: &Value,
@@ -282,11 +289,12 @@ fn write_table(
     if let Ok(Value::String(err)) = t.raw_get::<Value>("err") {
         let text = crlf_to_spaces(&err.as_bytes());
         out.error(&text);
+        errors.any = true;
         if !matches!(
             t.raw_get::<Value>("ignore_error_stats_update"),
             Ok(Value::Boolean(true))
         ) {
-            errors.push(text);
+            errors.counted.push(text);
         }
         return;
     }

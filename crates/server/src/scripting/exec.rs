@@ -7,7 +7,8 @@
 //!   ─▶ Run { locks: all shards, script client: caller's db, RESP2 } made current
 //!   ─▶ driver(f, …) ─▶ 1, value ─▶ lua_to_reply          (in the protocol the script chose)
 //!                    ─▶ 0, {err, source, line} ─▶ -<err> script: <name>, on <source>:<line>.
-//!   ─▶ Running cleared; the VM's memory published for INFO
+//!   ─▶ Running cleared; the VM's memory published for INFO (`used_memory_vm_eval` or
+//!      `used_memory_vm_functions`)
 //! ```
 
 use super::convert;
@@ -116,8 +117,9 @@ pub fn run(
     }
     match outcome {
         Ok((1, value)) => {
-            for error in convert::lua_to_reply(&value, protocol, &mut ctx.out) {
-                ctx.failed = true;
+            let errors = convert::lua_to_reply(&value, protocol, &mut ctx.out);
+            ctx.failed |= errors.any;
+            for error in errors.counted {
                 server.count_error(&error);
             }
         }
@@ -133,7 +135,12 @@ pub fn run(
         )),
     }
     let thread = ctx.client.shared.thread;
-    if let Some(slot) = server.scripting.vm_bytes.get(thread) {
+    let published = if target.eval {
+        &server.scripting.vm_bytes
+    } else {
+        &server.scripting.function_vm_bytes
+    };
+    if let Some(slot) = published.get(thread) {
         slot.store(lua.used_memory(), Ordering::Relaxed);
     }
 }

@@ -340,6 +340,32 @@ pub fn load(registry: &mut Registry, code: &[u8], replace: bool) -> Result<Strin
     Ok(name)
 }
 
+/// Adds the libraries a data file held (`codes`, from an RDB's FUNCTION2 records), replacing
+/// any of the same name, all or none: the error names the library that failed to load, as
+/// Redis's `rdbFunctionLoad` logs it.
+pub fn install(server: &Server, codes: &[Vec<u8>]) -> Result<(), String> {
+    if codes.is_empty() {
+        return Ok(());
+    }
+    let mut registry = server.scripting.libraries.write();
+    let mut next = registry.clone();
+    for code in codes {
+        load(&mut next, code, true).map_err(|e| format!("Failed loading library, {e}"))?;
+    }
+    next.generation = registry.generation + 1;
+    *registry = next;
+    Ok(())
+}
+
+/// Removes every library (FUNCTION FLUSH, and a reload that empties the dataset, as Redis's
+/// `emptyData` does).
+pub fn clear(server: &Server) {
+    let mut registry = server.scripting.libraries.write();
+    registry.libraries.clear();
+    registry.functions.clear();
+    registry.generation += 1;
+}
+
 /// Removes library `name` and its functions; whether it existed.
 pub fn remove(registry: &mut Registry, name: &str) -> bool {
     let Some(library) = registry.libraries.remove(name) else {

@@ -56,8 +56,10 @@ pub struct Scripting {
     pub libraries: RwLock<Registry>,
     pub rand: Mutex<Rand48>,
     pub running: Running,
-    /// Bytes each thread's Lua VM uses, summed by INFO (`used_memory_vm_eval`).
+    /// Bytes each thread's EVAL VM uses, summed by INFO (`used_memory_vm_eval`).
     pub vm_bytes: Box<[AtomicUsize]>,
+    /// Bytes each thread's function VM uses (`used_memory_vm_functions`).
+    pub function_vm_bytes: Box<[AtomicUsize]>,
 }
 
 impl Scripting {
@@ -70,6 +72,7 @@ impl Scripting {
             rand: Mutex::new(Rand48::default()),
             running: Running::default(),
             vm_bytes: (0..threads.max(1)).map(|_| AtomicUsize::new(0)).collect(),
+            function_vm_bytes: (0..threads.max(1)).map(|_| AtomicUsize::new(0)).collect(),
         }
     }
 
@@ -106,12 +109,55 @@ impl Scripting {
         self.flushes.fetch_add(1, Ordering::Release);
     }
 
-    /// `used_memory_vm_eval`: every thread's Lua VM.
+    /// `used_memory_vm_eval`: every thread's EVAL VM.
     pub fn vm_bytes(&self) -> usize {
         self.vm_bytes
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// INFO memory's scripting fields, in Redis 7.0's order (`genRedisInfoString`): the VMs'
+    /// memory as each thread last published it, the script cache's and the libraries' bytes.
+    pub fn info_fields(&self) -> String {
+        let eval_vm = self.vm_bytes();
+        let function_vm: usize = self
+            .function_vm_bytes
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .sum();
+        let scripts = self.cache_bytes.load(Ordering::Relaxed);
+        let cached = self.cache.read().len();
+        let registry = self.libraries.read();
+        let functions_bytes: usize = registry
+            .libraries
+            .values()
+            .map(|l| {
+                let names: usize = l.functions.iter().map(|f| f.name.len() + 64).sum();
+                l.name.len() + l.code.len() + names + 64
+            })
+            .sum();
+        let human = crate::commands::memory::human;
+        format!(
+            "used_memory_lua:{eval_vm}\r\nused_memory_vm_eval:{eval_vm}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{cached}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:{function_vm}\r\nused_memory_vm_total:{}\r\nused_memory_vm_total_human:{}\r\nused_memory_functions:{functions_bytes}\r\nused_memory_scripts:{}\r\nused_memory_scripts_human:{}\r\n",
+            human(eval_vm as u64),
+            registry.functions.len(),
+            registry.libraries.len(),
+            eval_vm + function_vm,
+            human((eval_vm + function_vm) as u64),
+            scripts + functions_bytes,
+            human((scripts + functions_bytes) as u64),
+        )
+    }
+
+    /// Every function library's source, by library name (what a save writes).
+    pub fn library_codes(&self) -> Vec<Vec<u8>> {
+        let registry = self.libraries.read();
+        registry
+            .libraries
+            .values()
+            .map(|library| library.code.clone())
+            .collect()
     }
 
     /// Whether a script is running (it holds every shard).
