@@ -180,17 +180,17 @@ fn check(
     // Redis does not evict (nor refuse for memory) while a script is busy.
     if server.eviction.limited()
         && !server.scripting.busy()
-        && out_of_memory(server, state, spec, now_ms)
+        && out_of_memory(server, state, spec, args, now_ms)
     {
         return refuse(Text::Shared(OOM));
     }
     if crate::bgsave::writes_denied(server)
-        && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
+        && (spec.name == "ping" || flags_of(server, state, spec, args) & flag::WRITE != 0)
     {
         return refuse(Text::Shared(MISCONF));
     }
     if let Some(text) = crate::aof::write_denied(server)
-        && (spec.name == "ping" || flags_of(state, spec) & flag::WRITE != 0)
+        && (spec.name == "ping" || flags_of(server, state, spec, args) & flag::WRITE != 0)
     {
         return refuse(Text::Coded(text));
     }
@@ -198,7 +198,7 @@ fn check(
         return refuse(Text::Formatted(text));
     }
     if server.persistence.load.loading.load(Ordering::Relaxed)
-        && flags_of(state, spec) & flag::LOADING == 0
+        && flags_of(server, state, spec, args) & flag::LOADING == 0
     {
         return refuse(Text::Shared(
             "LOADING Redis is loading the dataset in memory",
@@ -246,7 +246,7 @@ fn allowed_subscribed(spec: &Spec) -> bool {
 /// Whether a CLIENT PAUSE in force postpones this command (`pause.rs`): every command under
 /// `ALL`; under `WRITE` those that may write or replicate (EXEC: with one queued). MONITOR
 /// clients are Redis's replicas, which are never paused.
-fn paused(server: &Server, state: &ClientState, spec: &Spec, now_ms: u64) -> bool {
+fn paused(server: &Server, state: &ClientState, spec: &Spec, args: &[&[u8]], now_ms: u64) -> bool {
     use crate::pause::Kind;
     match server.pause.kind(now_ms) {
         Kind::None => false,
@@ -257,10 +257,10 @@ fn paused(server: &Server, state: &ClientState, spec: &Spec, now_ms: u64) -> boo
             let queued = match &state.multi {
                 Some(queue) if spec.name == "exec" => queue
                     .iter()
-                    .any(|q| COMMANDS[q.index].flags & may_write != 0),
+                    .any(|q| queued_flags(server, q) & may_write != 0),
                 _ => false,
             };
-            spec.flags & may_write != 0 || queued
+            command_flags(server, spec, args) & may_write != 0 || queued
         }
     }
 }
@@ -271,25 +271,31 @@ const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
 /// Evicts as `maxmemory` asks (before every command, as Redis's `processCommand`), and whether
 /// this command must be refused for it: a DENYOOM one (EXEC: with a DENYOOM command queued), or
 /// any command but EXEC, DISCARD, QUIT and RESET inside MULTI, when nothing more could be freed.
-fn out_of_memory(server: &Server, state: &ClientState, spec: &Spec, now_ms: u64) -> bool {
+fn out_of_memory(
+    server: &Server,
+    state: &ClientState,
+    spec: &Spec,
+    args: &[&[u8]],
+    now_ms: u64,
+) -> bool {
     if server.eviction.perform(server, now_ms) == crate::evict::Outcome::Ok {
         return false;
     }
     let queued_in_multi =
         state.multi.is_some() && !matches!(spec.name, "exec" | "discard" | "quit" | "reset");
-    flags_of(state, spec) & flag::DENYOOM != 0 || queued_in_multi
+    flags_of(server, state, spec, args) & flag::DENYOOM != 0 || queued_in_multi
 }
 
 /// Redis's `shared.bgsaveerr`.
 const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error.";
 
-/// The flags dispatch's checks go by: a command's own, and for EXEC also what its queued
-/// commands add: any one's WRITE, and LOADING only if every one has it (Redis's
-/// `mstate.cmd_flags` and `cmd_inv_flags`).
-fn flags_of(state: &ClientState, spec: &Spec) -> u32 {
+/// The flags dispatch's checks go by: a command's own (`command_flags`), and for EXEC also
+/// what its queued commands add: any one's WRITE, and LOADING only if every one has it
+/// (Redis's `mstate.cmd_flags` and `cmd_inv_flags`).
+fn flags_of(server: &Server, state: &ClientState, spec: &Spec, args: &[&[u8]]) -> u32 {
     match &state.multi {
         Some(queue) if spec.name == "exec" => {
-            let flags = |q: &Queued| COMMANDS[q.index].flags;
+            let flags = |q: &Queued| queued_flags(server, q);
             let write = queue.iter().fold(0, |f, q| f | flags(q)) & (flag::WRITE | flag::DENYOOM);
             let loading = queue.iter().all(|q| flags(q) & flag::LOADING != 0);
             (spec.flags & !flag::LOADING)
@@ -300,8 +306,24 @@ fn flags_of(state: &ClientState, spec: &Spec) -> u32 {
                     0
                 }
         }
-        _ => spec.flags,
+        _ => command_flags(server, spec, args),
     }
+}
+
+/// A command's flags as dispatch's checks see them (Redis's `getCommandFlags`): the table's,
+/// but for a script that declares flags (a shebang, a registered function's flags) those
+/// decide whether it writes and may be refused for memory (`scripting::flags::declared`).
+fn command_flags(server: &Server, spec: &Spec, args: &[&[u8]]) -> u32 {
+    match crate::scripting::flags::declared(server, spec.name, args) {
+        Some(declared) => declared.command_flags(spec.flags),
+        None => spec.flags,
+    }
+}
+
+/// `command_flags` of a command queued in MULTI.
+fn queued_flags(server: &Server, queued: &Queued) -> u32 {
+    let args: Vec<&[u8]> = queued.args.iter().map(Vec::as_slice).collect();
+    command_flags(server, COMMANDS[queued.index], &args)
 }
 
 fn route(
@@ -323,7 +345,7 @@ fn route(
             return routed;
         }
     };
-    if paused(server, state, spec, now_ms) {
+    if paused(server, state, spec, args, now_ms) {
         state.postponed = true;
         return routed;
     }

@@ -1349,6 +1349,32 @@ fn shebang(k: &mut Corpus) {
     k.case("shebang", "no_writes_script_read_commands")
         .cmd(&["RPUSH", "l", "a", "b"])
         .ev("#!lua flags=no-writes\nreturn {redis.call('LLEN', 'l'), redis.call('LRANGE', 'l', 0, -1), redis.call('EXISTS', 'l')}");
+    // Over maxmemory, dispatch refuses by the flags a script declares (`evalGetCommandFlags`):
+    // a shebang without allow-oom or no-writes is DENYOOM, a script without one is not.
+    let flagged = "#!lua\nreturn redis.call('GET', 'k')";
+    let flagged_sha = sha1_hex(flagged);
+    k.case("shebang", "declared_flags_over_maxmemory")
+        .cmd(&["SET", "k", "v"])
+        .cmd(&["SCRIPT", "LOAD", flagged])
+        .cmd(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=oomlib\nredis.register_function('oomw', function() return 1 end)\nredis.register_function{function_name='oomr', callback=function() return 2 end, flags={'no-writes'}}",
+        ])
+        .cmd(&["CONFIG", "SET", "maxmemory", "1"])
+        .ev(flagged)
+        .cmd(&["EVALSHA", &flagged_sha, "0"])
+        .ev("#!lua flags=no-writes\nreturn redis.call('GET', 'k')")
+        .ev("#!lua flags=allow-oom\nreturn redis.call('GET', 'k')")
+        .ev("return redis.call('GET', 'k')")
+        .ev("return redis.call('SET', 'k', 'w')")
+        .cmd(&["FCALL", "oomw", "0"])
+        .cmd(&["FCALL", "OOMR", "0"])
+        .cmd(&["MULTI"])
+        .ev(flagged)
+        .cmd(&["EXEC"])
+        .cmd(&["CONFIG", "SET", "maxmemory", "0"])
+        .cmd(&["FUNCTION", "FLUSH"]);
 }
 
 #[allow(

@@ -9,6 +9,7 @@
 //! ```
 
 use crate::command::flag;
+use crate::server::Server;
 
 pub const NO_WRITES: u32 = 1;
 pub const ALLOW_OOM: u32 = 1 << 1;
@@ -61,6 +62,24 @@ impl Flags {
         }
         flags
     }
+}
+
+/// The flags a script command about to run declares, if any (Redis's `evalGetCommandFlags`
+/// and `fcallGetCommandFlags`): an EVAL body's shebang, a cached EVALSHA script's, a
+/// registered function's. `None` for other commands, a script without a shebang, or one not
+/// found (the command then fails on its own).
+pub fn declared(server: &Server, command: &str, args: &[&[u8]]) -> Option<Flags> {
+    let target = args.get(1)?;
+    let flags = match command {
+        "eval" | "eval_ro" => from_shebang(target).ok()?.0,
+        "evalsha" | "evalsha_ro" => server.scripting.cached(target)?.flags,
+        "fcall" | "fcall_ro" => {
+            let name = String::from_utf8_lossy(target).to_ascii_lowercase();
+            super::functions::flags_of(server, &name)?
+        }
+        _ => return None,
+    };
+    (!flags.compat).then_some(flags)
 }
 
 /// The flag named `name`.

@@ -357,6 +357,25 @@ pub fn install(server: &Server, codes: &[Vec<u8>]) -> Result<(), String> {
     Ok(())
 }
 
+/// The flags function `name` was registered with (any case), if it exists.
+pub fn flags_of(server: &Server, name: &str) -> Option<super::flags::Flags> {
+    let registry = server.scripting.libraries.read();
+    let (_, library) = registry
+        .functions
+        .iter()
+        .find(|(function, _)| function.eq_ignore_ascii_case(name))?;
+    let info = registry
+        .libraries
+        .get(library)?
+        .functions
+        .iter()
+        .find(|f| f.name.eq_ignore_ascii_case(name))?;
+    Some(super::flags::Flags {
+        compat: false,
+        bits: info.flags,
+    })
+}
+
 /// Removes every library (FUNCTION FLUSH, and a reload that empties the dataset, as Redis's
 /// `emptyData` does).
 pub fn clear(server: &Server) {
