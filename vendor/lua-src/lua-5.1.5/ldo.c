@@ -453,18 +453,6 @@ LUA_API int lua_yield (lua_State *L, int nresults) {
 }
 
 
-/* densekv: 1 if lua_yield(L, ...) called now (e.g. from a count hook running
-** on L) would not raise "attempt to yield across metamethod/C-call boundary";
-** mirrors the check at the top of lua_yield above. */
-LUA_API int lua_hookcanyield (lua_State *L) {
-  int res;
-  lua_lock(L);
-  res = L->nCcalls <= L->baseCcalls;
-  lua_unlock(L);
-  return res;
-}
-
-
 int luaD_pcall (lua_State *L, Pfunc func, void *u,
                 ptrdiff_t old_top, ptrdiff_t ef) {
   int status;

@@ -211,8 +211,6 @@ LUA_API int (lua_dump) (lua_State *L, lua_Writer writer, void *data);
 ** coroutine functions
 */
 LUA_API int  (lua_yield) (lua_State *L, int nresults);
-/* densekv: whether lua_yield(L, 0) may be called now (see ldo.c) */
-LUA_API int  (lua_hookcanyield) (lua_State *L);
 LUA_API int  (lua_resume) (lua_State *L, int narg);
 LUA_API int  (lua_status) (lua_State *L);
 

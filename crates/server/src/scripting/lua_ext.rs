@@ -16,9 +16,6 @@
 //!   has a `__newindex` metamethod, as in Redis), `rawset`, `lua_rawseti` (so `table.insert`,
 //!   `table.remove` and `table.sort`), and `setmetatable`. Reads (`t.k`, `rawget`, `pairs`, `#t`)
 //!   are untouched.
-//! - `lua_hookcanyield`, densekv's own addition (Redis has no equivalent): whether a count hook
-//!   running on a thread may call `lua_yield(L, 0)` without raising `attempt to yield across
-//!   metamethod/C-call boundary`. [`hook_can_yield`] wraps it.
 //!
 //! # Writing to a read-only table from Rust
 //!
@@ -47,11 +44,6 @@ unsafe extern "C" {
 
     /// 1 if the table at `objindex` is read-only, else 0. The value at `objindex` must be a table.
     pub fn lua_isreadonlytable(state: *mut lua_State, objindex: c_int) -> c_int;
-
-    /// 1 if `lua_yield(state, 0)` called now, from a count hook running on `state`, would not
-    /// raise `attempt to yield across metamethod/C-call boundary` (the condition `lua_yield`
-    /// checks: `nCcalls <= baseCcalls`), else 0.
-    pub fn lua_hookcanyield(state: *mut lua_State) -> c_int;
 }
 
 /// Makes `table` read-only (`on`) or writable again (`!on`), as Redis 7.0 does to its globals and
@@ -91,25 +83,6 @@ pub fn is_readonly(lua: &Lua, table: &Table) -> bool {
         })
     };
     readonly.unwrap_or(false)
-}
-
-/// Whether a count hook running on `state` may yield now, with `lua_yield(state, 0)`, without
-/// Lua raising `attempt to yield across metamethod/C-call boundary`.
-///
-/// That holds when `state` is a coroutine resumed from C (`lua_resume`) and the hook fires in
-/// Lua code it runs directly: not inside a metamethod, a `pcall`, or any other C function (an
-/// iterator, a `table.sort` comparator) between the resume and the hook. On the main thread it
-/// never holds.
-///
-/// # Safety
-///
-/// `state` must point to a live thread (main state or coroutine) of densekv's patched Lua, and
-/// nothing may run on that thread concurrently: call it from a hook (`lua_Hook`) with the state
-/// Lua passed to it, or from code holding the `mlua::Lua` the thread belongs to.
-pub unsafe fn hook_can_yield(state: *mut lua_State) -> bool {
-    // SAFETY: the caller guarantees `state` is a live thread nothing else runs on (this
-    // function's precondition); `lua_hookcanyield` only reads two counters of it.
-    unsafe { lua_hookcanyield(state) != 0 }
 }
 
 /// Redis's `pcall` (`luaRedisPcall`), which replaces Lua's in both VMs: as Lua's, except that
@@ -203,8 +176,6 @@ unsafe extern "C-unwind" fn count_hook(state: *mut lua_State, _ar: *mut ffi::lua
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicU32, Ordering};
-
     use mlua::Value;
 
     use super::*;
@@ -368,83 +339,5 @@ mod tests {
         set_readonly(&lua, &globals, false).unwrap();
         assert_eq!(error_of(&lua, "x = 1"), None);
         assert_eq!(globals.get::<i64>("x").unwrap(), 1);
-    }
-
-    /// Hook calls that found a yield allowed (and yielded), and that found it refused.
-    static YIELDED: AtomicU32 = AtomicU32::new(0);
-    static REFUSED: AtomicU32 = AtomicU32::new(0);
-
-    unsafe extern "C-unwind" fn yield_when_allowed(
-        state: *mut lua_State,
-        _ar: *mut ffi::lua_Debug,
-    ) {
-        // SAFETY: Lua calls a hook with the live thread it runs on, and runs nothing else on it
-        // meanwhile.
-        if unsafe { hook_can_yield(state) } {
-            YIELDED.fetch_add(1, Ordering::Relaxed);
-            // SAFETY: `hook_can_yield` said this yield is allowed; a count hook may yield with no
-            // values, and ends right after.
-            unsafe { ffi::lua_yield(state, 0) };
-        } else {
-            REFUSED.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    #[test]
-    fn hook_can_yield_mirrors_lua_yield() {
-        // SAFETY: a fresh state only this test uses; every chunk compiles, the stack never holds
-        // more than the few values `LUA_MINSTACK` guarantees, and the state is closed last.
-        unsafe {
-            let main = ffi::luaL_newstate();
-            assert!(!main.is_null());
-            ffi::luaL_openlibs(main);
-
-            // The main thread: a hook there may never yield.
-            ffi::lua_sethook(main, Some(yield_when_allowed), ffi::LUA_MASKCOUNT, 1);
-            assert_eq!(
-                ffi::luaL_loadstring(main, c"local n = 0 for i = 1, 10 do n = n + i end".as_ptr()),
-                0
-            );
-            assert_eq!(ffi::lua_pcall(main, 0, 0, 0), 0);
-            assert_eq!(YIELDED.swap(0, Ordering::Relaxed), 0);
-            assert!(REFUSED.swap(0, Ordering::Relaxed) > 0);
-            ffi::lua_sethook(main, None, 0, 0);
-
-            // A coroutine: the hook yields in its body, and must not inside the `pcall` (a C
-            // call boundary). Had it yielded there, `pcall` would return the yield error. A
-            // count of 2: Lua 5.1 resumes a hook's yield by running the same instruction again,
-            // hook check included, so with a count of 1 the hook would yield there forever.
-            let co = ffi::lua_newthread(main);
-            ffi::lua_sethook(co, Some(yield_when_allowed), ffi::LUA_MASKCOUNT, 2);
-            assert_eq!(
-                ffi::luaL_loadstring(
-                    co,
-                    c"local s = 0 for i = 1, 5 do s = s + i end \
-                      local ok, n = pcall(function() \
-                        local n = 0 for i = 1, 50 do n = n + i end return n end) \
-                      return ok, n, s"
-                        .as_ptr()
-                ),
-                0
-            );
-            let mut resumes = 0;
-            let status = loop {
-                let status = ffi::lua_resume_(co, 0);
-                if status != ffi::LUA_YIELD {
-                    break status;
-                }
-                resumes += 1;
-            };
-            assert_eq!(status, 0);
-            assert_eq!(ffi::lua_gettop(co), 3);
-            assert_eq!(ffi::lua_toboolean(co, 1), 1);
-            assert_eq!(ffi::lua_tointeger(co, 2), 1275);
-            assert_eq!(ffi::lua_tointeger(co, 3), 15);
-            assert!(resumes > 0);
-            assert_eq!(YIELDED.swap(0, Ordering::Relaxed), resumes);
-            assert!(REFUSED.swap(0, Ordering::Relaxed) > 0);
-
-            ffi::lua_close(main);
-        }
     }
 }

@@ -14,14 +14,16 @@
 //! to an error: a non-table error `e` becomes `{err = "ERR " .. tostring(e)}`, and the source
 //! and line of the script code that raised it are added (skipping one C frame: the `error` or
 //! `redis.call` that raised it). Running in a coroutine leaves the error's frames in place for
-//! `getinfo` to read after the fact, and lets the busy-script hook suspend a script.
+//! `getinfo` to read after the fact. A script that yields its own coroutine at top level ends
+//! "suspended": the error Redis gives a yield outside any coroutine is replied instead.
 
 use super::lua_ext;
 use super::{api, libs};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
 /// The driver; see the module comment. Returns `1, result` when the script ended, `0, error
-/// table` when it failed, `2` when it was suspended.
+/// table` when it failed, `2` when it yielded at top level (`coroutine.yield()` in the script's
+/// body).
 const DRIVER: &str = r"
 local getinfo = debug.getinfo
 local create, resume, status = coroutine.create, coroutine.resume, coroutine.status
