@@ -168,8 +168,17 @@ fn function_kill_stops_a_function() {
         let library =
             format!("#!lua name=spin\nredis.register_function('spin', function() {SPIN} end)");
         log.cmd(&mut caller, &["FUNCTION", "LOAD", &library]);
-        send(&mut caller, &["FCALL", "spin", "0"]);
+        send(&mut caller, &["FCALL", "spin", "0", "extra"]);
         let mut other = wait_busy(log, server);
+        // The running function, the FCALL that called it, and how long it has run (masked).
+        let stats = show(&other.cmd(&["FUNCTION", "STATS"]));
+        let at = stats.find("duration_ms").expect("a running script");
+        let end = stats[at..].find("\\r\\n$").map_or(stats.len(), |e| at + e);
+        log.0.push(format!(
+            "FUNCTION STATS -> {}…{}",
+            &stats[..at],
+            &stats[end..]
+        ));
         log.cmd(&mut other, &["SCRIPT", "KILL"]);
         log.cmd(&mut other, &["FUNCTION", "KILL"]);
         log.reply("FCALL", &mut caller);

@@ -250,9 +250,8 @@ fn stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
         out.bulk(b"name");
         out.bulk(name.as_bytes());
         out.bulk(b"command");
-        let parts: Vec<&[u8]> = command.split(|&b| b == 0).collect();
-        out.array_len(parts.len());
-        for part in parts {
+        out.array_len(command.len());
+        for part in &command {
             out.bulk(part);
         }
         out.bulk(b"duration_ms");

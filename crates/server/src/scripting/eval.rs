@@ -158,6 +158,7 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
             flags: script.flags,
             ro_command: ro,
             eval: true,
+            command: &[],
         };
         let vm = &*vm;
         exec::run(

@@ -28,6 +28,8 @@ pub struct Target<'a> {
     /// EVAL_RO, EVALSHA_RO, FCALL_RO.
     pub ro_command: bool,
     pub eval: bool,
+    /// The FCALL that calls a function, as FUNCTION STATS shows it (empty for EVAL).
+    pub command: &'a [&'a [u8]],
 }
 
 /// `scriptPrepareForRun`'s refusals: `Some(error text)` when the script may not start.
@@ -76,7 +78,8 @@ pub fn run(
     }
     let server = ctx.server;
     let running = &server.scripting.running;
-    *running.name.lock() = (target.name.to_owned(), Vec::new());
+    let command = target.command.iter().map(|a| a.to_vec()).collect();
+    *running.name.lock() = (target.name.to_owned(), command);
     running.wrote.store(false, Ordering::Relaxed);
     running.kill.store(false, Ordering::Relaxed);
     running.eval.store(target.eval, Ordering::Relaxed);

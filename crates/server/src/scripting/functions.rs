@@ -475,6 +475,7 @@ pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
             },
             ro_command: ro,
             eval: false,
+            command: args,
         };
         exec::run(
             ctx,

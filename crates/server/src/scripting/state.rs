@@ -41,8 +41,9 @@ pub struct Running {
     pub wrote: AtomicBool,
     /// It is an EVAL script (SCRIPT KILL), not a function (FUNCTION KILL).
     pub eval: AtomicBool,
-    /// The running function's name and library (FUNCTION STATS), or the script's sha.
-    pub name: Mutex<(String, Vec<u8>)>,
+    /// The running function's name and the FCALL that called it (FUNCTION STATS); an EVAL
+    /// script's sha, with no command kept (FUNCTION STATS refuses while one runs).
+    pub name: Mutex<(String, Vec<Vec<u8>>)>,
 }
 
 /// Scripting's server-wide state.
