@@ -85,7 +85,7 @@ impl Conn {
         }
     }
 
-    fn pending(&self) -> usize {
+    pub(super) fn pending(&self) -> usize {
         self.out.len() - self.out_pos
     }
 }

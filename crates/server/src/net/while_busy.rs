@@ -10,10 +10,15 @@
 //! accepted (`redis-cli script kill` opens one).
 //!
 //! ```text
-//!  turn ─▶ conn R taken out of the table ─▶ Scope::enter(thread, R) ─▶ serve(R) ─▶ … script …
+//!  turn ─▶ conn R taken out of the table ─▶ Scope::enter(thread, R, later) ─▶ serve(R) ─▶ …
 //!            hook (busy) ─▶ serve_others: poll(0) ─▶ accept · serve + flush others · R noted ready
+//!            first call also: the turn's connections after R (`later`: their events are taken)
+//!            and every connection with replies waiting from earlier in the turn
 //!  serve(R) returns ─▶ Scope dropped ─▶ R back in the table
 //! ```
+//! The first call's extra work matters: a client served before R in the same turn has its
+//! reply waiting for the turn's end, and will not send its next command (SCRIPT KILL
+//! included) until it has it.
 //! Invariants while a scope is entered: the caller's connection is not in `conns` (nothing
 //! can reach it twice), and the turn touches none of the fields `serve_others` uses (`poll`,
 //! `listeners`, `conns`, `ready`) until the scope ends. The script's queued AOF effects are
@@ -35,6 +40,8 @@ struct Entered {
     running: usize,
     /// Cleared once `serve_others` has served them.
     later: Option<*const [usize]>,
+    /// `serve_others` has run in this scope.
+    served: bool,
     woken: bool,
 }
 
@@ -58,6 +65,7 @@ impl Scope {
             thread: pointer.cast(),
             running,
             later: (!later.is_empty()).then_some(std::ptr::from_ref(later)),
+            served: false,
             woken: false,
         }));
         Scope { _private: () }
@@ -102,10 +110,12 @@ pub fn serve_others() {
             conns: &mut *std::ptr::addr_of_mut!((*pointer).conns),
             ready: &mut *std::ptr::addr_of_mut!((*pointer).ready),
             running: entered.running,
+            first: !entered.served,
             later: entered.later.take().map_or(&[], |later| &*later),
         }
     };
     entered.woken |= others.serve();
+    entered.served = true;
     SCOPE.set(Some(entered));
 }
 
@@ -120,6 +130,8 @@ struct Others<'t> {
     running: usize,
     /// The turn's connections still to serve (first pass only).
     later: &'t [usize],
+    /// The scope's first pass: it also writes the replies the turn made before the script.
+    first: bool,
 }
 
 impl Others<'_> {
@@ -130,6 +142,7 @@ impl Others<'_> {
             return false;
         }
         let mut woken = false;
+        let first = self.first;
         let mut news = self.later.to_vec();
         for event in &events {
             match event.token() {
@@ -149,6 +162,16 @@ impl Others<'_> {
                 }
             }
         }
+        if first {
+            // Replies the turn made before the script ran leave now, as they would at the
+            // turn's end: their clients wait for them before sending more.
+            news.extend(
+                self.conns
+                    .iter()
+                    .filter(|(_, conn)| conn.pending() > 0)
+                    .map(|(&token, _)| token),
+            );
+        }
         news.sort_unstable();
         news.dedup();
         if !news.is_empty() {
@@ -157,7 +180,8 @@ impl Others<'_> {
         woken
     }
 
-    /// Serves the connections `news` names and writes their replies.
+    /// Serves the connections `news` names and writes their replies (and any reply a
+    /// connection had waiting from earlier in the turn).
     fn serve_news(self, news: &[usize]) {
         let server: &crate::server::Server = self.server;
         let held = crate::propagate::set_aside();
