@@ -47,16 +47,35 @@ fn one(value: impl mlua::IntoLua, lua: &Lua) -> Outcome {
 }
 
 /// `luaArgsToRedisArgv`: strings as they are, numbers as `%.17g`; `Err` with Redis's text.
-fn command_args(args: &Args) -> Result<Vec<Vec<u8>>, &'static str> {
+/// One argument of `redis.call`: a Lua string's bytes, borrowed, or a number's text.
+enum Arg {
+    Borrowed(mlua::BorrowedBytes),
+    Number(Vec<u8>),
+}
+
+impl std::ops::Deref for Arg {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Arg::Borrowed(bytes) => bytes,
+            Arg::Number(text) => text,
+        }
+    }
+}
+
+fn command_args(args: &Args) -> Result<smallvec::SmallVec<[Arg; 6]>, &'static str> {
     if args.count() == 0 {
         return Err("Please specify at least one argument for this redis lib call");
     }
     (1..=args.count())
         .map(|n| match args.get(n) {
-            Some(Value::String(s)) => Ok(s.as_bytes().to_vec()),
+            Some(Value::String(s)) => Ok(Arg::Borrowed(s.as_bytes())),
             Some(v @ (Value::Integer(_) | Value::Number(_))) => {
                 let n = libs::number(v).unwrap_or_default();
-                Ok(resp::double::g17(n).as_str().as_bytes().to_vec())
+                Ok(Arg::Number(
+                    resp::double::g17(n).as_str().as_bytes().to_vec(),
+                ))
             }
             _ => Err("Lua redis lib command arguments must be strings or integers"),
         })
@@ -70,7 +89,7 @@ fn call(lua: &Lua, args: &Args, raise_errors: bool) -> Outcome {
         Err(text) if raise_errors => return raise(lua, text),
         Err(text) => return Ok(Ret::One(error_value(lua, text, false)?)),
     };
-    let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let argv: smallvec::SmallVec<[&[u8]; 6]> = argv.iter().map(|a| &**a).collect();
     let result = Current::with(|run| match run.call(&argv) {
         Called::Reply => convert::reply_to_lua(lua, &run.reply).map(|(v, _)| (v, false)),
         Called::Refused(text) => error_value(lua, &text, true).map(|v| (v, true)),
@@ -221,7 +240,7 @@ fn acl_check_cmd(lua: &Lua, args: &Args) -> Outcome {
         Ok(argv) => argv,
         Err(text) => return raise(lua, text),
     };
-    let argv: Vec<&[u8]> = argv.iter().map(Vec::as_slice).collect();
+    let argv: Vec<&[u8]> = argv.iter().map(|a| &**a).collect();
     match crate::command::resolve(&argv) {
         crate::command::Found::Command(..) => one(true, lua),
         _ => raise(lua, "Invalid command passed to redis.acl_check_cmd()"),

@@ -46,14 +46,15 @@ pub fn busy_error(server: &Server) -> &'static str {
     }
 }
 
-/// Starts watching the script about to run in `lua`.
-pub fn arm(lua: &mlua::Lua) {
-    super::lua_ext::set_count_hook(lua, Some(check), HOOK_PERIOD);
+/// Starts watching the script about to run: the VM's count hook (installed when the VM was
+/// built, `vm.rs`) asks `check` from now on.
+pub fn arm() {
+    super::lua_ext::set_hook_check(Some(check));
 }
 
 /// Stops watching: the script ended.
-pub fn disarm(lua: &mlua::Lua) {
-    super::lua_ext::set_count_hook(lua, None, 0);
+pub fn disarm() {
+    super::lua_ext::set_hook_check(None);
 }
 
 /// The count hook's decision: `Some(error)` to stop the script with that error. A busy

@@ -131,22 +131,26 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
         return ctx.error("ERR Number of keys can't be negative");
     }
     let found = if by_sha {
-        let sha = String::from_utf8_lossy(args[1]).to_ascii_lowercase();
-        match ctx.server.scripting.cached(args[1]) {
-            Some(script) => Ok((sha, script)),
+        let sha = super::state::lowercase_sha(args[1]);
+        match sha.and_then(|sha| Some((sha, ctx.server.scripting.cached(args[1])?))) {
+            Some(found) => Ok(found),
             None => Err(NOSCRIPT.to_owned()),
         }
     } else {
-        create(ctx.server, args[1])
+        create(ctx.server, args[1]).and_then(|(sha, script)| {
+            let sha = super::state::lowercase_sha(sha.as_bytes()).ok_or(NOSCRIPT.to_owned())?;
+            Ok((sha, script))
+        })
     };
     let (sha, script) = match found {
         Ok(found) => found,
         Err(text) => return ctx.error(&text),
     };
+    let sha = sha.as_str();
     let (keys, argv) = args[3..].split_at(numkeys as usize);
     let server = ctx.server;
     let outcome = with_vm(server, |vm, client| {
-        let function = match compile(vm, &sha, &script) {
+        let function = match compile(vm, sha, &script) {
             Ok(function) => function,
             Err(text) => return ctx.error(&text),
         };
@@ -154,7 +158,7 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
             return ctx.error(&format!("ERR {}", lua_message(&e)));
         }
         let target = Target {
-            name: &sha,
+            name: sha,
             flags: script.flags,
             ro_command: ro,
             eval: true,

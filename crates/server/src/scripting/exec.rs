@@ -5,8 +5,8 @@
 //! ```text
 //!  checks (flags, _RO, MISCONF, OOM) ─▶ Running: started, eval?, wrote = false
 //!   ─▶ Run { locks: all shards, script client: caller's db, RESP2 } made current
-//!   ─▶ driver(f, …) ─▶ 1, value ─▶ lua_to_reply          (in the protocol the script chose)
-//!                    ─▶ 0, {err, source, line} ─▶ -<err> script: <name>, on <source>:<line>.
+//!   ─▶ drive(f, …) ─▶ Ok(value) ─▶ lua_to_reply          (in the protocol the script chose)
+//!                   ─▶ Err({err, source, line}) ─▶ -<err> script: <name>, on <source>:<line>.
 //!   ─▶ Running cleared; the VM's memory published for INFO (`used_memory_vm_eval` or
 //!      `used_memory_vm_functions`)
 //! ```
@@ -78,14 +78,7 @@ pub fn run(
     }
     let server = ctx.server;
     let running = &server.scripting.running;
-    let command = target.command.iter().map(|a| a.to_vec()).collect();
-    *running.name.lock() = (target.name.to_owned(), command);
-    running.wrote.store(false, Ordering::Relaxed);
-    running.kill.store(false, Ordering::Relaxed);
-    running.eval.store(target.eval, Ordering::Relaxed);
-    running
-        .started_ms
-        .store(super::busy::now_ms().max(1), Ordering::Release);
+    mark_running(running, target);
     script_client.db = ctx.client.db;
     script_client.protocol = resp::Protocol::Resp2;
     let mut run = Run {
@@ -103,9 +96,13 @@ pub fn run(
     let queued_before = crate::propagate::pending_len();
     let outcome = {
         let _current = Current::enter(&mut run);
-        super::busy::arm(lua);
-        let outcome = driver.call::<(i64, Value)>((function.clone(), arguments));
-        super::busy::disarm(lua);
+        super::busy::arm();
+        let outcome = super::vm::drive(lua, driver, function, arguments);
+        super::busy::disarm();
+        if super::lua_ext::take_hook_raised() {
+            // Killed: the hook now fires at every line; back to every HOOK_PERIOD instructions.
+            super::lua_ext::set_count_hook(lua, None, super::busy::HOOK_PERIOD);
+        }
         outcome
     };
     let protocol = run.client.protocol;
@@ -118,25 +115,7 @@ pub fn run(
         ctx.client.close_now = true;
         return;
     }
-    match outcome {
-        Ok((1, value)) => {
-            let errors = convert::lua_to_reply(&value, protocol, &mut ctx.out);
-            ctx.failed |= errors.any;
-            for error in errors.counted {
-                server.count_error(&error);
-            }
-        }
-        Ok((0, Value::Table(error))) => reply_error(ctx, target.name, &error),
-        Ok(_) => ctx.error(&format!(
-            "ERR Error running script {}, attempt to yield across metamethod/C-call boundary",
-            target.name
-        )),
-        Err(e) => ctx.error(&format!(
-            "ERR Error running script {}, {:.100}",
-            target.name,
-            e.to_string()
-        )),
-    }
+    reply(ctx, outcome, protocol, target.name);
     let thread = ctx.client.shared.thread;
     let published = if target.eval {
         &server.scripting.vm_bytes
@@ -145,6 +124,49 @@ pub fn run(
     };
     if let Some(slot) = published.get(thread) {
         slot.store(lua.used_memory(), Ordering::Relaxed);
+    }
+}
+
+/// Notes `target` as the script running now (what SCRIPT KILL, FUNCTION KILL and FUNCTION
+/// STATS look at), its clock started.
+fn mark_running(running: &super::state::Running, target: &Target<'_>) {
+    {
+        // Refilled in place: no allocation once the buffers have grown.
+        let mut name = running.name.lock();
+        name.0.clear();
+        name.0.push_str(target.name);
+        name.1.clear();
+        name.1.extend(target.command.iter().map(|a| a.to_vec()));
+    }
+    running.wrote.store(false, Ordering::Relaxed);
+    running.kill.store(false, Ordering::Relaxed);
+    running.eval.store(target.eval, Ordering::Relaxed);
+    running
+        .started_ms
+        .store(super::busy::now_ms().max(1), Ordering::Release);
+}
+
+/// The caller's reply for what the script `name` ended with, written in `protocol` (the one
+/// the script chose).
+fn reply(
+    ctx: &mut Ctx<'_, '_>,
+    outcome: mlua::Result<Result<Value, mlua::Table>>,
+    protocol: resp::Protocol,
+    name: &str,
+) {
+    match outcome {
+        Ok(Ok(value)) => {
+            let errors = convert::lua_to_reply(&value, protocol, &mut ctx.out);
+            ctx.failed |= errors.any;
+            for error in errors.counted {
+                ctx.server.count_error(&error);
+            }
+        }
+        Ok(Err(error)) => reply_error(ctx, name, &error),
+        Err(e) => ctx.error(&format!(
+            "ERR Error running script {name}, {:.100}",
+            e.to_string()
+        )),
     }
 }
 

@@ -272,20 +272,22 @@ fn run_library(vm: &FunctionVm, code: &[u8]) -> Result<Vec<Registered>, String> 
     LOADING.with(|l| *l.borrow_mut() = Some(Vec::new()));
     LOAD_STARTED.set(super::busy::now_ms());
     super::lua_ext::set_count_hook(&vm.lua, Some(load_timeout), super::busy::HOOK_PERIOD);
-    let outcome = vm.driver.call::<(i64, Value)>(chunk);
-    super::lua_ext::set_count_hook(&vm.lua, None, 0);
+    let outcome = super::vm::drive(&vm.lua, &vm.driver, &chunk, mlua::MultiValue::new());
+    // Back to the busy-script hook every VM keeps (the libraries also load into a thread's
+    // function VM, which then runs them), at its period even if the load timed out.
+    super::lua_ext::set_count_hook(&vm.lua, None, super::busy::HOOK_PERIOD);
+    super::lua_ext::take_hook_raised();
     let registered = LOADING.with(|l| l.borrow_mut().take()).unwrap_or_default();
     let _ = vm.set_loading(false);
     match outcome {
-        Ok((1, _)) => Ok(registered),
-        Ok((_, Value::Table(error))) => {
+        Ok(Ok(_)) => Ok(registered),
+        Ok(Err(error)) => {
             let message = match error.raw_get::<Value>("err") {
                 Ok(Value::String(s)) => s.to_string_lossy(),
                 _ => String::new(),
             };
             Err(format!("Error registering functions: {message}"))
         }
-        Ok(_) => Err("Error registering functions: ".into()),
         Err(e) => Err(format!(
             "Error registering functions: {}",
             super::eval::lua_message(&e)

@@ -65,6 +65,45 @@ pub fn set_readonly(lua: &Lua, table: &Table, on: bool) -> mlua::Result<()> {
     }
 }
 
+/// Sets `globals.KEYS` and `globals.ARGV` to fresh arrays of `keys` and `args` (Redis's
+/// `luaCreateArray` and `lua_setglobal`), lifting `globals`' read-only flag meanwhile: one
+/// protected call for what per-value `mlua` calls would make dozens of, on every EVAL. The flag
+/// is set again whether or not the call failed (out of memory).
+pub fn set_keys_and_args(
+    lua: &Lua,
+    globals: &Table,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+) -> mlua::Result<()> {
+    // SAFETY: `exec_raw` calls the closure in a protected call with `globals` (a table, not the
+    // registry) alone on the stack at index 1. `lua_checkstack` makes room for the three values
+    // held at once (the array, a string, the field name), and an allocation failure raises a
+    // Lua error inside the protected call, which `exec_raw` returns as `Err`. `lua_rawset`
+    // stores past the globals' metatable; the new arrays are not read-only. The closure leaves
+    // nothing on the stack, which `()` reads back.
+    let set = unsafe {
+        lua.exec_raw::<()>(globals, |state| {
+            ffi::luaL_checkstack(state, 4, std::ptr::null());
+            lua_enablereadonlytable(state, 1, 0);
+            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
+                ffi::lua_pushstring(state, name.as_ptr());
+                ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+                for (i, item) in items.iter().enumerate() {
+                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+                }
+                ffi::lua_rawset(state, 1);
+            }
+            lua_enablereadonlytable(state, 1, 1);
+            ffi::lua_pop(state, 1);
+        })
+    };
+    if set.is_err() {
+        set_readonly(lua, globals, true)?;
+    }
+    set
+}
+
 /// Whether `table` is read-only (see [`set_readonly`]).
 ///
 /// `table` must belong to `lua` (`mlua` panics otherwise). Answers `false` if Lua cannot set up
@@ -131,20 +170,37 @@ pub type HookCheck = fn() -> Option<&'static str>;
 
 thread_local! {
     static HOOK_CHECK: std::cell::Cell<Option<HookCheck>> = const { std::cell::Cell::new(None) };
+    /// The hook raised an error (and left its thread hooked at every line) since last asked.
+    static HOOK_RAISED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a count hook on this thread raised an error since the last call: its VM is then
+/// hooked at every line, and wants `set_count_hook` again before its next script.
+pub fn take_hook_raised() -> bool {
+    HOOK_RAISED.replace(false)
+}
+
+/// Makes `check` the question this thread's count hooks ask (`None`: they ask nothing), without
+/// touching any VM: the cheap half of [`set_count_hook`] for a VM whose hook is installed
+/// already (each script run switches it on and off).
+pub fn set_hook_check(check: Option<HookCheck>) {
+    HOOK_CHECK.set(check);
 }
 
 /// Sets (`Some`) or removes the count hook of `lua`'s main thread, which coroutines started
 /// from it inherit: every `period` instructions it calls `check` (Redis's `luaMaskCountHook`
-/// and FUNCTION LOAD's `luaEngineLoadHook`). Once `check` answers `Some`, the hook raises the
-/// error and from then on fires at every line, so a `pcall` in the script cannot keep it
+/// and FUNCTION LOAD's `luaEngineLoadHook`); the check is the thread's, as
+/// [`set_hook_check`] sets it. Once `check` answers `Some`, the hook raises the error and from
+/// then on fires at every line of that coroutine, so a `pcall` in the script cannot keep it
 /// running.
+/// A `period` of 0 removes the hook.
 pub fn set_count_hook(lua: &Lua, check: Option<HookCheck>, period: i32) {
     HOOK_CHECK.set(check);
     // SAFETY: `exec_raw` runs the closure with a valid state and an empty stack; `lua_sethook`
     // only stores the hook in the state and cannot fail.
     let _ = unsafe {
         lua.exec_raw::<()>((), |state| {
-            if check.is_some() {
+            if period > 0 {
                 ffi::lua_sethook(state, Some(count_hook), ffi::LUA_MASKCOUNT, period);
             } else {
                 ffi::lua_sethook(state, None, 0, 0);
@@ -160,6 +216,7 @@ unsafe extern "C-unwind" fn count_hook(state: *mut lua_State, _ar: *mut ffi::lua
     let Some(reason) = check() else {
         return;
     };
+    HOOK_RAISED.set(true);
     // SAFETY: Lua calls the hook with a valid state. The error table is built with API calls
     // that have room (a hook gets LUA_MINSTACK free slots) and raised with `lua_error`, which
     // does not return; no Rust value with a destructor is alive here (`reason` is static).

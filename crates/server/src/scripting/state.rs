@@ -49,7 +49,8 @@ pub struct Running {
 /// Scripting's server-wide state.
 #[derive(Debug)]
 pub struct Scripting {
-    pub cache: RwLock<HashMap<String, Arc<Script>>>,
+    /// By lowercase sha. SHA-1s are not chosen by clients, so a fast hasher will do.
+    pub cache: RwLock<HashMap<String, Arc<Script>, foldhash::fast::RandomState>>,
     /// Bytes the cache holds (`used_memory_scripts_eval`).
     pub cache_bytes: AtomicUsize,
     /// SCRIPT FLUSHes so far: a VM built before the last one is rebuilt.
@@ -66,7 +67,7 @@ pub struct Scripting {
 impl Scripting {
     pub fn new(threads: usize) -> Scripting {
         Scripting {
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(HashMap::default()),
             cache_bytes: AtomicUsize::new(0),
             flushes: AtomicU64::new(0),
             libraries: RwLock::new(Registry::default()),
@@ -79,11 +80,8 @@ impl Scripting {
 
     /// The cached script `sha` (any case).
     pub fn cached(&self, sha: &[u8]) -> Option<Arc<Script>> {
-        if sha.len() != 40 {
-            return None;
-        }
-        let key = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.cache.read().get(&key).cloned()
+        let key = lowercase_sha(sha)?;
+        self.cache.read().get(key.as_str()).cloned()
     }
 
     /// Caches `body` (already checked: its shebang parses) under its SHA-1; returns the sha.
@@ -170,6 +168,25 @@ impl Scripting {
     pub fn busy(&self) -> bool {
         self.running.busy.load(Ordering::Acquire)
     }
+}
+
+/// A script's sha as the cache keys it: 40 bytes, lowercased, on the stack (EVALSHA names it in
+/// any case). `None` for any other length or a byte that is not ASCII.
+#[derive(Clone, Copy, Debug)]
+pub struct Sha([u8; 40]);
+
+impl Sha {
+    pub fn as_str(&self) -> &str {
+        // `lowercase_sha` admits ASCII only.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+pub fn lowercase_sha(sha: &[u8]) -> Option<Sha> {
+    let bytes: [u8; 40] = sha.try_into().ok()?;
+    bytes
+        .is_ascii()
+        .then(|| Sha(bytes.map(|b| b.to_ascii_lowercase())))
 }
 
 /// The lowercase hex SHA-1 of `data` (Redis's `sha1hex`).

@@ -9,42 +9,72 @@
 //!  every table reachable from the globals, and their metatables, read-only; the globals'
 //!  metatable raises "Script attempted to access nonexistent global variable '…'"
 //! ```
-//! A script runs in a coroutine started by the *driver* (a Lua function holding `debug.getinfo`
-//! from before `debug` was removed), which also does what Redis's `__redis__err__handler` does
-//! to an error: a non-table error `e` becomes `{err = "ERR " .. tostring(e)}`, and the source
-//! and line of the script code that raised it are added (skipping one C frame: the `error` or
-//! `redis.call` that raised it). Running in a coroutine leaves the error's frames in place for
-//! `getinfo` to read after the fact. A script that yields its own coroutine at top level ends
-//! "suspended": the error Redis gives a yield outside any coroutine is replied instead.
+//! A script runs under the *driver*: a Lua function holding `debug.getinfo` from before `debug`
+//! was removed, which calls it with `xpcall` and Redis's `__redis__err__handler` as the handler,
+//! as Redis's `luaCallFunction` does with `lua_pcall`: at the error, its stack still in place,
+//! a non-table error `e` becomes `{err = "ERR " .. tostring(e)}` and the source and line of the
+//! script code that raised it are added (skipping one C frame: the `error` or `redis.call`
+//! that raised it). An error the handler never sees (out of memory) is wrapped the same way,
+//! without a place.
 
 use super::lua_ext;
 use super::{api, libs};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
-/// The driver; see the module comment. Returns `1, result` when the script ended, `0, error
-/// table` when it failed, `2` when it yielded at top level (`coroutine.yield()` in the script's
-/// body).
+/// The driver; see the module comment. Returns what `xpcall` does: `true, result` when the
+/// script ended, `false, error` when it failed ([`drive`] reads them). The `xpcall` is its
+/// last line on purpose: a killed script's hook fires at every new line until the run is
+/// over, and no line of the driver may start after the script.
 const DRIVER: &str = r"
 local getinfo = debug.getinfo
-local create, resume, status = coroutine.create, coroutine.resume, coroutine.status
-local type, tostring = type, tostring
-return function(f, ...)
-  local co = create(f)
-  local ok, res = resume(co, ...)
-  if ok then
-    if status(co) == 'dead' then return 1, res end
-    return 2
-  end
-  local i = getinfo(co, 0, 'nSl')
-  if i and i.what == 'C' then i = getinfo(co, 1, 'nSl') end
-  if type(res) ~= 'table' then res = {err = 'ERR ' .. tostring(res)} end
+local xpcall, type, tostring = xpcall, type, tostring
+local function handler(err)
+  local i = getinfo(2, 'nSl')
+  if i and i.what == 'C' then i = getinfo(3, 'nSl') end
+  if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
   if i then
-    res['source'] = i.source
-    res['line'] = i.currentline
+    err['source'] = i.source
+    err['line'] = i.currentline
   end
-  return 0, res
+  return err
+end
+local target, keys, argv
+local function bare() return target() end
+local function with_arrays() return target(keys, argv) end
+return function(f, k, a)
+  target, keys, argv = f, k, a
+  return xpcall(k == nil and bare or with_arrays, handler)
 end
 ";
+
+/// Runs `function` under `driver` with `arguments` (none for a script or a library's code, the
+/// KEYS and ARGV arrays for a function): `Ok(result)`, or `Err` with the error as a table of
+/// Redis's shape (an error the handler never saw, out of memory, is wrapped here as it would
+/// have wrapped it). The outer `Err` is a failure of the call itself.
+pub fn drive(
+    lua: &Lua,
+    driver: &Function,
+    function: &Function,
+    arguments: mlua::MultiValue,
+) -> mlua::Result<Result<Value, Table>> {
+    let mut all = mlua::MultiValue::with_capacity(arguments.len() + 1);
+    all.push_back(Value::Function(function.clone()));
+    all.extend(arguments);
+    let (ok, result) = driver.call::<(bool, Value)>(all)?;
+    Ok(match (ok, result) {
+        (true, value) => Ok(value),
+        (false, Value::Table(error)) => Err(error),
+        (false, other) => {
+            let text = match &other {
+                Value::String(s) => s.as_bytes().to_vec(),
+                other => other.type_name().as_bytes().to_vec(),
+            };
+            let error = lua.create_table()?;
+            error.raw_set("err", lua.create_string([&b"ERR "[..], &text].concat())?)?;
+            Err(error)
+        }
+    })
+}
 
 /// Most memory one VM may take; past it an allocation fails with Lua's `not enough memory`.
 pub const MEMORY_LIMIT: usize = 1 << 30;
@@ -71,6 +101,9 @@ fn base() -> mlua::Result<(Lua, Function)> {
     let math: Table = globals.raw_get("math")?;
     api::replace_math(&lua, &math)?;
     let driver: Function = lua.load(DRIVER).set_name("@err_handler_def").call(())?;
+    // The busy-script hook stays installed; each run switches its check on and off
+    // (`busy::arm`), which costs nothing in the VM.
+    lua_ext::set_count_hook(&lua, None, super::busy::HOOK_PERIOD);
     Ok((lua, driver))
 }
 
@@ -114,8 +147,9 @@ pub fn protect(lua: &Lua, table: &Table) -> mlua::Result<()> {
 pub struct EvalVm {
     pub lua: Lua,
     pub driver: Function,
+    globals: Table,
     /// Compiled scripts by sha (Redis keeps them in the registry as `f_<sha>`).
-    pub scripts: std::collections::HashMap<String, Function>,
+    pub scripts: std::collections::HashMap<String, Function, foldhash::fast::RandomState>,
     /// `Scripting::flushes` when this VM was built.
     pub flushes: u64,
 }
@@ -138,22 +172,15 @@ impl EvalVm {
         Ok(EvalVm {
             lua,
             driver,
-            scripts: std::collections::HashMap::new(),
+            globals,
+            scripts: std::collections::HashMap::default(),
             flushes,
         })
     }
 
     /// Sets the globals KEYS and ARGV (the globals are read-only to scripts, not to this).
     pub fn set_keys_and_args(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
-        let globals = self.lua.globals();
-        let keys = array(&self.lua, keys)?;
-        let args = array(&self.lua, args)?;
-        lua_ext::set_readonly(&self.lua, &globals, false)?;
-        let set = globals
-            .raw_set("KEYS", keys)
-            .and_then(|()| globals.raw_set("ARGV", args));
-        lua_ext::set_readonly(&self.lua, &globals, true)?;
-        set
+        lua_ext::set_keys_and_args(&self.lua, &self.globals, keys, args)
     }
 }
 
