@@ -1031,6 +1031,9 @@ fn errors(k: &mut Corpus) {
         "errors",
         &[
             ("compile_unexpected_eof", "return 1 +"),
+            // Scripts run under a protected call, not in a coroutine: a yield at top level fails.
+            ("yield_at_top_level", "coroutine.yield(1)"),
+            ("yield_in_pcall", "return pcall(coroutine.yield, 1)"),
             ("compile_unfinished_string", "return 'abc"),
             ("compile_bad_token", "return @"),
             ("compile_second_line", "local a = 1\nlocal b = = 2"),
