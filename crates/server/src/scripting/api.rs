@@ -46,7 +46,6 @@ fn one(value: impl mlua::IntoLua, lua: &Lua) -> Outcome {
     Ok(Ret::One(value.into_lua(lua)?))
 }
 
-/// `luaArgsToRedisArgv`: strings as they are, numbers as `%.17g`; `Err` with Redis's text.
 /// One argument of `redis.call`: a Lua string's bytes, borrowed, or a number's text.
 enum Arg {
     Borrowed(mlua::BorrowedBytes),
@@ -64,6 +63,7 @@ impl std::ops::Deref for Arg {
     }
 }
 
+/// `luaArgsToRedisArgv`: strings as they are, numbers as `%.17g`; `Err` with Redis's text.
 fn command_args(args: &Args) -> Result<smallvec::SmallVec<[Arg; 6]>, &'static str> {
     if args.count() == 0 {
         return Err("Please specify at least one argument for this redis lib call");
@@ -94,6 +94,64 @@ fn call(lua: &Lua, args: &Args, raise_errors: bool) -> Outcome {
         Called::Reply => convert::reply_to_lua(lua, &run.reply).map(|(v, _)| (v, false)),
         Called::Refused(text) => error_value(lua, &text, true).map(|v| (v, true)),
     });
+    called(lua, result, raise_errors)
+}
+
+/// What `redis.call`'s fast path (`lua_ext::redis_call_fast`) leaves to `finish`: the command
+/// ran and its reply waits in the run, it was refused, or no script runs.
+#[derive(Debug)]
+enum Pending {
+    Reply,
+    Refused(String),
+    Outside,
+}
+
+thread_local! {
+    static PENDING: std::cell::RefCell<Option<Pending>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The fast path's run of `argv` (every argument a string): `true` with the reply copied into
+/// `copy`; `false` when the reply cannot be had (refused, no script), left for `finish`.
+pub fn run_fast(argv: &[&[u8]], copy: &mut Vec<u8>) -> bool {
+    let ran = Current::with(|run| match run.call(argv) {
+        Called::Reply => {
+            copy.clear();
+            copy.extend_from_slice(&run.reply);
+            None
+        }
+        Called::Refused(text) => Some(Pending::Refused(text)),
+    });
+    let pending = match ran {
+        Some(None) => return true,
+        Some(Some(pending)) => pending,
+        None => Pending::Outside,
+    };
+    PENDING.with_borrow_mut(|p| *p = Some(pending));
+    false
+}
+
+/// The fast path ran the command but cannot push its reply (an error, an array, RESP3): `finish`
+/// converts it from the run.
+pub fn reply_left_to_finish() {
+    PENDING.with_borrow_mut(|p| *p = Some(Pending::Reply));
+}
+
+/// The end of a `redis.call` (`raise`) or `redis.pcall` the fast path began: what `call` does
+/// after running the command.
+fn finish(lua: &Lua, raise_errors: bool) -> Outcome {
+    let result = match PENDING.with_borrow_mut(Option::take) {
+        Some(Pending::Reply) => {
+            Current::with(|run| convert::reply_to_lua(lua, &run.reply).map(|(v, _)| (v, false)))
+        }
+        Some(Pending::Refused(text)) => Some(error_value(lua, &text, true).map(|v| (v, true))),
+        Some(Pending::Outside) | None => None,
+    };
+    called(lua, result, raise_errors)
+}
+
+/// A run command's Lua value (and whether it was refused), raised as `redis.call` raises errors;
+/// `None` when no script runs.
+fn called(lua: &Lua, result: Option<mlua::Result<(Value, bool)>>, raise_errors: bool) -> Outcome {
     let Some(result) = result else {
         return raise(
             lua,
@@ -317,8 +375,12 @@ pub fn missing_global(lua: &Lua) -> mlua::Result<mlua::Function> {
 
 /// Sets the `redis` functions of EVAL scripts and function bodies on `redis`.
 pub fn fill_redis_table(lua: &Lua, redis: &Table) -> mlua::Result<()> {
-    redis.raw_set("call", libs::function(lua, |l, a| call(l, a, true))?)?;
-    redis.raw_set("pcall", libs::function(lua, |l, a| call(l, a, false))?)?;
+    for (name, raise_errors) in [("call", true), ("pcall", false)] {
+        let general = libs::body(lua, move |l, a| call(l, a, raise_errors))?;
+        let finish = libs::body(lua, move |l, _| finish(l, raise_errors))?;
+        let fast = super::lua_ext::redis_call_fast(lua, &general, &finish)?;
+        redis.raw_set(name, fast)?;
+    }
     fill_log_and_version(lua, redis)?;
     redis.raw_set("setresp", libs::function(lua, setresp)?)?;
     redis.raw_set("sha1hex", libs::function(lua, sha1hex)?)?;

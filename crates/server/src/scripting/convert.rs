@@ -37,6 +37,38 @@ pub fn reply_to_lua(lua: &Lua, bytes: &[u8]) -> mlua::Result<(Value, usize)> {
     Ok((value, parser.pos))
 }
 
+/// A reply `redis.call`'s fast path pushes itself (`lua_ext::redis_call_fast`): the kinds most
+/// commands answer, whose Lua values take no table but `{ok = …}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simple<'a> {
+    /// `:n` → a number.
+    Integer(i64),
+    /// `$-1` or `*-1` → false.
+    False,
+    /// `$n` → a string.
+    Bulk(&'a [u8]),
+    /// `+text` → `{ok = text}`.
+    Status(&'a [u8]),
+}
+
+/// The first reply in `bytes` when it is `Simple`, converted as `reply_to_lua` would.
+pub fn simple_reply(bytes: &[u8]) -> Option<Simple<'_>> {
+    let mut parser = Parser { bytes, pos: 1 };
+    match *bytes.first()? {
+        b':' => parser.number().ok().map(Simple::Integer),
+        b'$' => match parser.number().ok()? {
+            -1 => Some(Simple::False),
+            len => parser
+                .blob(usize::try_from(len).ok()?)
+                .ok()
+                .map(Simple::Bulk),
+        },
+        b'+' => parser.line().ok().map(Simple::Status),
+        b'*' => (parser.number().ok()? == -1).then_some(Simple::False),
+        _ => None,
+    }
+}
+
 struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -46,10 +78,11 @@ fn malformed() -> mlua::Error {
     mlua::Error::runtime("malformed reply")
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     /// The line after the type byte, without its CRLF.
-    fn line(&mut self) -> mlua::Result<&[u8]> {
-        let rest = &self.bytes[self.pos..];
+    fn line(&mut self) -> mlua::Result<&'a [u8]> {
+        let bytes: &'a [u8] = self.bytes;
+        let rest = &bytes[self.pos..];
         let end = rest
             .windows(2)
             .position(|w| w == b"\r\n")
@@ -67,12 +100,13 @@ impl Parser<'_> {
     }
 
     /// `len` bytes and their CRLF.
-    fn blob(&mut self, len: usize) -> mlua::Result<&[u8]> {
+    fn blob(&mut self, len: usize) -> mlua::Result<&'a [u8]> {
         let end = self.pos.checked_add(len).ok_or_else(malformed)?;
         if end + 2 > self.bytes.len() {
             return Err(malformed());
         }
-        let blob = &self.bytes[self.pos..end];
+        let bytes: &'a [u8] = self.bytes;
+        let blob = &bytes[self.pos..end];
         self.pos = end + 2;
         Ok(blob)
     }

@@ -104,6 +104,108 @@ pub fn set_keys_and_args(
     set
 }
 
+/// `redis.call` or `redis.pcall` with a fast path: a C function whose upvalues are the
+/// function's general body (`general`) and the body that ends a run begun here (`finish`),
+/// both made by `libs::body`. When every argument is a string it runs the command itself
+/// (`api::run_fast`) and pushes a [`convert::Simple`] reply directly; anything else (a number
+/// argument, a refused command, an error or aggregate reply) goes to a body from this same
+/// frame, so errors are raised where the general path raises them.
+pub fn redis_call_fast(
+    lua: &Lua,
+    general: &mlua::Function,
+    finish: &mlua::Function,
+) -> mlua::Result<mlua::Function> {
+    // SAFETY: `exec_raw` calls the closure with `general` and `finish` on the stack;
+    // `lua_pushcclosure` pops both as upvalues 1 and 2 and leaves the function, the one result.
+    unsafe {
+        lua.exec_raw::<mlua::Function>((general, finish), |state| {
+            ffi::lua_pushcclosure(state, redis_call_fast_c, 2);
+        })
+    }
+}
+
+thread_local! {
+    /// The fast path's copy of a command's reply (kept for its capacity).
+    static FAST_REPLY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Most arguments the fast path takes; more go the general way.
+const FAST_ARGS_MAX: c_int = 16;
+
+unsafe extern "C-unwind" fn redis_call_fast_c(state: *mut lua_State) -> c_int {
+    // SAFETY: Lua calls this with a valid state and its arguments at 1..=nargs; upvalues 1 and
+    // 2 are bodies (`redis_call_fast`), as `call_body` requires. The argument slices point into
+    // strings on the stack, alive until this returns, and are dropped (with the `SmallVec`)
+    // before any call that may raise. The reply copy is held in `ManuallyDrop`, so no value
+    // with a destructor lives across the pushes: an allocation failure raising there unwinds a
+    // frame with nothing to drop (the buffer leaks). `lua_checkstack` makes room for the three
+    // values a status reply pushes.
+    unsafe {
+        let nargs = ffi::lua_gettop(state);
+        let strings = (1..=nargs).all(|i| ffi::lua_type(state, i) == ffi::LUA_TSTRING);
+        if nargs == 0 || nargs > FAST_ARGS_MAX || !strings {
+            return crate::scripting::libs::call_body(state, 1);
+        }
+        let mut copy = std::mem::ManuallyDrop::new(FAST_REPLY.take());
+        let ran = {
+            let argv: smallvec::SmallVec<[&[u8]; FAST_ARGS_MAX as usize]> = (1..=nargs)
+                .map(|i| {
+                    let mut len = 0;
+                    let bytes = ffi::lua_tolstring(state, i, &raw mut len);
+                    std::slice::from_raw_parts(bytes.cast::<u8>(), len)
+                })
+                .collect();
+            crate::scripting::api::run_fast(&argv, &mut copy)
+        };
+        let simple = if ran {
+            super::convert::simple_reply(&copy)
+        } else {
+            None
+        };
+        let pushed = match simple {
+            Some(reply) => {
+                ffi::luaL_checkstack(state, 3, std::ptr::null());
+                push_simple(state, reply);
+                true
+            }
+            None => false,
+        };
+        FAST_REPLY.set(std::mem::ManuallyDrop::into_inner(copy));
+        if pushed {
+            return 1;
+        }
+        if ran {
+            crate::scripting::api::reply_left_to_finish();
+        }
+        crate::scripting::libs::call_body(state, 2)
+    }
+}
+
+/// Pushes `reply` as `convert::reply_to_lua` converts it.
+///
+/// # Safety
+///
+/// `state` is valid with room for three more values.
+unsafe fn push_simple(state: *mut lua_State, reply: super::convert::Simple<'_>) {
+    use super::convert::Simple;
+    // SAFETY: per the contract, the state is valid and has the room these pushes take.
+    unsafe {
+        match reply {
+            Simple::Integer(n) => ffi::lua_pushnumber(state, n as ffi::lua_Number),
+            Simple::False => ffi::lua_pushboolean(state, 0),
+            Simple::Bulk(bytes) => {
+                ffi::lua_pushlstring(state, bytes.as_ptr().cast(), bytes.len());
+            }
+            Simple::Status(text) => {
+                ffi::lua_createtable(state, 0, 1);
+                ffi::lua_pushstring(state, c"ok".as_ptr());
+                ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+                ffi::lua_rawset(state, -3);
+            }
+        }
+    }
+}
+
 /// Whether `table` is read-only (see [`set_readonly`]).
 ///
 /// `table` must belong to `lua` (`mlua` panics otherwise). Answers `false` if Lua cannot set up

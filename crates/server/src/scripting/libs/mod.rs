@@ -132,7 +132,24 @@ pub(crate) fn function(
     lua: &Lua,
     body: impl Fn(&Lua, &Args) -> Outcome + 'static,
 ) -> mlua::Result<Function> {
-    let inner = lua.create_function(move |lua, args: MultiValue| {
+    let inner = self::body(lua, body)?;
+    // SAFETY: the closure runs with exactly the one argument pushed (the Rust body) on the
+    // stack; `lua_pushcclosure` pops it as the upvalue and leaves the new function as the one
+    // result, which is what `exec_raw` reads back.
+    unsafe {
+        lua.exec_raw::<Function>(inner, |state| {
+            ffi::lua_pushcclosure(state, trampoline, 1);
+        })
+    }
+}
+
+/// A library function's Rust body as the Lua function [`call_body`] calls: it returns three
+/// values, a code (`RET_*`, `RAISE_*`) and what goes with it.
+pub(crate) fn body(
+    lua: &Lua,
+    body: impl Fn(&Lua, &Args) -> Outcome + 'static,
+) -> mlua::Result<Function> {
+    lua.create_function(move |lua, args: MultiValue| {
         let args = Args {
             values: args.into_vec(),
         };
@@ -146,27 +163,33 @@ pub(crate) fn function(
             Err(Fail::Value(v)) => (RAISE_RAW, v, Value::Nil),
             Err(Fail::Lua(e)) => return Err(e),
         })
-    })?;
-    // SAFETY: the closure runs with exactly the one argument pushed (the Rust body) on the
-    // stack; `lua_pushcclosure` pops it as the upvalue and leaves the new function as the one
-    // result, which is what `exec_raw` reads back.
-    unsafe {
-        lua.exec_raw::<Function>(inner, |state| {
-            ffi::lua_pushcclosure(state, trampoline, 1);
-        })
-    }
+    })
 }
 
 /// The C function behind every library function: calls the Rust body (upvalue 1) with its
 /// arguments, then returns the results or raises from this frame, so that `luaL_where(L, 1)`
 /// names the caller and `luaL_argerror` finds the name the caller used.
 unsafe extern "C-unwind" fn trampoline(state: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this with a valid state. Upvalue 1 is the function `function` stored,
-    // which returns exactly three values (or raises, which unwinds through here: this frame
-    // holds nothing to drop). `lua_error` and `luaL_argerror` do not return.
+    // SAFETY: Lua calls this with a valid state; upvalue 1 is the body `function` stored.
+    unsafe { call_body(state, 1) }
+}
+
+/// The trampoline's work, for any C function whose upvalue `upvalue` is a [`body`]: calls it
+/// with the function's arguments and returns its results or raises from the calling C
+/// function's frame (`redis.call`'s fast path delegates here too).
+///
+/// # Safety
+///
+/// `state` is the state Lua called a C function with, that function's upvalue `upvalue` is a
+/// function made by [`body`], and the caller's frame holds nothing to drop (a raise unwinds
+/// through it).
+pub(crate) unsafe fn call_body(state: *mut ffi::lua_State, upvalue: c_int) -> c_int {
+    // SAFETY: per this function's contract, upvalue `upvalue` is a body, which returns exactly
+    // three values (or raises, which unwinds through here: this frame holds nothing to drop).
+    // `lua_error` and `luaL_argerror` do not return.
     unsafe {
         let nargs = ffi::lua_gettop(state);
-        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(upvalue));
         ffi::lua_insert(state, 1);
         ffi::lua_call(state, nargs, 3);
         match ffi::lua_tointeger(state, 1) {
