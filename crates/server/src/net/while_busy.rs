@@ -101,7 +101,7 @@ pub fn serve_others() {
     // The connection being served is out of `conns`. `later` is a slice the turn holds
     // borrowed, unchanged, for the whole scope. The cell is empty while these live, so no
     // second set can be made.
-    let others = unsafe {
+    let mut others = unsafe {
         Others {
             server: (*pointer).server,
             index: (*pointer).index,
@@ -114,10 +114,23 @@ pub fn serve_others() {
             later: entered.later.take().map_or(&[], |later| &*later),
         }
     };
-    entered.woken |= others.serve();
+    // As Redis's `processEventsWhileBlocked`, up to 4 polls while they bring news: a client
+    // that connects to send SCRIPT KILL is accepted by one and read by the next.
+    for _ in 0..PASSES_MAX {
+        let (news, woken) = others.serve();
+        entered.woken |= woken;
+        others.first = false;
+        others.later = &[];
+        if !news {
+            break;
+        }
+    }
     entered.served = true;
     SCOPE.set(Some(entered));
 }
+
+/// Most polls one `serve_others` makes.
+const PASSES_MAX: usize = 4;
 
 /// The parts of a thread `serve_others` works with.
 struct Others<'t> {
@@ -135,11 +148,11 @@ struct Others<'t> {
 }
 
 impl Others<'_> {
-    /// One pass; true when it took the thread's waker event.
-    fn serve(self) -> bool {
+    /// One pass: whether the poll brought events, and whether one was the thread's waker.
+    fn serve(&mut self) -> (bool, bool) {
         let mut events = Events::with_capacity(256);
         if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
-            return false;
+            return (false, false);
         }
         let mut woken = false;
         let first = self.first;
@@ -177,12 +190,12 @@ impl Others<'_> {
         if !news.is_empty() {
             self.serve_news(&news);
         }
-        woken
+        (!events.is_empty(), woken)
     }
 
     /// Serves the connections `news` names and writes their replies (and any reply a
     /// connection had waiting from earlier in the turn).
-    fn serve_news(self, news: &[usize]) {
+    fn serve_news(&mut self, news: &[usize]) {
         let server: &crate::server::Server = self.server;
         let held = crate::propagate::set_aside();
         let mut pools = super::buffers::Pools::default();
