@@ -154,9 +154,7 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
             Ok(function) => function,
             Err(text) => return ctx.error(&text),
         };
-        if let Err(e) = vm.set_keys_and_args(keys, argv) {
-            return ctx.error(&format!("ERR {}", lua_message(&e)));
-        }
+        let _staged = super::lua_ext::stage_keys_and_args(keys, argv);
         let target = Target {
             name: sha,
             flags: script.flags,
@@ -170,7 +168,7 @@ pub fn eval(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], by_sha: bool, ro: bool) {
             &vm.lua,
             &vm.driver,
             &function,
-            mlua::MultiValue::new(),
+            vm.run_arguments(),
             &target,
             client,
         );

@@ -65,43 +65,93 @@ pub fn set_readonly(lua: &Lua, table: &Table, on: bool) -> mlua::Result<()> {
     }
 }
 
-/// Sets `globals.KEYS` and `globals.ARGV` to fresh arrays of `keys` and `args` (Redis's
-/// `luaCreateArray` and `lua_setglobal`), lifting `globals`' read-only flag meanwhile: one
-/// protected call for what per-value `mlua` calls would make dozens of, on every EVAL. The flag
-/// is set again whether or not the call failed (out of memory).
-pub fn set_keys_and_args(
-    lua: &Lua,
-    globals: &Table,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-) -> mlua::Result<()> {
-    // SAFETY: `exec_raw` calls the closure in a protected call with `globals` (a table, not the
-    // registry) alone on the stack at index 1. `lua_checkstack` makes room for the three values
-    // held at once (the array, a string, the field name), and an allocation failure raises a
-    // Lua error inside the protected call, which `exec_raw` returns as `Err`. `lua_rawset`
-    // stores past the globals' metatable; the new arrays are not read-only. The closure leaves
-    // nothing on the stack, which `()` reads back.
-    let set = unsafe {
-        lua.exec_raw::<()>(globals, |state| {
-            ffi::luaL_checkstack(state, 4, std::ptr::null());
-            lua_enablereadonlytable(state, 1, 0);
-            for (name, items) in [(c"KEYS", keys), (c"ARGV", args)] {
-                ffi::lua_pushstring(state, name.as_ptr());
-                ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
-                for (i, item) in items.iter().enumerate() {
-                    ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
-                    ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
-                }
-                ffi::lua_rawset(state, 1);
-            }
-            lua_enablereadonlytable(state, 1, 1);
-            ffi::lua_pop(state, 1);
-        })
-    };
-    if set.is_err() {
-        set_readonly(lua, globals, true)?;
+thread_local! {
+    /// The KEYS and ARGV of the EVAL about to run (`stage_keys_and_args`), for the setter its
+    /// driver calls.
+    static STAGED: std::cell::Cell<Option<(*const [&'static [u8]], *const [&'static [u8]])>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// KEYS and ARGV staged for the next run; unstaged when dropped.
+#[derive(Debug)]
+pub struct Staged {
+    _private: (),
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        STAGED.set(None);
     }
-    set
+}
+
+/// Stages `keys` and `args` for the setter ([`keys_and_args_setter`]) the EVAL driver calls
+/// first thing, inside its protected call: no protected call of its own per run.
+pub fn stage_keys_and_args(keys: &[&[u8]], args: &[&[u8]]) -> Staged {
+    let keys: *const [&[u8]] = keys;
+    let args: *const [&[u8]] = args;
+    STAGED.set(Some((
+        keys as *const [&'static [u8]],
+        args as *const [&'static [u8]],
+    )));
+    Staged { _private: () }
+}
+
+/// The C function that sets `globals.KEYS` and `globals.ARGV` to fresh arrays of what is
+/// staged (Redis's `luaCreateArray` and `lua_setglobal`), lifting `globals`' read-only flag
+/// only around the two stores. `globals` must hold both names already (the stores then
+/// allocate nothing, so nothing can fail while the flag is off).
+pub fn keys_and_args_setter(lua: &Lua, globals: &Table) -> mlua::Result<mlua::Function> {
+    // SAFETY: `exec_raw` calls the closure with `globals` alone on the stack; `lua_pushcclosure`
+    // pops it as upvalue 1 and leaves the function, the one result.
+    unsafe {
+        lua.exec_raw::<mlua::Function>(globals, |state| {
+            ffi::lua_pushcclosure(state, set_keys_and_args_c, 1);
+        })
+    }
+}
+
+unsafe extern "C-unwind" fn set_keys_and_args_c(state: *mut lua_State) -> c_int {
+    let Some((keys, args)) = STAGED.get() else {
+        return 0;
+    };
+    // SAFETY: the staged slices belong to the `Staged` guard's caller, alive for the whole run
+    // (the driver calls this before the script). The two arrays are built first: an allocation
+    // failure raises there, with the globals still read-only and nothing in this frame to
+    // drop. The stores into the globals then reuse existing slots (the names exist, as this
+    // function's contract requires), so nothing raises while the flag is off. `luaL_checkstack`
+    // makes room for the five values held at once.
+    unsafe {
+        ffi::luaL_checkstack(state, 6, std::ptr::null());
+        push_array(state, &*keys);
+        push_array(state, &*args);
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+        lua_enablereadonlytable(state, -1, 0);
+        ffi::lua_pushstring(state, c"KEYS".as_ptr());
+        ffi::lua_pushvalue(state, -4);
+        ffi::lua_rawset(state, -3);
+        ffi::lua_pushstring(state, c"ARGV".as_ptr());
+        ffi::lua_pushvalue(state, -3);
+        ffi::lua_rawset(state, -3);
+        lua_enablereadonlytable(state, -1, 1);
+        ffi::lua_settop(state, -4);
+    }
+    0
+}
+
+/// Pushes a new array of `items` as strings.
+///
+/// # Safety
+///
+/// `state` is valid with room for two more values; it may raise (out of memory).
+unsafe fn push_array(state: *mut lua_State, items: &[&[u8]]) {
+    // SAFETY: per the contract.
+    unsafe {
+        ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+        for (i, item) in items.iter().enumerate() {
+            ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
+            ffi::lua_rawseti(state, -2, (i + 1) as ffi::lua_Integer);
+        }
+    }
 }
 
 /// `redis.call` or `redis.pcall` with a fast path: a C function whose upvalues are the

@@ -21,7 +21,8 @@ use super::lua_ext;
 use super::{api, libs};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value};
 
-/// The driver; see the module comment. Returns what `xpcall` does: `true, result` when the
+/// The driver; see the module comment. `prepare`, when given, runs first (EVAL's KEYS and
+/// ARGV setter). Returns what `xpcall` does: `true, result` when the
 /// script ended, `false, error` when it failed ([`drive`] reads them). The `xpcall` is its
 /// last line on purpose: a killed script's hook fires at every new line until the run is
 /// over, and no line of the driver may start after the script.
@@ -41,7 +42,8 @@ end
 local target, keys, argv
 local function bare() return target() end
 local function with_arrays() return target(keys, argv) end
-return function(f, k, a)
+return function(f, k, a, prepare)
+  if prepare then prepare() end
   target, keys, argv = f, k, a
   return xpcall(k == nil and bare or with_arrays, handler)
 end
@@ -147,7 +149,8 @@ pub fn protect(lua: &Lua, table: &Table) -> mlua::Result<()> {
 pub struct EvalVm {
     pub lua: Lua,
     pub driver: Function,
-    globals: Table,
+    /// Sets KEYS and ARGV from what is staged (`lua_ext::keys_and_args_setter`).
+    set_keys_and_args: Function,
     /// Compiled scripts by sha (Redis keeps them in the registry as `f_<sha>`).
     pub scripts: std::collections::HashMap<String, Function, foldhash::fast::RandomState>,
     /// `Scripting::flushes` when this VM was built.
@@ -168,19 +171,28 @@ impl EvalVm {
             .set_name("@err_handler_def")
             .call(())?;
         globals.raw_set("__redis__err__handler", handler)?;
+        // Present from the start, so that setting them per run never grows the globals.
+        globals.raw_set("KEYS", lua.create_table()?)?;
+        globals.raw_set("ARGV", lua.create_table()?)?;
+        let set_keys_and_args = lua_ext::keys_and_args_setter(&lua, &globals)?;
         lock(&lua, &globals)?;
         Ok(EvalVm {
             lua,
             driver,
-            globals,
+            set_keys_and_args,
             scripts: std::collections::HashMap::default(),
             flushes,
         })
     }
 
-    /// Sets the globals KEYS and ARGV (the globals are read-only to scripts, not to this).
-    pub fn set_keys_and_args(&self, keys: &[&[u8]], args: &[&[u8]]) -> mlua::Result<()> {
-        lua_ext::set_keys_and_args(&self.lua, &self.globals, keys, args)
+    /// The driver's arguments for a run whose KEYS and ARGV are staged
+    /// (`lua_ext::stage_keys_and_args`): no arrays, and the setter to call first.
+    pub fn run_arguments(&self) -> mlua::MultiValue {
+        mlua::MultiValue::from_vec(vec![
+            Value::Nil,
+            Value::Nil,
+            Value::Function(self.set_keys_and_args.clone()),
+        ])
     }
 }
 
