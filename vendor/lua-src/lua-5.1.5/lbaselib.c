@@ -7,6 +7,7 @@
 
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,13 +342,17 @@ static int luaB_assert (lua_State *L) {
 
 static int luaB_unpack (lua_State *L) {
   int i, e, n;
+  unsigned int d;
   luaL_checktype(L, 1, LUA_TTABLE);
   i = luaL_optint(L, 2, 1);
   e = luaL_opt(L, luaL_checkint, 3, luaL_getn(L, 1));
   if (i > e) return 0;  /* empty range */
-  n = e - i + 1;  /* number of elements */
-  if (n <= 0 || !lua_checkstack(L, n))  /* n <= 0 means arith. overflow */
+  /* densekv: the count in unsigned arithmetic (as Lua 5.2 does): `e - i + 1` overflowed
+  ** a signed int for wide ranges, and the compiler may drop the `n <= 0` test after it */
+  d = (unsigned int)e - (unsigned int)i;
+  if (d >= (unsigned int)INT_MAX || !lua_checkstack(L, (int)(d + 1)))
     return luaL_error(L, "too many results to unpack");
+  n = (int)(d + 1);  /* number of elements */
   lua_rawgeti(L, 1, i);  /* push arg[i] (avoiding overflow problems) */
   while (i++ < e)  /* push arg[i + 1...e] */
     lua_rawgeti(L, 1, i);

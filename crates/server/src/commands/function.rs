@@ -208,17 +208,22 @@ fn restore(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         }
         Err(persist::dump::FunctionsError::Bad(text)) => return ctx.error(&format!("ERR {text}")),
     };
-    let mut registry = ctx.server.scripting.libraries.write();
-    let mut next = if policy == "flush" {
-        functions::Registry::default()
-    } else {
-        registry.clone()
-    };
+    // As Redis's `functionRestoreCommand`: the payload's libraries load on their own, then
+    // join the current ones (`libraryJoin`), whose errors name no quotes.
+    let mut incoming = functions::Registry::default();
     for code in &codes {
-        if let Err(text) = functions::load(&mut next, code, policy == "replace") {
+        if let Err(text) = functions::load(&mut incoming, code, false) {
             return ctx.error(&format!("ERR {text}"));
         }
     }
+    let mut registry = ctx.server.scripting.libraries.write();
+    let mut next = match policy {
+        "flush" => incoming,
+        _ => match functions::join(&registry, incoming, policy == "replace") {
+            Ok(joined) => joined,
+            Err(text) => return ctx.error(&format!("ERR {text}")),
+        },
+    };
     next.generation = registry.generation + 1;
     *registry = next;
     drop(registry);

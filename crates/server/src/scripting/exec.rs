@@ -103,6 +103,12 @@ pub fn run(
             // Killed: the hook now fires at every line; back to every HOOK_PERIOD instructions.
             super::lua_ext::set_count_hook(lua, None, super::busy::HOOK_PERIOD);
         }
+        if lua.used_memory() > super::vm::COLLECT_ABOVE {
+            // A script that built much (or failed at the limit) leaves garbage Lua 5.1's
+            // collector, paced by the heap's size, may never reach before the limit: every
+            // later allocation would fail. Collect it now.
+            let _ = lua.gc_collect();
+        }
         outcome
     };
     let protocol = run.client.protocol;

@@ -359,6 +359,31 @@ pub fn install(server: &Server, codes: &[Vec<u8>]) -> Result<(), String> {
     Ok(())
 }
 
+/// `current` with `incoming`'s libraries added (Redis's `libraryJoin`): a library of the same
+/// name is an error, or with `replace` gives way; a function of the same name in a library
+/// that stays is an error.
+pub fn join(current: &Registry, incoming: Registry, replace: bool) -> Result<Registry, String> {
+    let mut joined = current.clone();
+    for name in incoming.libraries.keys() {
+        if joined.libraries.contains_key(name) {
+            if !replace {
+                return Err(format!("Library {name} already exists"));
+            }
+            remove(&mut joined, name);
+        }
+    }
+    if let Some(function) = incoming
+        .functions
+        .keys()
+        .find(|f| joined.functions.contains_key(*f))
+    {
+        return Err(format!("Function {function} already exists"));
+    }
+    joined.functions.extend(incoming.functions);
+    joined.libraries.extend(incoming.libraries);
+    Ok(joined)
+}
+
 /// The flags function `name` was registered with (any case), if it exists.
 pub fn flags_of(server: &Server, name: &str) -> Option<super::flags::Flags> {
     let registry = server.scripting.libraries.read();

@@ -65,20 +65,23 @@ pub fn set_readonly(lua: &Lua, table: &Table, on: bool) -> mlua::Result<()> {
     }
 }
 
+/// Where a run's KEYS and ARGV are: slices the caller of `stage_keys_and_args` holds.
+type StagedArrays = (*const [&'static [u8]], *const [&'static [u8]]);
+
 thread_local! {
     /// The KEYS and ARGV of the EVAL about to run (`stage_keys_and_args`), for the setter its
     /// driver calls.
-    static STAGED: std::cell::Cell<Option<(*const [&'static [u8]], *const [&'static [u8]])>> =
-        const { std::cell::Cell::new(None) };
+    static STAGED: std::cell::Cell<Option<StagedArrays>> = const { std::cell::Cell::new(None) };
 }
 
-/// KEYS and ARGV staged for the next run; unstaged when dropped.
+/// KEYS and ARGV staged for the next run; unstaged when dropped. It borrows the slices, so
+/// it cannot outlive them.
 #[derive(Debug)]
-pub struct Staged {
-    _private: (),
+pub struct Staged<'a> {
+    _borrows: std::marker::PhantomData<&'a [&'a [u8]]>,
 }
 
-impl Drop for Staged {
+impl Drop for Staged<'_> {
     fn drop(&mut self) {
         STAGED.set(None);
     }
@@ -86,14 +89,15 @@ impl Drop for Staged {
 
 /// Stages `keys` and `args` for the setter ([`keys_and_args_setter`]) the EVAL driver calls
 /// first thing, inside its protected call: no protected call of its own per run.
-pub fn stage_keys_and_args(keys: &[&[u8]], args: &[&[u8]]) -> Staged {
-    let keys: *const [&[u8]] = keys;
-    let args: *const [&[u8]] = args;
-    STAGED.set(Some((
-        keys as *const [&'static [u8]],
-        args as *const [&'static [u8]],
-    )));
-    Staged { _private: () }
+pub fn stage_keys_and_args<'a>(keys: &'a [&'a [u8]], args: &'a [&'a [u8]]) -> Staged<'a> {
+    // The lifetimes are erased: the setter reads the slices only while the `Staged` guard,
+    // which the caller holds across the run, keeps them staged.
+    let erase =
+        |items: &[&[u8]]| std::ptr::slice_from_raw_parts(items.as_ptr().cast(), items.len());
+    STAGED.set(Some((erase(keys), erase(args))));
+    Staged {
+        _borrows: std::marker::PhantomData,
+    }
 }
 
 /// The C function that sets `globals.KEYS` and `globals.ARGV` to fresh arrays of what is

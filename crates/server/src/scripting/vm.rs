@@ -81,6 +81,10 @@ pub fn drive(
 /// Most memory one VM may take; past it an allocation fails with Lua's `not enough memory`.
 pub const MEMORY_LIMIT: usize = 1 << 30;
 
+/// A VM above this size after a run is collected in full (`exec::run`); an ordinary script
+/// leaves a VM of well under a MiB.
+pub const COLLECT_ABOVE: usize = 32 << 20;
+
 /// Builds the parts both VMs share: libraries, `pcall`, the math replacements, the driver.
 /// Returns the VM, its `redis` table (not yet global) and the driver.
 fn base() -> mlua::Result<(Lua, Function)> {
