@@ -11,6 +11,7 @@ pub mod eval;
 pub mod exec;
 pub mod flags;
 pub mod functions;
+pub mod fuzz;
 pub mod libs;
 pub mod lua_ext;
 pub mod rand;
