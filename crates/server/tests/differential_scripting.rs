@@ -1928,6 +1928,16 @@ fn functions(k: &mut Corpus) {
         .cmd(&["FUNCTION", "LOAD", rich])
         .cmd(&["FUNCTION", "STATS"])
         .cmd(&["FUNCTION", "STATS", "extra"]);
+    // Errors name a function as it was registered, whatever case FCALL used.
+    k.case("function", "error_names_registered_case")
+        .cmd(&[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=casing\nredis.register_function('MyFunc', function() return redis.call('nosuch') end)",
+        ])
+        .cmd(&["FCALL", "myfunc", "0"])
+        .cmd(&["FCALL", "MYFUNC", "0"])
+        .cmd(&["FUNCTION", "DELETE", "casing"]);
     k.case("function", "kill_not_busy")
         .cmd(&["FUNCTION", "KILL"])
         .cmd(&["FUNCTION", "KILL", "x"]);

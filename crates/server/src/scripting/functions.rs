@@ -71,7 +71,9 @@ thread_local! {
 struct Slot {
     vm: FunctionVm,
     generation: u64,
-    functions: HashMap<String, (Function, u32)>,
+    /// By lowercase name: the callback, its flags and the name as registered (what errors and
+    /// FUNCTION STATS show).
+    functions: HashMap<String, (Function, u32, String)>,
     client: ClientState,
 }
 
@@ -446,7 +448,10 @@ fn with_vm<R>(server: &Server, f: impl FnOnce(&mut Slot) -> R) -> Result<R, Stri
                 let (_, _, at) = metadata(&library.code)?;
                 for r in run_library(&vm, &library.code[at..])? {
                     // Function names are found in any case, as Redis's dictionary finds them.
-                    functions.insert(r.info.name.to_ascii_lowercase(), (r.callback, r.info.flags));
+                    functions.insert(
+                        r.info.name.to_ascii_lowercase(),
+                        (r.callback, r.info.flags, r.info.name),
+                    );
                 }
             }
             *slot = Some(Slot {
@@ -476,7 +481,7 @@ pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
     let server = ctx.server;
     let outcome = with_vm(server, |slot| {
         // Redis looks the function up before it reads numkeys.
-        let Some((function, flags)) = slot.functions.get(&name).cloned() else {
+        let Some((function, flags, registered)) = slot.functions.get(&name).cloned() else {
             return ctx.error("ERR Function not found");
         };
         let Some(numkeys) = numkeys else {
@@ -495,7 +500,7 @@ pub fn fcall(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], ro: bool) {
             (Err(e), _) | (_, Err(e)) => return ctx.error(&format!("ERR {e}")),
         };
         let target = Target {
-            name: &name,
+            name: &registered,
             flags: super::flags::Flags {
                 compat: false,
                 bits: flags,
