@@ -17,6 +17,13 @@
 //!   `table.remove` and `table.sort`), and `setmetatable`. Reads (`t.k`, `rawget`, `pairs`, `#t`)
 //!   are untouched.
 //!
+//! The other raw C functions a script run goes through live here too, each with its stack
+//! discipline stated at its `// SAFETY:` comment: `redis.pcall` as Redis replaces Lua's
+//! ([`redis_pcall`]), the busy-script count hook ([`set_count_hook`]), the setter of KEYS and
+//! ARGV the EVAL driver calls first ([`keys_and_args_setter`]), and `redis.call`'s fast path
+//! ([`redis_call_fast`]), which runs a command with string arguments and pushes a simple reply
+//! without going through `mlua`.
+//!
 //! # Writing to a read-only table from Rust
 //!
 //! The patched Lua raises the error from inside `lua_rawset`, `lua_rawseti` and
