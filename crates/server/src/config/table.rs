@@ -44,7 +44,6 @@ const EVICTION: Status = Status::Works(
 );
 const CLIENT_EVICTION: Status = Status::Planned("client eviction (maxmemory-clients)");
 const MESSAGING: Status = Status::Works("as Redis 7.0 (docs/messaging.md)");
-const SCRIPTING: Status = Status::Planned("scripting (EVAL, FUNCTION)");
 const HLL: Status = Status::Planned("HyperLogLog");
 const REPLICATION: Status = Status::NoEffect("densekv has no replication");
 const CLUSTER: Status = Status::NoEffect("densekv has no cluster mode");
@@ -425,7 +424,7 @@ directives! {
     acllog_max_len: u64 = 128; "acllog-max-len", MODIFIABLE, number(ULong, 0, LONG_MAX, INTEGER, None), Status::NoEffect("densekv has no ACL log"), None;
 
     // ---- long long ----
-    busy_reply_threshold: i64 = 5000; "busy-reply-threshold" | "lua-time-limit", MODIFIABLE, number(LongLong, 0, LONG_MAX, INTEGER, None), SCRIPTING, None;
+    busy_reply_threshold: i64 = 5000; "busy-reply-threshold" | "lua-time-limit", MODIFIABLE, number(LongLong, 0, LONG_MAX, INTEGER, None), Status::Works("after this many ms a script is busy: other clients get -BUSY, SCRIPT KILL and FUNCTION KILL reach it"), None;
     cluster_node_timeout: i64 = 15000; "cluster-node-timeout", MODIFIABLE, number(LongLong, 0, LLONG_MAX, INTEGER, None), CLUSTER, None;
     slowlog_log_slower_than: i64 = 10_000; "slowlog-log-slower-than", MODIFIABLE, number(LongLong, -1, LLONG_MAX, INTEGER, None), RUNS, SlowLog;
     latency_monitor_threshold: i64 = 0; "latency-monitor-threshold", MODIFIABLE, number(LongLong, 0, LLONG_MAX, INTEGER, None), Status::NoEffect("LATENCY records no events yet"), None;
