@@ -9,6 +9,7 @@
 //! cargo run --release -p bench -- evict [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- pubsub [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- scripting [--quick] [--rounds N] [--densekv PATH] [--only S,..]
+//! cargo run --release -p bench -- types [--quick] [--rounds N] [--densekv PATH] [--only S,..]
 //! cargo run --release -p bench -- shapes [--quick] [--records N]
 //! cargo run --release -p bench -- all  [--quick] [--rounds N]
 //! ```
@@ -42,6 +43,11 @@
 //! `scripting` (`scripting_*`: EVALSHA throughput through redis-benchmark at -P 1 and 16,
 //! SCRIPT KILL latency of a busy script, -BUSY replies meanwhile) writes its JSON and Markdown
 //! into the output directory only, like `pubsub`.
+//!
+//! `types` (`types_*`: a 10⁸-bit bitmap's memory built sparse, dense and by growth, and BITCOUNT;
+//! PFADD and PFCOUNT throughput over dense HyperLogLogs; a 10⁶-member geo set's memory and
+//! GEOSEARCH throughput) writes its JSON and Markdown into the output directory only, like
+//! `scripting`.
 //!
 //! Modules: `alloc` (the allocators behind one trait), `workload` (what is measured), `child`
 //! (one measurement in its own process), `heap_suite` (running the children), `heap_report`
@@ -95,6 +101,13 @@ mod server_workload;
 mod shapes_suite;
 mod stats;
 mod suite;
+mod types_bitmap;
+mod types_driver;
+mod types_geo;
+mod types_hll;
+mod types_markdown;
+mod types_report;
+mod types_suite;
 mod workload;
 
 use std::process::ExitCode;
@@ -132,10 +145,13 @@ enum Suite {
     /// densekv's Lua scripting against redis-server: EVALSHA throughput at -P 1 and 16,
     /// SCRIPT KILL latency of a busy script.
     Scripting(scripting_suite::ScriptingArgs),
+    /// densekv's bitmaps, HyperLogLogs and geo sets against redis-server: memory of a 10⁸-bit
+    /// bitmap and of 10⁶ geo members, BITCOUNT, PFADD, PFCOUNT and GEOSEARCH throughput.
+    Types(types_suite::TypesArgs),
     /// Shaped hashes against SmallMap, hashbrown and Redis's listpack: lookups and bytes/record.
     Shapes(ShapesArgs),
-    /// Every suite there is: heap, shapes, server, persist, aof, evict, pubsub, then scripting
-    /// (same --quick and --out-dir).
+    /// Every suite there is: heap, shapes, server, persist, aof, evict, pubsub, scripting, then
+    /// types (same --quick and --out-dir).
     All(heap_suite::HeapArgs),
     /// One measurement in a fresh process (run by `heap`, not by hand).
     #[command(hide = true)]
@@ -174,6 +190,56 @@ impl ShapesArgs {
     }
 }
 
+/// `all`: every suite in turn, each with `args`'s --quick and --out-dir.
+fn run_all(args: &heap_suite::HeapArgs) -> Result<bool, String> {
+    let heap_ok = heap_suite::run(args)?;
+    let shapes = ShapesArgs {
+        quick: args.quick,
+        records: 1_000_000,
+        rounds: 7,
+    };
+    shapes_suite::run(shapes.options()).map_err(|e| e.to_string())?;
+    let server = server_suite::ServerArgs {
+        quick: args.quick,
+        out_dir: args.out_dir.clone(),
+        ..server_suite::ServerArgs::default()
+    };
+    let server_ok = server_suite::run(&server)?;
+    let peers = persist_suite::PeerArgs {
+        out_dir: args.out_dir.clone(),
+        ..persist_suite::PeerArgs::default()
+    };
+    let persist = persist_suite::PersistArgs {
+        quick: args.quick,
+        peers: peers.clone(),
+        ..persist_suite::PersistArgs::default()
+    };
+    let persist_ok = persist_suite::run(&persist)?;
+    let aof = aof_suite::AofArgs {
+        quick: args.quick,
+        peers: peers.clone(),
+        ..aof_suite::AofArgs::default()
+    };
+    let aof_ok = aof_suite::run(&aof)?;
+    let evict = evict_suite::EvictArgs {
+        quick: args.quick,
+        peers: peers.clone(),
+        ..evict_suite::EvictArgs::default()
+    };
+    let evict_ok = evict_suite::run(&evict)?;
+    let pubsub = pubsub_suite::PubsubArgs {
+        quick: args.quick,
+        peers: peers.clone(),
+        ..pubsub_suite::PubsubArgs::default()
+    };
+    let pubsub_ok = pubsub_suite::run(&pubsub)?;
+    let scripting = scripting_suite::ScriptingArgs::for_all(args.quick, peers.clone());
+    let scripting_ok = scripting_suite::run(&scripting)?;
+    let peers_ok = persist_ok && aof_ok && evict_ok && pubsub_ok && scripting_ok;
+    types_suite::run(&types_suite::TypesArgs::for_all(args.quick, peers))
+        .map(|types_ok| heap_ok && server_ok && peers_ok && types_ok)
+}
+
 fn main() -> ExitCode {
     let outcome = match Cli::parse().command {
         Suite::Heap(args) => heap_suite::run(&args),
@@ -183,54 +249,11 @@ fn main() -> ExitCode {
         Suite::Evict(args) => evict_suite::run(&args),
         Suite::Pubsub(args) => pubsub_suite::run(&args),
         Suite::Scripting(args) => scripting_suite::run(&args),
+        Suite::Types(args) => types_suite::run(&args),
         Suite::Shapes(args) => shapes_suite::run(args.options())
             .map(|()| true)
             .map_err(|e| e.to_string()),
-        Suite::All(args) => heap_suite::run(&args).and_then(|heap_ok| {
-            let shapes = ShapesArgs {
-                quick: args.quick,
-                records: 1_000_000,
-                rounds: 7,
-            };
-            shapes_suite::run(shapes.options()).map_err(|e| e.to_string())?;
-            let server = server_suite::ServerArgs {
-                quick: args.quick,
-                out_dir: args.out_dir.clone(),
-                ..server_suite::ServerArgs::default()
-            };
-            let server_ok = server_suite::run(&server)?;
-            let peers = persist_suite::PeerArgs {
-                out_dir: args.out_dir.clone(),
-                ..persist_suite::PeerArgs::default()
-            };
-            let persist = persist_suite::PersistArgs {
-                quick: args.quick,
-                peers: peers.clone(),
-                ..persist_suite::PersistArgs::default()
-            };
-            let persist_ok = persist_suite::run(&persist)?;
-            let aof = aof_suite::AofArgs {
-                quick: args.quick,
-                peers: peers.clone(),
-                ..aof_suite::AofArgs::default()
-            };
-            let aof_ok = aof_suite::run(&aof)?;
-            let evict = evict_suite::EvictArgs {
-                quick: args.quick,
-                peers: peers.clone(),
-                ..evict_suite::EvictArgs::default()
-            };
-            let evict_ok = evict_suite::run(&evict)?;
-            let pubsub = pubsub_suite::PubsubArgs {
-                quick: args.quick,
-                peers: peers.clone(),
-                ..pubsub_suite::PubsubArgs::default()
-            };
-            let pubsub_ok = pubsub_suite::run(&pubsub)?;
-            let peers_ok = persist_ok && aof_ok && evict_ok && pubsub_ok;
-            scripting_suite::run(&scripting_suite::ScriptingArgs::for_all(args.quick, peers))
-                .map(|scripting_ok| heap_ok && server_ok && peers_ok && scripting_ok)
-        }),
+        Suite::All(args) => run_all(&args),
         Suite::HeapChild(args) => child::run(&args).map(|()| true),
     };
     match outcome {

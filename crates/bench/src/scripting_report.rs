@@ -96,7 +96,7 @@ pub fn kill_scenario(script: BusyScript, killer: KillerOpened) -> String {
 }
 
 /// A sample's scenario name.
-trait Scenario {
+pub(crate) trait Scenario {
     fn scenario(&self) -> &str;
 }
 
@@ -113,7 +113,7 @@ impl Scenario for KillSample {
 }
 
 /// The rows of `figures` for every scenario of `samples`, scenarios in their first order.
-fn rows<T: Scenario + crate::stats::Sample>(
+pub(crate) fn rows<T: Scenario + crate::stats::Sample>(
     samples: &[T],
     figures: &[(&str, usize, Pick<T>)],
 ) -> Vec<FigureRow> {

@@ -34,9 +34,9 @@ pub const BATCH_LEN: u64 = 1000;
 /// Entries read back after the load.
 pub const SAMPLE_COUNT: usize = 1000;
 /// After the load, `VmRSS` must be unchanged this long (and `settle` must have passed).
-const QUIET_STILL: Duration = Duration::from_secs(2);
+pub(crate) const QUIET_STILL: Duration = Duration::from_secs(2);
 /// The longest wait for quiet beyond `settle`: a server still changing then is measured anyway.
-const QUIET_SLACK: Duration = Duration::from_secs(20);
+pub(crate) const QUIET_SLACK: Duration = Duration::from_secs(20);
 /// The default settle time: above jemalloc's 10 s dirty-page decay.
 pub const SETTLE_DEFAULT: Duration = Duration::from_secs(12);
 

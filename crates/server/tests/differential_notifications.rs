@@ -219,7 +219,12 @@ fn side(g: &mut Gen) -> &'static str {
 
 fn strings(g: &mut Gen, k: &[u8]) -> Cmd {
     let v = string_value(g);
-    match g.below(22) {
+    match g.below(27) {
+        22 => cmd!["SETBIT", k, g.below(40).to_string(), g.below(2).to_string()],
+        23 => cmd!["BITFIELD", k, "INCRBY", "u4", g.below(20).to_string(), "3"],
+        24 => cmd!["BITOP", word(g, &["AND", "OR"]), k, home(g, "s"), g.key()],
+        25 => cmd![word(g, &["GETBIT", "BITCOUNT"]), k, "3"],
+        26 => cmd!["BITFIELD_RO", k, "GET", "u4", "0"],
         0..=3 => cmd!["SET", k, v],
         4 => {
             let (word, at) = far_expiry(g);
@@ -608,6 +613,7 @@ const EVENTS: &[&str] = &[
     "incrbyfloat",
     "append",
     "setrange",
+    "setbit",
     "hset",
     "hdel",
     "hincrby",

@@ -110,6 +110,58 @@ impl Shard {
         Ok(Some(new_len))
     }
 
+    /// Calls `f` with the bytes of the string at `key`, writable in place, after growing them
+    /// (zero-filled) to at least `min_len` bytes: the bitmap and HyperLogLog writes (SETBIT,
+    /// BITFIELD, PFADD, PFCOUNT's cached cardinality) without copying the string. An integer or
+    /// embstr is first rewritten as raw bytes, keeping its TTL (Redis's `dbUnshareStringValue`:
+    /// such a string reads `raw` afterwards, as in Redis). A missing key is created as `min_len`
+    /// zero bytes without a TTL when `create` is set, else `Ok(None)` and nothing is done.
+    /// `f` also gets the string's length before the call (`None`: it was created), so that the
+    /// caller can tell whether it grew. Growth takes the map's capacity steps
+    /// (`maps::capacity_for`), so a bitmap grown bit by bit is amortized O(1) per byte. The
+    /// caller has checked the size limit.
+    pub fn edit_string<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        (min_len, create): (usize, bool),
+        f: impl FnOnce(&mut [u8], Option<usize>) -> R,
+    ) -> Result<Option<R>, StoreError> {
+        let found = self.with_entry(db, key, now_ms, |e| {
+            let bytes = (e.tag != tag::STR_RAW && is_string(e.tag))
+                .then(|| str_of(e.tag, e.payload).to_vec());
+            (
+                is_string(e.tag),
+                bytes,
+                e.payload.len(),
+                e.expire_at_ms.is_some(),
+            )
+        });
+        let (len, has_ttl, created) = match found {
+            None if !create => return Ok(None),
+            None => {
+                self.put_string_raw(db, key, b"", Ttl::Clear, now_ms)?;
+                (0, false, true)
+            }
+            Some((false, ..)) => return Err(StoreError::WrongType),
+            Some((true, Some(bytes), _, has_ttl)) => {
+                self.put_string_raw(db, key, &bytes, Ttl::Keep, now_ms)?;
+                (bytes.len(), has_ttl, false)
+            }
+            Some((true, None, len, has_ttl)) => (len, has_ttl, false),
+        };
+        let prefix = if has_ttl { 8 } else { 0 };
+        let new_len = len.max(min_len);
+        self.preserve(db, key);
+        let keys = self.dbs[db].keys.as_mut().expect("the key is stored");
+        let mut out = None;
+        keys.edit_value(&mut self.heap, key, prefix + new_len, |value| {
+            out = Some(f(&mut value[prefix..], (!created).then_some(len)));
+        })?;
+        Ok(Some(out.expect("the key is stored, so f ran")))
+    }
+
     /// Rewrites the string at `key` as an integer with a single lookup (INCR…): `f` sees the
     /// current string (`None` when the key is missing or expired) and returns the new value, or
     /// an error of its own to write nothing. An existing key keeps its TTL; a new one has none.
@@ -197,5 +249,64 @@ impl Shard {
             }
         }
         unreachable!("an expired collection is deleted before the second lookup")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Shard, ShardConfig, StoreError, Ttl, View};
+
+    fn bytes_of(shard: &mut Shard, key: &[u8]) -> Option<(Vec<u8>, Option<u64>)> {
+        shard.view(0, key, 0, |v, at| match v {
+            View::String(s) => (s.to_vec(), at),
+            _ => panic!("not a string"),
+        })
+    }
+
+    /// `edit_string` creates, grows (zero-filled), turns an integer or embstr into raw bytes
+    /// keeping its TTL, refuses other types, and leaves a missing key alone without `create`.
+    #[test]
+    fn edit_string_grows_in_place_and_keeps_the_ttl() {
+        let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+        let none = shard.edit_string(0, b"m", 0, (4, false), |_, _| ());
+        assert_eq!(none.unwrap(), None);
+        assert_eq!(bytes_of(&mut shard, b"m"), None);
+        let created = shard.edit_string(0, b"m", 0, (3, true), |b, before| {
+            b[2] = 7;
+            (b.len(), before)
+        });
+        assert_eq!(created.unwrap(), Some((3, None)));
+        assert_eq!(bytes_of(&mut shard, b"m"), Some((vec![0, 0, 7], None)));
+        for len in [1, 100, 5000, 70_000] {
+            let before = bytes_of(&mut shard, b"m").unwrap().0.len();
+            let seen = shard.edit_string(0, b"m", 0, (len, true), |b, before| {
+                b[len - 1] ^= 1;
+                (b.len(), before)
+            });
+            assert_eq!(seen.unwrap(), Some((len.max(3), Some(before))));
+            shard.validate().unwrap();
+        }
+        let (bytes, _) = bytes_of(&mut shard, b"m").unwrap();
+        assert_eq!(bytes.len(), 70_000);
+        assert_eq!(bytes.iter().filter(|&&b| b != 0).count(), 5);
+        shard
+            .put_string(0, b"i", b"123", Ttl::At(1 << 50), 0)
+            .unwrap();
+        let grown = shard.edit_string(0, b"i", 0, (5, true), |b, _| b.to_vec());
+        assert_eq!(grown.unwrap(), Some(b"123\0\0".to_vec()));
+        assert_eq!(
+            bytes_of(&mut shard, b"i"),
+            Some((b"123\0\0".to_vec(), Some(1 << 50)))
+        );
+        assert_eq!(shard.object_encoding(0, b"i", 0), Some("raw"));
+        shard.put_string(0, b"e", b"abc", Ttl::Clear, 0).unwrap();
+        let same = shard.edit_string(0, b"e", 0, (0, true), |b, _| b.to_vec());
+        assert_eq!(same.unwrap(), Some(b"abc".to_vec()));
+        shard
+            .update::<crate::Set, _>(0, b"s", 0, true, |s| s.add(b"x"))
+            .unwrap();
+        let wrong = shard.edit_string(0, b"s", 0, (1, true), |_, _| ());
+        assert!(matches!(wrong, Err(StoreError::WrongType)));
+        shard.validate().unwrap();
     }
 }

@@ -4,13 +4,16 @@
 //! (the per-thread generator and the RANDMEMBER plan); score parsing is `crate::number`.
 
 pub mod args;
+pub mod bitmap;
 pub mod blocking;
 pub mod config;
 pub mod connection;
 pub mod debug;
 pub mod dump;
 pub mod function;
+pub mod geo;
 pub mod hash;
+pub mod hll;
 pub mod introspect;
 pub mod keys;
 pub mod list;

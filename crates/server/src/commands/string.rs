@@ -532,13 +532,18 @@ pub fn append(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         return;
     }
     let Ok(old) = read(ctx, key) else { return };
+    let existed = old.is_some();
     let mut value = old.unwrap_or_default();
     value.extend_from_slice(args[2]);
-    // APPEND leaves a raw string even when it spells an integer, as Redis does.
-    if let Err(e) = ctx
-        .shard(key)
-        .put_string_raw(db, key, &value, Ttl::Keep, now)
-    {
+    // APPEND to a string leaves it raw even when it spells an integer, as Redis does; a new key
+    // is stored as SET stores it (int, embstr or raw: Redis's `tryObjectEncoding`).
+    let shard = ctx.shard(key);
+    let stored = if existed {
+        shard.put_string_raw(db, key, &value, Ttl::Keep, now)
+    } else {
+        shard.put_string(db, key, &value, Ttl::Keep, now)
+    };
+    if let Err(e) = stored {
         return ctx.store_error(e);
     }
     ctx.touch(db, key);

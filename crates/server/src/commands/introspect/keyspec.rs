@@ -283,9 +283,55 @@ fn set_keys(args: &[&[u8]]) -> Vec<KeyRef> {
     }]
 }
 
+/// `bitfieldGetKeys`: the key, read-only while every operation before the first SET or
+/// INCRBY (or the first word it cannot read) is a GET or an OVERFLOW.
+fn bitfield_keys(args: &[&[u8]]) -> Vec<KeyRef> {
+    let mut readonly = true;
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        if eq_c_str(args[i], b"get") && left >= 2 {
+            i += 2;
+        } else if eq_c_str(args[i], b"overflow") && left >= 1 {
+            i += 1;
+        } else {
+            // SET, INCRBY, or a syntax error (taken as a write, as Redis takes it).
+            readonly = false;
+            break;
+        }
+        i += 1;
+    }
+    vec![KeyRef {
+        pos: 1,
+        flags: if readonly {
+            RO | ACCESS
+        } else {
+            RW | ACCESS | UPDATE
+        },
+    }]
+}
+
+/// `georadiusGetKeys`: the key, and the last STORE or STOREDIST destination from argument 5 on.
+fn georadius_keys(args: &[&[u8]]) -> Vec<KeyRef> {
+    let mut keys = vec![KeyRef { pos: 1, flags: 0 }];
+    let mut stored = None;
+    let mut i = 5;
+    while i < args.len() {
+        if (eq_c_str(args[i], b"store") || eq_c_str(args[i], b"storedist")) && i + 1 < args.len() {
+            stored = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    keys.extend(stored.map(|pos| KeyRef { pos, flags: 0 }));
+    keys
+}
+
 /// The key finders Redis's metadata names for densekv's commands (a test holds the data to it).
 #[cfg(test)]
-pub const PROCS: [&str; 12] = [
+pub const PROCS: [&str; 14] = [
+    "bitfieldGetKeys",
+    "georadiusGetKeys",
     "evalGetKeys",
     "functionGetKeys",
     "setGetKeys",
@@ -304,6 +350,8 @@ pub const PROCS: [&str; 12] = [
 pub fn proc_keys(name: &str, args: &[&[u8]]) -> Vec<KeyRef> {
     match name {
         "setGetKeys" => set_keys(args),
+        "bitfieldGetKeys" => bitfield_keys(args),
+        "georadiusGetKeys" => georadius_keys(args),
         "sortGetKeys" => sort_keys(args),
         "sortROGetKeys" => vec![KeyRef {
             pos: 1,
