@@ -72,14 +72,20 @@ fn unit(g: &mut Gen) -> Vec<u8> {
 
 fn bitcount(g: &mut Gen) -> Vec<Vec<u8>> {
     let mut a = vec![g.name("BITCOUNT"), g.key()];
-    match g.below(6) {
-        0 => {}
-        1 => a.push(bound(g)),
-        2 | 3 => a.extend([bound(g), bound(g)]),
-        4 => a.extend([bound(g), bound(g), unit(g)]),
-        _ => a.extend([bound(g), bound(g), unit(g), b"BIT".to_vec()]),
-    }
+    a.extend(range(g));
     a
+}
+
+/// BITCOUNT's and BITPOS's optional range: none, one bound, two, with a unit, or one word too
+/// many.
+fn range(g: &mut Gen) -> Vec<Vec<u8>> {
+    match g.below(6) {
+        0 => vec![],
+        1 => vec![bound(g)],
+        2 | 3 => vec![bound(g), bound(g)],
+        4 => vec![bound(g), bound(g), unit(g)],
+        _ => vec![bound(g), bound(g), unit(g), b"BIT".to_vec()],
+    }
 }
 
 fn bitpos(g: &mut Gen) -> Vec<Vec<u8>> {
@@ -87,13 +93,7 @@ fn bitpos(g: &mut Gen) -> Vec<Vec<u8>> {
         .pick(&[&b"0"[..], b"1", b"1", b"0", b"2", b"-1", b"x"])
         .to_vec();
     let mut a = vec![g.name("BITPOS"), g.key(), bit];
-    match g.below(6) {
-        0 => {}
-        1 => a.push(bound(g)),
-        2 | 3 => a.extend([bound(g), bound(g)]),
-        4 => a.extend([bound(g), bound(g), unit(g)]),
-        _ => a.extend([bound(g), bound(g), unit(g), b"BIT".to_vec()]),
-    }
+    a.extend(range(g));
     a
 }
 

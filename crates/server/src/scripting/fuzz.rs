@@ -385,15 +385,16 @@ fn check_alive(conn: &mut Conn<'_>) {
     );
 }
 
-/// A connection without a socket: a client state and the bytes its replies would be.
-struct Conn<'s> {
+/// A connection without a socket: a client state and the bytes its replies would be (the
+/// HyperLogLog fuzz target's harness uses it too).
+pub(crate) struct Conn<'s> {
     server: &'s Server,
     client: ClientState,
-    out: Vec<u8>,
+    pub(crate) out: Vec<u8>,
 }
 
 impl<'s> Conn<'s> {
-    fn new(server: &'s Server) -> Conn<'s> {
+    pub(crate) fn new(server: &'s Server) -> Conn<'s> {
         Conn {
             server,
             client: ClientState::new(server.fake_client(), true),
@@ -418,7 +419,7 @@ impl<'s> Conn<'s> {
     }
 
     /// Runs `args` and checks its reply.
-    fn send(&mut self, args: &[&[u8]]) {
+    pub(crate) fn send(&mut self, args: &[&[u8]]) {
         self.dispatch(args);
         self.check_reply(args);
     }
@@ -474,7 +475,7 @@ impl<'s> Conn<'s> {
     }
 
     /// Runs `args` and checks the reply byte for byte.
-    fn expect(&mut self, args: &[&[u8]], reply: &[u8]) {
+    pub(crate) fn expect(&mut self, args: &[&[u8]], reply: &[u8]) {
         self.send(args);
         assert_eq!(
             resp::inline::repr(&self.out),
@@ -486,7 +487,7 @@ impl<'s> Conn<'s> {
 }
 
 /// A command as a log line, cut short.
-fn show(args: &[&[u8]]) -> String {
+pub(crate) fn show(args: &[&[u8]]) -> String {
     let mut text = String::new();
     for arg in args {
         text.push_str(&resp::inline::repr(arg));

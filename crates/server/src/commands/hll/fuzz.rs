@@ -27,7 +27,7 @@
 //! the next command. The stored string's length bounds every walk (`sparse.rs`), and PFADD
 //! grows a sparse string by at most 3 bytes per element, so memory is bounded by the input.
 
-use crate::client::ClientState;
+use crate::scripting::fuzz::{Conn, show};
 use crate::server::Server;
 use parking_lot::Mutex;
 use std::sync::OnceLock;
@@ -137,60 +137,4 @@ fn check_alive(conn: &mut Conn<'_>) {
     conn.expect(&[b"GET", b"fuzz:alive"], b"$3\r\nyes\r\n");
     conn.expect(&[b"PFADD", b"fuzz:hll", b"x", b"y"], b":1\r\n");
     conn.expect(&[b"PFCOUNT", b"fuzz:hll"], b":2\r\n");
-}
-
-/// A connection without a socket: a client state and the bytes its replies would be.
-struct Conn<'s> {
-    server: &'s Server,
-    client: ClientState,
-    out: Vec<u8>,
-}
-
-impl<'s> Conn<'s> {
-    fn new(server: &'s Server) -> Conn<'s> {
-        Conn {
-            server,
-            client: ClientState::new(server.fake_client(), true),
-            out: Vec::new(),
-        }
-    }
-
-    /// Runs `args`; its reply, checked to be exactly one well-formed frame, is left in `out`.
-    fn send(&mut self, args: &[&[u8]]) {
-        self.out.clear();
-        let mut mark = crate::clock::now();
-        let now_ms = crate::server::unix_ms();
-        let ran = crate::dispatch::dispatch(
-            self.server,
-            &mut self.client,
-            &mut self.out,
-            args,
-            now_ms,
-            &mut mark,
-        );
-        assert!(ran, "{} was postponed", show(args));
-        match crate::scripting::fuzz::frame_len(&self.out, false) {
-            Ok(len) if len == self.out.len() => {}
-            Ok(_) => panic!("{}: bytes after the reply's frame", show(args)),
-            Err(e) => panic!("{}: malformed reply ({e})", show(args)),
-        }
-        assert!(!self.client.close_now, "{} closed the caller", show(args));
-    }
-
-    /// Runs `args` and checks the reply byte for byte.
-    fn expect(&mut self, args: &[&[u8]], reply: &[u8]) {
-        self.send(args);
-        assert_eq!(
-            resp::inline::repr(&self.out),
-            resp::inline::repr(reply),
-            "{}",
-            show(args)
-        );
-    }
-}
-
-/// A command as a log line, cut short.
-fn show(args: &[&[u8]]) -> String {
-    let text: Vec<String> = args.iter().map(|a| resp::inline::repr(a)).collect();
-    text.join(" ").chars().take(300).collect()
 }
