@@ -384,6 +384,14 @@ impl<'c> Ctx<'_, 'c> {
         f(self.server, &mut shards)
     }
 
+    /// `n` more changes for the dirty counter and the append-only file, without signalling a
+    /// key (Redis's `server.dirty += n` alone): a command that changed one key several times
+    /// touches it once and counts the rest here.
+    pub fn count_changes(&self, n: u32) {
+        self.effects.dirty.set(self.effects.dirty.get() + n);
+        self.server.hot.add(|c| &c.dirty, u64::from(n));
+    }
+
     /// The key was modified: WATCH, the dirty counter and the append-only file learn of it.
     pub fn touch(&self, db: usize, key: &[u8]) {
         self.effects.dirty.set(self.effects.dirty.get() + 1);

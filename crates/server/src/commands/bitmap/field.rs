@@ -211,10 +211,10 @@ fn write(ctx: &mut Ctx<'_, '_>, key: &[u8], ops: &[Op], highest: u64) {
         }
     }
     if changes > 0 {
-        // Redis adds one change per operation that wrote (`server.dirty += changes`).
-        for _ in 0..changes {
-            ctx.touch(db, key);
-        }
+        // Redis signals the key once and adds one change per operation that wrote
+        // (`server.dirty += changes`).
+        ctx.touch(db, key);
+        ctx.count_changes((changes - 1) as u32);
         ctx.notify(class::STRING, "setbit", key);
     }
 }

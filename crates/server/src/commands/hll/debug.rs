@@ -79,8 +79,7 @@ fn densify(ctx: &mut Ctx<'_, '_>, key: &[u8], hll: Vec<u8>, encoding: Encoding) 
         ctx.store_error(e);
         return None;
     }
-    ctx.effects.dirty.set(ctx.effects.dirty.get() + 1);
-    ctx.server.hot.add(|c| &c.dirty, 1);
+    ctx.count_changes(1);
     Some(dense)
 }
 

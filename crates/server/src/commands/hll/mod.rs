@@ -192,7 +192,7 @@ pub fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         let db = ctx.db();
         ctx.touch(db, key);
         // Redis counts one change per register written (`server.dirty += updated`).
-        ctx.server.hot.add(|c| &c.dirty, updated - 1);
+        ctx.count_changes((updated - 1) as u32);
         if is_new {
             created(ctx, key);
         }
