@@ -87,6 +87,25 @@ pub fn minor_faults() -> u64 {
         .unwrap_or(0)
 }
 
+/// CPU seconds process `pid` has run so far, user and system (`utime + stime` of
+/// `/proc/<pid>/stat`); `None` once it has exited.
+pub fn cpu_secs(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_cpu_ticks(&stat).map(|ticks| ticks as f64 / USER_HZ)
+}
+
+/// The unit of `/proc/<pid>/stat`'s times: the kernel's `USER_HZ`, 100 on x86 and arm Linux.
+const USER_HZ: f64 = 100.0;
+
+/// Fields 14 and 15 (`utime`, `stime`) of a `/proc/<pid>/stat` line, summed, in `USER_HZ` ticks.
+pub fn parse_stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let (_, after_comm) = stat.rsplit_once(')')?;
+    let mut fields = after_comm.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// Field 10 (`minflt`) of a `/proc/<pid>/stat` line. The fields are counted after the last `)`,
 /// because the command name in field 2 may itself contain spaces and parentheses.
 pub fn parse_stat_minflt(stat: &str) -> Option<u64> {
@@ -274,6 +293,15 @@ mod tests {
         assert_eq!(parse_stat_minflt(stat), Some(97));
         assert_eq!(parse_stat_minflt("garbage"), None);
         assert!(super::minor_faults() > 0);
+    }
+
+    #[test]
+    fn cpu_ticks_are_fields_fourteen_and_fifteen() {
+        let stat = "7 (a) b) R 1 1 1 0 -1 0 10 0 0 0 7 3 0 0 20 0 1 0";
+        assert_eq!(super::parse_stat_cpu_ticks(stat), Some(10));
+        assert_eq!(super::parse_stat_cpu_ticks("7 (a) R 1"), None);
+        assert!(super::cpu_secs(std::process::id()).is_some());
+        assert_eq!(super::cpu_secs(u32::MAX), None);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //!         (the last chunk shorter): reply :<o + chunk length>
 //! growth  SETBIT bitmap <k·32768> 1 for k = 0 … 3051 (one bit per 4 KiB page, each SETBIT
 //!         lengthening the string by 4 KiB), then SETBIT bitmap 99999999 1: every reply :0
+//! warm-up the build's first 50 commands, then DEL bitmap (types_driver: first-use costs)
 //! then    STRLEN bitmap → :12500000 (skipped if refused), BITCOUNT bitmap → the bits set,
 //!         then BITCOUNT bitmap N times, one at a time: ms per call
 //! ```
@@ -172,7 +173,9 @@ impl BitmapResult {
 /// Builds the bitmap in `server` (fresh), reads its memory, checks it and times BITCOUNT.
 pub fn measure(server: &ServerProcess, params: BitmapParams) -> Result<BitmapResult, MeasureError> {
     let (steps, bits) = params.build.steps();
-    let ((), memory) = measure_load(server, params.settle, |c| run_steps(c, &steps))?;
+    let ((), memory) = measure_load(server, params.settle, (&steps, KEY), |c| {
+        run_steps(c, &steps)
+    })?;
     let mut connection = open(server.port, "BITCOUNT")?;
     let strlen_bytes = match ask(&mut connection, &["STRLEN", KEY]) {
         Ok(Reply::Integer(n)) if n as u64 == BYTES => Some(BYTES),

@@ -20,9 +20,10 @@
 //! element, so `PFADD hll:__rand_int__ ele:__rand_int__` with `-r 100` would add only 100
 //! distinct elements to each key, and a large `-r` would spread the requests over as many new,
 //! sparse keys. Three placeholders in the element give each of the 100 keys 10⁶ possible
-//! elements: a run of 10⁶ requests adds ~10⁴ mostly new elements to each key (a new element
-//! raises its register about once in E/16,384 + 1 times, so the write path after a register
-//! change is exercised too), and every request hits one of the 100 prefilled keys, which are
+//! elements: a run of 5·10⁶ requests (-P 16; 2·10⁵ at -P 1) adds ~5·10⁴ mostly new elements to
+//! each key (a new element raises its register about once in E/16,384 + 1 times, E growing from
+//! 20,000 to ~70,000 over the run, so the write path after a register change is exercised
+//! throughout), and every request hits one of the 100 prefilled keys, which are
 //! dense: Redis turns a sparse HyperLogLog dense past `hll-sparse-max-bytes` (3,000), which
 //! a few thousand elements exceed. DBSIZE after the run shows no request created a key.
 //!
@@ -35,6 +36,8 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::machine;
+use crate::server_proc::ServerProcess;
 use crate::server_rb::{self, BenchSample};
 use crate::server_resp::{Connection, Reply, encode};
 use crate::types_driver::{MeasureError, Step, ask_integer, open, run_steps};
@@ -89,6 +92,10 @@ pub struct HllResult {
     pub avg_ms: Option<f64>,
     pub p50_ms: Option<f64>,
     pub p99_ms: Option<f64>,
+    /// The server's CPU time (user and system, all threads) over the run per request, µs: the
+    /// work a request costs the server, which the rate shows only when the server is the
+    /// bottleneck (at -P 16 on two cores the client's share of the CPU decides as much).
+    pub server_cpu_us_per_request: Option<f64>,
     pub prefill_secs: f64,
     /// PFCOUNT after the prefill: of the first key (pfadd), of all ten keys (pfcount).
     pub count_after_prefill: u64,
@@ -214,46 +221,66 @@ fn dense_keys(connection: &mut Connection, keys: &[String]) -> Result<Option<u64
     Ok(Some(dense as u64))
 }
 
-/// redis-benchmark with `args`, its row of `command`, and DBSIZE afterwards.
+/// What a redis-benchmark run gave: its row of the command, the server's CPU time over the run,
+/// and DBSIZE afterwards.
+struct Run {
+    sample: BenchSample,
+    server_cpu_secs: Option<f64>,
+    keys_after: u64,
+}
+
+/// redis-benchmark with `args` against `server`, its row of `command`, the server's CPU seconds
+/// over the run, and DBSIZE afterwards.
 fn benchmark(
     redis_benchmark: &Path,
-    admin: &mut Connection,
+    (server, admin): (&ServerProcess, &mut Connection),
     args: &[String],
     command: &str,
-) -> Result<(BenchSample, u64), MeasureError> {
+) -> Result<Run, MeasureError> {
+    let cpu_before = machine::cpu_secs(server.pid());
     let samples = server_rb::run(redis_benchmark, args).map_err(MeasureError::Failed)?;
+    let cpu_after = machine::cpu_secs(server.pid());
     let sample = command_sample(samples, command).map_err(MeasureError::Failed)?;
     let keys_after = ask_integer(admin, &["DBSIZE"])? as u64;
-    Ok((sample, keys_after))
+    let server_cpu_secs = cpu_before.zip(cpu_after).map(|(a, b)| b - a);
+    Ok(Run {
+        sample,
+        server_cpu_secs,
+        keys_after,
+    })
 }
 
 fn result(
     params: HllParams,
-    sample: &BenchSample,
+    run: &Run,
     prefill_secs: f64,
     count_after_prefill: u64,
     dense_keys: Option<u64>,
-    keys_after: u64,
 ) -> HllResult {
+    let sample = &run.sample;
     HllResult {
         requests: params.requests,
         rps: sample.rps,
         avg_ms: sample.avg_ms,
         p50_ms: sample.p50_ms,
         p99_ms: sample.p99_ms,
+        server_cpu_us_per_request: run
+            .server_cpu_secs
+            .map(|secs| secs * 1e6 / params.requests as f64),
         prefill_secs,
         count_after_prefill,
         dense_keys,
-        keys_after,
+        keys_after: run.keys_after,
     }
 }
 
-/// The PFADD scenario on the server at `port` (fresh).
+/// The PFADD scenario on `server` (fresh).
 pub fn pfadd_throughput(
     redis_benchmark: &Path,
-    port: u16,
+    server: &ServerProcess,
     params: HllParams,
 ) -> Result<HllResult, MeasureError> {
+    let port = server.port;
     let mut admin = open(port, "prefill")?;
     let keys: Vec<String> = (0..PFADD_KEYS).map(pfadd_key).collect();
     let steps = prefill_steps(&keys, |_| "pre:".to_owned(), params.prefill_per_key);
@@ -270,29 +297,24 @@ pub fn pfadd_throughput(
     let count = counts[0];
     let dense = dense_keys(&mut admin, &keys)?;
     let args = pfadd_arguments(port, params);
-    let (sample, keys_after) = benchmark(redis_benchmark, &mut admin, &args, "PFADD")?;
+    let run = benchmark(redis_benchmark, (server, &mut admin), &args, "PFADD")?;
+    let keys_after = run.keys_after;
     if keys_after != PFADD_KEYS {
         return Err(MeasureError::Failed(format!(
             "DBSIZE is {keys_after} after the PFADD run, not {PFADD_KEYS}: the requests did not \
              all hit the prefilled keys"
         )));
     }
-    Ok(result(
-        params,
-        &sample,
-        prefill_secs,
-        count,
-        dense,
-        keys_after,
-    ))
+    Ok(result(params, &run, prefill_secs, count, dense))
 }
 
-/// The PFCOUNT scenario on the server at `port` (fresh).
+/// The PFCOUNT scenario on `server` (fresh).
 pub fn pfcount_throughput(
     redis_benchmark: &Path,
-    port: u16,
+    server: &ServerProcess,
     params: HllParams,
 ) -> Result<HllResult, MeasureError> {
+    let port = server.port;
     let mut admin = open(port, "prefill")?;
     let keys = pfcount_keys();
     let steps = prefill_steps(&keys, |k| format!("c{k}:"), params.prefill_per_key);
@@ -311,15 +333,8 @@ pub fn pfcount_throughput(
     let count = checked_count(&mut admin, &keys, total, UNION_TOLERANCE)?;
     let dense = dense_keys(&mut admin, &keys)?;
     let args = pfcount_arguments(port, params);
-    let (sample, keys_after) = benchmark(redis_benchmark, &mut admin, &args, "PFCOUNT")?;
-    Ok(result(
-        params,
-        &sample,
-        prefill_secs,
-        count,
-        dense,
-        keys_after,
-    ))
+    let run = benchmark(redis_benchmark, (server, &mut admin), &args, "PFCOUNT")?;
+    Ok(result(params, &run, prefill_secs, count, dense))
 }
 
 #[cfg(test)]
@@ -379,7 +394,7 @@ mod tests {
             pipeline: 16,
         };
         let bench = Path::new("redis-benchmark");
-        let result = pfadd_throughput(bench, server.port, params).unwrap();
+        let result = pfadd_throughput(bench, &server, params).unwrap();
         assert!(result.rps > 0.0);
         assert_eq!(
             (result.keys_after, result.dense_keys),
@@ -387,7 +402,7 @@ mod tests {
         );
         let server = ServerProcess::start(ServerKind::Redis, Path::new("redis-server"))
             .expect("redis-server starts");
-        let result = pfcount_throughput(bench, server.port, params).unwrap();
+        let result = pfcount_throughput(bench, &server, params).unwrap();
         assert!(result.count_after_prefill.abs_diff(30_000) < 900);
         assert_eq!(result.keys_after, 10);
 
@@ -397,7 +412,7 @@ mod tests {
             &["--rename-command", "PFADD", ""].map(String::from),
         )
         .expect("redis-server starts");
-        match pfcount_throughput(bench, refusing.port, params) {
+        match pfcount_throughput(bench, &refusing, params) {
             Err(MeasureError::Refused(why)) => {
                 assert!(why.starts_with("PFADD hllc:0 c0:0"), "{why}");
             }

@@ -640,6 +640,40 @@ impl PageHash {
         Ok(true)
     }
 
+    /// Lets `f` edit the meta byte and the value bytes of `key` where they are, with one lookup
+    /// and no length change (a register of a dense HyperLogLog, a bit of a bitmap that does not
+    /// grow): an out-of-line value's blob is handed over as is, an inline value is edited in a
+    /// copy of its entry that then replaces the entry at the same size. `None` if `key` is
+    /// absent; the meta byte is the store's, so `f` may change it as it sees fit.
+    pub fn edit_in_place<R>(
+        &mut self,
+        heap: &mut Heap,
+        key: &[u8],
+        f: impl FnOnce(&mut Meta, &mut [u8]) -> R,
+    ) -> Option<R> {
+        let (_, loc) = self.find(heap, key);
+        let loc = loc?;
+        let mut entry = [0u8; ENTRY_BUF_BYTES];
+        entry[..loc.len].copy_from_slice(self.table.entry(&loc));
+        let (_, v) = parse(&entry[..loc.len]);
+        let mut meta = Meta(entry[0]);
+        let out = if v.out_of_line {
+            let handle = raw::get_handle(&entry[v.at..]);
+            // SAFETY: the entry owns this blob with its first `v.len` bytes initialised, and
+            // `&mut self` keeps every other reference to it away while `f` runs.
+            f(&mut meta, unsafe { raw::blob_mut(heap, handle, v.len) })
+        } else {
+            f(&mut meta, &mut entry[v.at..v.at + v.len])
+        };
+        if !v.out_of_line || meta.0 != entry[0] {
+            entry[0] = meta.0;
+            let same_size = self.table.replace(&loc, &entry[..loc.len]);
+            assert!(same_size, "same-size replace always fits");
+        }
+        self.check(heap);
+        Some(out)
+    }
+
     /// `edit_value` for a value that is inline before or after: a short value is edited in a
     /// scratch copy and the entry rewritten; a value leaving the entry gets a fresh blob, which
     /// `f` edits once the entry names it; a blob left behind is freed last.

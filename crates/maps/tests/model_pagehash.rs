@@ -117,6 +117,43 @@ fn edit(map: &mut PageHash, heap: &mut Heap, model: &mut Model, key: &[u8], rng:
     }
 }
 
+/// An edit through `edit_in_place`, done to the model too: `data` written at `at` (clipped to
+/// the value) and a new meta, lengths unchanged.
+fn edit_here(
+    map: &mut PageHash,
+    heap: &mut Heap,
+    model: &mut Model,
+    key: &[u8],
+    rng: &mut SmallRng,
+) {
+    let old_len = model.get(key).map_or(0, |e| e.0.len());
+    let at = rng.gen_range(0..=old_len);
+    let data: Vec<u8> = (0..rng.gen_range(0..40)).map(|_| rng.r#gen()).collect();
+    let new_meta = Meta(rng.r#gen());
+    let write = |bytes: &mut [u8]| {
+        let end = (at + data.len()).min(bytes.len());
+        bytes[at..end].copy_from_slice(&data[..end - at]);
+    };
+    let seen = map.edit_in_place(heap, key, |meta, bytes| {
+        let before = (*meta, bytes.len());
+        write(bytes);
+        *meta = new_meta;
+        before
+    });
+    match model.get_mut(key) {
+        Some(entry) => {
+            assert_eq!(
+                seen,
+                Some((entry.1, old_len)),
+                "f sees the meta and the whole value"
+            );
+            write(&mut entry.0);
+            entry.1 = new_meta;
+        }
+        None => assert_eq!(seen, None, "f is not called for an absent key"),
+    }
+}
+
 /// A batch through the pipelined path: present and absent keys, repeats.
 fn get_batch(map: &PageHash, heap: &Heap, model: &Model, keys: &[Vec<u8>], rng: &mut SmallRng) {
     let batch: Vec<&Vec<u8>> = (0..rng.gen_range(0..40))
@@ -183,6 +220,7 @@ fn run(seed: u64, ops: usize, pool_size: usize, config: Config, huge: bool) {
                 None => assert!(model.is_empty()),
             },
             8 if step % 7 == 0 => flip_scanned(&mut map, &heap, &mut model, rng.r#gen()),
+            9 if rng.gen_bool(0.3) => edit_here(&mut map, &mut heap, &mut model, key, &mut rng),
             9 => edit(&mut map, &mut heap, &mut model, key, &mut rng),
             10 if step % 5 == 0 => defrag(&mut map, &mut heap, rng.r#gen()),
             _ => {

@@ -14,6 +14,18 @@ pub fn allocated_bytes() -> usize {
     ALLOCATED.load(Ordering::Relaxed)
 }
 
+/// Gives the system allocator's free memory back to the OS at once (MEMORY PURGE): glibc keeps
+/// what client buffers and boxed collections freed in its arenas until their tops shrink, as
+/// jemalloc keeps dirty pages until Redis's MEMORY PURGE asks it to purge them.
+pub fn purge_system() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `malloc_trim` only releases free memory of glibc's arenas, under their locks; it
+    // touches no live allocation and has no precondition.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// `System`, counting.
 #[derive(Debug)]
 pub struct Counting;

@@ -128,6 +128,10 @@ impl Shard {
         (min_len, create): (usize, bool),
         f: impl FnOnce(&mut [u8], Option<usize>) -> R,
     ) -> Result<Option<R>, StoreError> {
+        let f = match self.edit_raw_in_place(db, key, now_ms, min_len, f) {
+            Ok(done) => return Ok(Some(done)),
+            Err(f) => f,
+        };
         let found = self.with_entry(db, key, now_ms, |e| {
             let bytes = (e.tag != tag::STR_RAW && is_string(e.tag))
                 .then(|| str_of(e.tag, e.payload).to_vec());
@@ -160,6 +164,42 @@ impl Shard {
             out = Some(f(&mut value[prefix..], (!created).then_some(len)));
         })?;
         Ok(Some(out.expect("the key is stored, so f ran")))
+    }
+
+    /// `edit_string`'s common case with one lookup: a live raw string already `min_len` long,
+    /// no snapshot under way (so nothing to preserve), is edited where it lies and its access
+    /// counted. Anything else hands `f` back for the general path.
+    fn edit_raw_in_place<R, F: FnOnce(&mut [u8], Option<usize>) -> R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        min_len: usize,
+        f: F,
+    ) -> Result<R, F> {
+        let Shard {
+            dbs, heap, access, ..
+        } = self;
+        let Some(keys) = dbs[db].keys.as_mut().filter(|_| self.snapshot.is_none()) else {
+            return Err(f);
+        };
+        let mut f = Some(f);
+        let done = keys.edit_in_place(heap, key, |meta, value| {
+            let prefix = if meta.has_ttl() { 8 } else { 0 };
+            let live = !meta.has_ttl()
+                || u64::from_le_bytes(value[..8].try_into().expect("8-byte TTL")) > now_ms;
+            if meta.tag() != tag::STR_RAW || !live || value.len() - prefix < min_len {
+                return None;
+            }
+            if let Some(touched) = access.touched(*meta) {
+                *meta = touched;
+            }
+            let payload = &mut value[prefix..];
+            let len = payload.len();
+            f.take().map(|f| f(payload, Some(len)))
+        });
+        done.flatten()
+            .ok_or_else(|| f.expect("not called, so not taken"))
     }
 
     /// Rewrites the string at `key` as an integer with a single lookup (INCR…): `f` sees the

@@ -423,11 +423,13 @@ pub fn malloc_stats(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     ctx.out.verbatim(text.as_bytes(), *b"txt");
 }
 
-/// MEMORY PURGE: every shard heap gives back at once what decay would give back over time.
+/// MEMORY PURGE: every shard heap gives back at once what decay would give back over time, and
+/// the system allocator its free pages.
 pub fn purge(ctx: &mut Ctx<'_, '_>, _args: &[&[u8]]) {
     for shard in ctx.locks.iter_mut() {
         shard.purge();
     }
+    crate::alloc::purge_system();
     ctx.ok();
 }
 
