@@ -166,6 +166,20 @@ impl Shard {
         Ok(Some(out.expect("the key is stored, so f ran")))
     }
 
+    /// Lets `f` edit the bytes of the raw string at `key` where they lie, with one lookup (a
+    /// dense HyperLogLog's registers). `None`, `f` not called, unless `key` holds a live raw
+    /// string and no snapshot is under way: the caller then takes the general path.
+    pub fn edit_raw_string<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Option<R> {
+        self.edit_raw_in_place(db, key, now_ms, 0, |bytes, _| f(bytes))
+            .ok()
+    }
+
     /// `edit_string`'s common case with one lookup: a live raw string already `min_len` long,
     /// no snapshot under way (so nothing to preserve), is edited where it lies and its access
     /// counted. Anything else hands `f` back for the general path.
@@ -347,6 +361,45 @@ mod tests {
             .unwrap();
         let wrong = shard.edit_string(0, b"s", 0, (1, true), |_, _| ());
         assert!(matches!(wrong, Err(StoreError::WrongType)));
+        shard.validate().unwrap();
+    }
+
+    #[test]
+    fn edit_raw_string_takes_only_live_raw_strings() {
+        let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+        let edit = |shard: &mut Shard, key: &[u8], now| {
+            shard.edit_raw_string(0, key, now, |b| {
+                b[0] = b'X';
+                b.len()
+            })
+        };
+        assert_eq!(edit(&mut shard, b"none", 0), None);
+        shard.put_string(0, b"int", b"123", Ttl::Clear, 0).unwrap();
+        shard.put_string(0, b"emb", b"abc", Ttl::Clear, 0).unwrap();
+        assert_eq!(
+            (edit(&mut shard, b"int", 0), edit(&mut shard, b"emb", 0)),
+            (None, None)
+        );
+        assert_eq!(bytes_of(&mut shard, b"emb"), Some((b"abc".to_vec(), None)));
+        let long = vec![b'a'; 300];
+        for (key, ttl) in [(&b"raw"[..], Ttl::Clear), (b"ttl", Ttl::At(100))] {
+            shard.put_string_raw(0, key, &long, ttl, 0).unwrap();
+            assert_eq!(edit(&mut shard, key, 50), Some(300));
+            assert_eq!(bytes_of(&mut shard, key).unwrap().0[..2], *b"Xa");
+        }
+        assert_eq!(edit(&mut shard, b"ttl", 100), None, "expired");
+        shard
+            .put_string_raw(0, b"short", b"abc", Ttl::Clear, 0)
+            .unwrap();
+        assert_eq!(
+            edit(&mut shard, b"short", 0),
+            Some(3),
+            "inline in its entry"
+        );
+        assert_eq!(
+            bytes_of(&mut shard, b"short"),
+            Some((b"Xbc".to_vec(), None))
+        );
         shard.validate().unwrap();
     }
 }

@@ -16,9 +16,9 @@
 //!
 //! Writes follow the string's encoding. A dense HLL is edited in place in the store
 //! (`Shard::edit_string`: no copy of its 12 KB): PFADD's registers, PFMERGE's into a dense
-//! destination, PFCOUNT's cache. PFADD first reads it where it lies and looks for an element
-//! that raises a register; most adds to a big HLL raise none and cost one lookup, no write and
-//! no allocation. A sparse HLL is copied out, rewritten as Redis rewrites it (it may grow or
+//! destination, PFCOUNT's cache. PFADD on a dense HLL costs one lookup
+//! (`Shard::edit_raw_string`) and writes only the registers its elements raise; when none is
+//! raised nothing is written. A sparse HLL is copied out, rewritten as Redis rewrites it (it may grow or
 //! turn dense) and stored whole again.
 //!
 //! Redis's checks and their order are kept: a string that is not an HLL is `WRONGTYPE Key is
@@ -172,6 +172,9 @@ enum Found {
 /// PFADD key [element …]: 1 when a register changed or the key was created, else 0.
 pub fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (key, elements) = (args[1], &args[2..]);
+    if let Some(updated) = add_dense_in_place(ctx, key, elements) {
+        return added(ctx, key, updated, false);
+    }
     // A dense HLL is only read here: most adds to a big HLL change no register, and those
     // then cost one lookup and no write. A sparse one is copied out to be rewritten.
     let Some(found) = with_hll(ctx, key, Lookup::Write, |hll, encoding| match encoding {
@@ -187,7 +190,14 @@ pub fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         Some(Found::Dense(Some(first))) => add_dense(ctx, key, &elements[first..]),
         Some(Found::Sparse(sparse)) => add_sparse(ctx, key, elements, sparse),
     };
-    let Some(updated) = updated else { return };
+    if let Some(updated) = updated {
+        added(ctx, key, updated, is_new);
+    }
+}
+
+/// PFADD's effects once `updated` registers changed (the creation counting as one), and its
+/// reply.
+fn added(ctx: &mut Ctx<'_, '_>, key: &[u8], updated: u64, is_new: bool) {
     if updated > 0 {
         let db = ctx.db();
         ctx.touch(db, key);
@@ -199,6 +209,31 @@ pub fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
         ctx.notify(class::STRING, "pfadd", key);
     }
     ctx.out.integer(i64::from(updated > 0));
+}
+
+/// PFADD's common case with one lookup: a dense HLL in a live raw string, its registers raised
+/// where they lie. `None` for anything else (no key, a sparse HLL, not an HLL, a snapshot under
+/// way), which the general path then looks up again.
+fn add_dense_in_place(ctx: &mut Ctx<'_, '_>, key: &[u8], elements: &[&[u8]]) -> Option<u64> {
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let edited = ctx.shard(key).edit_raw_string(db, key, now, |hll| {
+        let dense = matches!(repr::check(hll), Some(Encoding::Dense));
+        dense.then(|| raise_dense(hll, elements))
+    });
+    edited.flatten()
+}
+
+/// Adds `elements` to the dense HLL `hll`; returns the registers raised, and marks the cached
+/// cardinality stale if any was.
+fn raise_dense(hll: &mut [u8], elements: &[&[u8]]) -> u64 {
+    let mut updated = 0;
+    for element in elements {
+        updated += u64::from(repr::dense_add(hll, element));
+    }
+    if updated > 0 {
+        repr::invalidate(hll);
+    }
+    updated
 }
 
 /// PFADD on a missing key: a new sparse HLL with the elements, stored without a TTL. Counts the
@@ -224,14 +259,7 @@ fn add_dense(ctx: &mut Ctx<'_, '_>, key: &[u8], elements: &[&[u8]]) -> Option<u6
     let edited = ctx
         .shard(key)
         .edit_string(db, key, now, (0, false), |hll, _| {
-            let mut updated = 0;
-            for element in elements {
-                updated += u64::from(repr::dense_add(hll, element));
-            }
-            if updated > 0 {
-                repr::invalidate(hll);
-            }
-            updated
+            raise_dense(hll, elements)
         });
     match edited {
         Ok(updated) => Some(updated.unwrap_or(0)),
