@@ -43,7 +43,9 @@ pub fn markdown_section(report: &TypesReport) -> String {
          servers' defaults. *densekv/redis* is the median of the per-round ratios: above 1 is \
          faster for rates, below 1 is smaller for memory; *met* judges densekv's target on that \
          ratio. Memory is the server process's resident memory (VmRSS in `/proc/<pid>/status`) \
-         after the load minus before it, read once VmRSS has been still for 2 s at least {} s \
+         after the load minus before it (the first reading after a warm-up: the load's first \
+         commands on its key, then DEL, so code a command pages in on first use and other \
+         first-use costs are in both servers' baselines), the second read once VmRSS has been still for 2 s at least {} s \
          after the load, then after a `MEMORY PURGE` (both servers return freed memory at once: \
          the figure is what the data holds, not how far the allocator's decay has got); the \
          details give `used_memory` from INFO beside it (densekv's \
