@@ -18,8 +18,8 @@
 //! (`Shard::edit_string`: no copy of its 12 KB): PFADD's registers, PFMERGE's into a dense
 //! destination, PFCOUNT's cache. PFADD on a dense HLL costs one lookup
 //! (`Shard::edit_raw_string`) and writes only the registers its elements raise; when none is
-//! raised nothing is written. A sparse HLL is copied out, rewritten as Redis rewrites it (it may grow or
-//! turn dense) and stored whole again.
+//! raised nothing is written. A sparse HLL is copied out, rewritten as Redis rewrites it (it
+//! may grow or turn dense) and stored whole again.
 //!
 //! Redis's checks and their order are kept: a string that is not an HLL is `WRONGTYPE Key is
 //! not a valid HyperLogLog string value.`, one whose sparse opcodes do not cover exactly the
