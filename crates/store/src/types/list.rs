@@ -519,6 +519,11 @@ impl ListObj {
         }
         let mut fresh = Chunk::new(capacity_for(s, max), side);
         fresh.push(side, value, s);
+        if self.chunks.is_empty() {
+            // Most lists are one chunk: room for exactly that one (32 bytes), not the deque's
+            // default of four; a second chunk grows it to four.
+            self.chunks.reserve_exact(1);
+        }
         match side {
             Side::Front => self.chunks.push_front(fresh),
             Side::Back => self.chunks.push_back(fresh),
