@@ -34,7 +34,7 @@ use crate::machine::MachineInfo;
 use crate::persist_bgsave::{self, BgsaveSample};
 use crate::persist_report::bgsave_summary;
 use crate::persist_server::{self, BackgroundJob};
-use crate::persist_suite::{PeerArgs, ordered};
+use crate::persist_suite::{DelayArgs, PeerArgs, ordered};
 use crate::server_proc::ServerKind;
 use crate::server_rb::CLIENTS;
 use crate::server_report::Versions;
@@ -80,6 +80,8 @@ pub struct AofArgs {
     pub incr_sets: Option<u64>,
     #[command(flatten)]
     pub peers: PeerArgs,
+    #[command(flatten)]
+    pub delays: DelayArgs,
     /// Only these figures, comma-separated [default: throughput,memory,timing].
     #[arg(long = "only", value_enum, value_delimiter = ',')]
     pub figures: Vec<Figure>,
@@ -96,6 +98,7 @@ impl Default for AofArgs {
             requests_p16: None,
             incr_sets: None,
             peers: PeerArgs::default(),
+            delays: DelayArgs::default(),
             figures: Vec::new(),
         }
     }
@@ -146,8 +149,8 @@ impl Plan {
                 clients: CLIENTS,
                 keyspace: aof_throughput::KEYSPACE,
                 incr_sets: scaled(args.incr_sets, INCR_SETS),
-                densekv_delay: args.peers.densekv_delay,
-                redis_delay: args.peers.redis_delay,
+                densekv_delay: args.delays.densekv_delay,
+                redis_delay: args.delays.redis_delay,
                 batch_len: persist_server::BATCH_LEN,
                 poll_ms: persist_server::POLL_INTERVAL.as_millis() as u64,
                 benchmark_commands,

@@ -73,15 +73,16 @@ pub struct PersistArgs {
     pub requests: Option<u64>,
     #[command(flatten)]
     pub peers: PeerArgs,
+    #[command(flatten)]
+    pub delays: DelayArgs,
     /// Only these figures, comma-separated [default: bgsave,latency,speed].
     #[arg(long = "only", value_enum, value_delimiter = ',')]
     pub figures: Vec<Figure>,
 }
 
-/// The options the suites beside redis-server share (`persist`, `aof`): the binaries, the
-/// background job's slowing, where the results go.
-#[derive(Debug, Clone, Args)]
-pub struct PeerArgs {
+/// How the persistence suites (`persist`, `aof`) slow the background job during the overwrite.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct DelayArgs {
     /// densekv's rdb-key-save-delay during the overwrite: µs per key.
     #[arg(long, default_value_t = DENSEKV_DELAY_DEFAULT, allow_negative_numbers = true)]
     pub densekv_delay: i32,
@@ -89,6 +90,21 @@ pub struct PeerArgs {
     /// (in probability).
     #[arg(long, default_value_t = REDIS_DELAY_DEFAULT, allow_negative_numbers = true)]
     pub redis_delay: i32,
+}
+
+impl Default for DelayArgs {
+    /// What the command line gives without options.
+    fn default() -> Self {
+        Self {
+            densekv_delay: DENSEKV_DELAY_DEFAULT,
+            redis_delay: REDIS_DELAY_DEFAULT,
+        }
+    }
+}
+
+/// The options the suites beside redis-server share: the binaries and where the results go.
+#[derive(Debug, Clone, Args)]
+pub struct PeerArgs {
     /// The densekv binary [default: `cargo build --release -p server`, then
     /// `<target>/release/densekv`].
     #[arg(long)]
@@ -111,8 +127,6 @@ impl Default for PeerArgs {
     /// What the command line gives without options.
     fn default() -> Self {
         Self {
-            densekv_delay: DENSEKV_DELAY_DEFAULT,
-            redis_delay: REDIS_DELAY_DEFAULT,
             densekv: None,
             redis: None,
             redis_benchmark: None,
@@ -213,6 +227,7 @@ impl Default for PersistArgs {
             rounds: None,
             requests: None,
             peers: PeerArgs::default(),
+            delays: DelayArgs::default(),
             figures: Vec::new(),
         }
     }
@@ -246,8 +261,8 @@ impl Plan {
                 n,
                 quick: args.quick,
                 rounds: suite::rounds(args.rounds, args.quick),
-                densekv_delay: args.peers.densekv_delay,
-                redis_delay: args.peers.redis_delay,
+                densekv_delay: args.delays.densekv_delay,
+                redis_delay: args.delays.redis_delay,
                 requests,
                 clients: CLIENTS,
                 batch_len: persist_server::BATCH_LEN,
