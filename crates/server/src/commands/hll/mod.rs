@@ -175,8 +175,9 @@ pub fn pfadd(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     if let Some(updated) = add_dense_in_place(ctx, key, elements) {
         return added(ctx, key, updated, false);
     }
-    // A dense HLL is only read here: most adds to a big HLL change no register, and those
-    // then cost one lookup and no write. A sparse one is copied out to be rewritten.
+    // The general path: a dense HLL gets here only while a snapshot runs, is read first and
+    // written only if an element raises a register; a sparse one is copied out to be
+    // rewritten.
     let Some(found) = with_hll(ctx, key, Lookup::Write, |hll, encoding| match encoding {
         Encoding::Dense => Found::Dense(elements.iter().position(|e| repr::dense_raises(hll, e))),
         Encoding::Sparse => Found::Sparse(hll.to_vec()),
