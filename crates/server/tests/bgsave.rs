@@ -1,6 +1,7 @@
 //! The forkless BGSAVE: its file is the dataset at the instant BGSAVE replied however clients
 //! write meanwhile (checked by DEBUG DIGEST in densekv and in redis-server loading the file);
-//! SIGKILL during a BGSAVE leaves the previous file whole; save points start saves on their
+//! in-place string edits (SETBIT, PFADD into a dense HyperLogLog) are preserved for the save
+//! like any write; SIGKILL during a BGSAVE leaves the previous file whole; save points start saves on their
 //! timers; a failed save refuses writes with MISCONF as redis-server does; FLUSHALL and
 //! SHUTDOWN abort a running save, which ends with its walk; BGSAVE's replies match
 //! redis-server's.
@@ -49,6 +50,12 @@ fn churn(c: &mut Client) {
         push(&["HSET", "bighash:0", "f", "changed"]);
         push(&["ZADD", "zset:0", "7", "m"]);
     }
+    // In-place string edits: a bitmap set inside and past its end, a dense HyperLogLog.
+    push(&["SELECT", "0"]);
+    for i in 0..200 {
+        push(&["SETBIT", "bitmap", &(i * 7919).to_string(), "1"]);
+        push(&["PFADD", "hll", &format!("during:{i}")]);
+    }
     push(&["SELECT", "3"]);
     push(&["FLUSHDB"]);
     push(&["SWAPDB", "1", "2"]);
@@ -56,6 +63,23 @@ fn churn(c: &mut Client) {
     for reply in c.pipeline(&batch) {
         ok(&reply);
     }
+}
+
+/// A dense HyperLogLog `hll`, its copy `hll:copy`, and a 12.5 KB bitmap `bitmap`, in db 0.
+fn dense_hll_and_bitmap(c: &mut Client) {
+    let adds: Vec<Vec<Vec<u8>>> = (0..20)
+        .map(|batch| {
+            let mut args = vec![b"PFADD".to_vec(), b"hll".to_vec()];
+            args.extend((0..1000).map(|i| format!("before:{}", batch * 1000 + i).into_bytes()));
+            args
+        })
+        .collect();
+    for reply in c.pipeline(&adds) {
+        ok(&reply);
+    }
+    assert_eq!(c.cmd(&["PFDEBUG", "ENCODING", "hll"]), b"+dense\r\n");
+    ok(&c.cmd(&["PFMERGE", "hll:copy", "hll"]));
+    ok(&c.cmd(&["SETBIT", "bitmap", "100000", "1"]));
 }
 
 #[test]
@@ -71,6 +95,7 @@ fn the_file_is_the_dataset_when_bgsave_replied() {
     }
     c.cmd(&["SELECT", "0"]);
     ok(&c.cmd(&["DEBUG", "POPULATE", "20000", "k"]));
+    dense_hll_and_bitmap(&mut c);
     let digest = c.cmd(&["DEBUG", "DIGEST"]);
     // A slow walk, so the writes below land while it runs.
     ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "100"]));
@@ -85,6 +110,12 @@ fn the_file_is_the_dataset_when_bgsave_replied() {
     ok(&c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "0"]));
     wait_bgsave(&mut c);
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    // The HLL written during the save (PFADD's general path) is the one the same adds make
+    // with no save running (its one-lookup path).
+    for i in 0..200 {
+        c.cmd(&["PFADD", "hll:copy", &format!("during:{i}")]);
+    }
+    assert_eq!(c.cmd(&["GET", "hll"]), c.cmd(&["GET", "hll:copy"]));
     let file = dir.join("dump.rdb");
     let check = std::process::Command::new("redis-check-rdb")
         .arg(&file)
