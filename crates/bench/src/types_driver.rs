@@ -12,26 +12,26 @@
 //! time_calls     send one command, read its reply, check it; repeat; ms of every call
 //! ```
 //!
-//! The memory protocol is the server suite's (`server_memory.rs`: its still and slack times,
-//! and the 12 s settle that waits out jemalloc's 10 s dirty-page decay in redis-server), with
-//! two differences. The load's connection is closed before the second reading, so neither
-//! server is charged for a query buffer that a pipelined 1 MiB write left behind (redis-server
-//! shrinks an idle client's buffer only every few seconds); the first reading has no client
-//! either. And both readings follow a `MEMORY PURGE` (jemalloc's purge of every arena in
-//! redis-server, an immediate decay of every shard heap in densekv; a server that refuses it is
-//! read without, and `purged` says so): the settle alone did not always suffice. Growing a
-//! 12.5 MB string in 1 MiB steps leaves ~15 MiB of freed extents in jemalloc, and in one of two
-//! identical redis-servers they were still resident 14 s after the load (ΔVmRSS 27.1 MiB
-//! against 12.3 MiB), where the purge reads 12.2 MiB in both. The purge makes the figure what
-//! the data holds rather than when the allocator's clock ran.
+//! The memory protocol is the server suite's (`server_memory.rs`: its still and slack times, and
+//! the 12 s settle that waits out jemalloc's 10 s dirty-page decay in redis-server), with three
+//! differences. The load's connection is closed before the second reading, so neither server is
+//! charged for a query buffer that a pipelined 1 MiB write left behind (redis-server shrinks an
+//! idle client's buffer only every few seconds); the first reading has no client either. Both
+//! readings follow a `MEMORY PURGE` (jemalloc's purge of every arena in redis-server, an immediate
+//! decay of every shard heap and a `malloc_trim` in densekv; a server that refuses it is read
+//! without, and `purged` says so): the settle alone did not always suffice. Growing a 12.5 MB
+//! string in 1 MiB steps leaves ~15 MiB of freed extents in jemalloc, and in one of two identical
+//! redis-servers they were still resident 14 s after the load (ΔVmRSS 27.1 MiB against 12.3 MiB),
+//! where the purge reads 12.2 MiB in both. The purge makes the figure what the data holds rather
+//! than when the allocator's clock ran.
 //!
-//! The warm-up before the first reading runs the load's first commands on the load's own key and
-//! deletes it, so what a server pays once for the first use of a command rather than for the
-//! data is in the baseline of both: code paged in from the binary (densekv's first SETBITs
-//! fault in 256 KiB of its text, file-backed pages VmRSS counts), allocator metadata for a new
-//! size class, the key's place in the keyspace. Without it the 100M-bit bitmap's ΔVmRSS was
-//! 12,496 KiB in densekv against 12,372 KiB in redis-server, where densekv's anonymous memory
-//! alone was 12,240 KiB: the first-use costs, not the bitmap, decided the comparison.
+//! And a warm-up before the first reading runs the load's first commands on the load's own key and
+//! deletes it, so what a server pays once for the first use of a command rather than for the data
+//! is in the baseline of both: code paged in from the binary (densekv's first SETBITs fault in 256
+//! KiB of its text, file-backed pages VmRSS counts), allocator metadata for a new size class, the
+//! key's place in the keyspace. Without it the 100M-bit bitmap's ΔVmRSS was 12,496 KiB in densekv
+//! against 12,372 KiB in redis-server, where densekv's anonymous memory alone was 12,240 KiB: the
+//! first-use costs, not the bitmap, decided the comparison.
 //!
 //! An error reply is [`MeasureError::Refused`]: the server does not do what the scenario needs
 //! (`-ERR unknown command 'GEOADD'` while densekv's GEO is being written), and the suite reports
