@@ -2,11 +2,10 @@
 //! INFO's `used_memory` covers what lives outside the shard heaps (boxed collections, client
 //! buffers, the command table) as Redis's zmalloc counter does.
 //!
-//! One relaxed atomic add per allocation and per free. With glibc the count is what each
-//! allocation really takes from it, its usable size plus the 8-byte chunk header
-//! ([`charge`]): counting requested bytes left a big sorted set's tree leaves (hundreds of
-//! thousands of small `Vec`s) ~6 % short of the resident memory they hold. Elsewhere it is the
-//! requested size.
+//! One relaxed atomic add per allocation and per free, of what the allocation takes from
+//! glibc ([`charge`], computed from its size): counting requested bytes left a big sorted set's
+//! tree leaves (hundreds of thousands of small `Vec`s) ~6 % short of the resident memory they
+//! hold.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,68 +33,75 @@ pub fn purge_system() {
 #[derive(Debug)]
 pub struct Counting;
 
-/// Bytes the live allocation at `ptr` of `size` requested bytes takes from the system allocator.
-///
-/// # Safety
-/// `ptr` is a live allocation of `System`.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-unsafe fn charge(ptr: *mut u8, _size: usize) -> usize {
-    // SAFETY: a live allocation of glibc's malloc (`System` is malloc/posix_memalign there),
-    // per the contract; `malloc_usable_size` only reads its chunk header.
-    unsafe { libc::malloc_usable_size(ptr.cast()) + std::mem::size_of::<usize>() }
-}
+/// Below this glibc serves a request from its arenas (`M_MMAP_THRESHOLD`'s default).
+const MMAP_THRESHOLD: usize = 128 << 10;
 
-/// # Safety
-/// As above.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-unsafe fn charge(_ptr: *mut u8, size: usize) -> usize {
-    size
+/// Bytes a request of `size` takes from glibc: its chunk, the request plus the 8-byte header
+/// rounded up to 16 and at least 32 (`request2size`); from `MMAP_THRESHOLD` on, pages of its
+/// own. A pure function of the size, so an allocation and its free count the same.
+fn charge(size: usize) -> usize {
+    if size >= MMAP_THRESHOLD {
+        (size + 16).next_multiple_of(4096)
+    } else {
+        (size + 8).next_multiple_of(16).max(32)
+    }
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged, so `System`'s
-// guarantees hold; the counter only observes sizes, of allocations that are live when it looks.
+// guarantees hold; the counter only observes sizes.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded under the caller's contract; `p` is live when charged.
-        unsafe {
-            let p = System.alloc(layout);
-            if !p.is_null() {
-                ALLOCATED.fetch_add(charge(p, layout.size()), Ordering::Relaxed);
-            }
-            p
+        // SAFETY: forwarded under the caller's contract.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(charge(layout.size()), Ordering::Relaxed);
         }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded under the caller's contract; `p` is live when charged.
-        unsafe {
-            let p = System.alloc_zeroed(layout);
-            if !p.is_null() {
-                ALLOCATED.fetch_add(charge(p, layout.size()), Ordering::Relaxed);
-            }
-            p
+        // SAFETY: forwarded under the caller's contract.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            ALLOCATED.fetch_add(charge(layout.size()), Ordering::Relaxed);
         }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded under the caller's contract; `ptr` is charged while still live.
-        unsafe {
-            ALLOCATED.fetch_sub(charge(ptr, layout.size()), Ordering::Relaxed);
-            System.dealloc(ptr, layout);
-        }
+        ALLOCATED.fetch_sub(charge(layout.size()), Ordering::Relaxed);
+        // SAFETY: forwarded under the caller's contract.
+        unsafe { System.dealloc(ptr, layout) };
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded under the caller's contract; the old block is charged while live,
-        // the new one once returned (on failure the old one stays live and charged).
-        unsafe {
-            let old = charge(ptr, layout.size());
-            let p = System.realloc(ptr, layout, new_size);
-            if !p.is_null() {
-                ALLOCATED.fetch_sub(old, Ordering::Relaxed);
-                ALLOCATED.fetch_add(charge(p, new_size), Ordering::Relaxed);
-            }
-            p
+        // SAFETY: forwarded under the caller's contract.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            ALLOCATED.fetch_sub(charge(layout.size()), Ordering::Relaxed);
+            ALLOCATED.fetch_add(charge(new_size), Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use super::charge;
+
+    /// `charge` is glibc's own chunk size: its usable size plus the 8-byte header.
+    #[test]
+    fn charge_is_glibcs_chunk() {
+        for size in [0, 1, 23, 24, 25, 40, 100, 1000, 4096, 100_000] {
+            // SAFETY: a fresh allocation, measured, then freed once.
+            let usable = unsafe {
+                let p = libc::malloc(size);
+                assert!(!p.is_null());
+                let usable = libc::malloc_usable_size(p);
+                libc::free(p);
+                usable
+            };
+            assert_eq!(charge(size), usable + 8, "{size} bytes");
         }
     }
 }
