@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p bench -- heap [--quick] [--rounds N] [--workload W,..] [--alloc A,..]
 //! cargo run --release -p bench -- server [--n N] [--quick] [--with-10m] [--rounds N] [--densekv PATH]
+//!                                        [--only P,..] [--workload W,..] [--test T,..]
 //! cargo run --release -p bench -- persist [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- aof [--quick] [--rounds N] [--densekv PATH] [--n N]
 //! cargo run --release -p bench -- evict [--quick] [--rounds N] [--densekv PATH] [--only S,..]
@@ -23,7 +24,8 @@
 //!
 //! `server` measures the densekv binary against redis-server (memory per entry, redis-benchmark
 //! throughput, growth; see `server_suite.rs` and `docs/BENCHMARKS.md`), in modules `server_*`:
-//! `server_workload` (memory workloads), `server_resp` (a raw RESP client), `server_proc`
+//! `server_workload` (memory workloads), `server_zsets` (issue #31's sorted-set cases and
+//! prefilled zset tests), `server_resp` (a raw RESP client), `server_proc`
 //! (the server processes), `server_memory` (one memory measurement), `server_rb`
 //! (redis-benchmark), `server_report` (tables, JSON, Markdown) and `server_suite` (the run).
 //!
@@ -98,6 +100,7 @@ mod server_report;
 mod server_resp;
 mod server_suite;
 mod server_workload;
+mod server_zsets;
 mod shapes_suite;
 mod stats;
 mod suite;

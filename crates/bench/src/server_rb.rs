@@ -47,6 +47,9 @@ pub const TESTS: [&str; 19] = [
     "lrange_600",
     "mset",
 ];
+/// The tests of issue #31 that redis-benchmark has no built-in test for: commands of their own
+/// against a prefilled zset (`server_zsets.rs`), run after [`TESTS`].
+pub const ZSET_TESTS: [&str; 3] = ["zrangebyscore", "zrank", "zadd_big"];
 pub const CLIENTS: u32 = 50;
 pub const KEYSPACE: u64 = 1_000_000;
 const RUN_TIMEOUT: Duration = Duration::from_secs(900);
@@ -76,9 +79,17 @@ fn probe_commands(test: &str) -> Vec<Vec<&'static str>> {
         "sadd" => vec![cmd(&["SADD", "probe:s", "xxx"])],
         "hset" => vec![cmd(&["HSET", "probe:h", "f", "xxx"])],
         "spop" => vec![cmd(&["SPOP", "probe:s"])],
-        "zadd" => vec![cmd(&["ZADD", "probe:z", "1", "xxx"])],
+        "zadd" | "zadd_big" => vec![cmd(&["ZADD", "probe:z", "1", "xxx"])],
         "zpopmin" => vec![cmd(&["ZPOPMIN", "probe:z"])],
         "mset" => vec![cmd(&["MSET", "probe:a", "xxx", "probe:b", "xxx"])],
+        "zrangebyscore" => vec![
+            cmd(&["ZADD", "probe:z", "1", "xxx"]),
+            cmd(&["ZRANGEBYSCORE", "probe:z", "0", "+inf", "LIMIT", "0", "10"]),
+        ],
+        "zrank" => vec![
+            cmd(&["ZADD", "probe:z", "1", "xxx"]),
+            cmd(&["ZRANK", "probe:z", "xxx"]),
+        ],
         _ if test.starts_with("lrange_") => vec![
             cmd(&["LPUSH", "probe:r", "xxx"]),
             cmd(&["LRANGE", "probe:r", "0", "99"]),
@@ -134,6 +145,39 @@ pub fn arguments(
     .iter()
     .map(|s| (*s).to_owned())
     .collect()
+}
+
+/// Every test the suite knows: [`TESTS`], then [`ZSET_TESTS`].
+pub fn all_tests() -> impl Iterator<Item = &'static str> {
+    TESTS.iter().chain(ZSET_TESTS.iter()).copied()
+}
+
+/// The redis-benchmark arguments of a test with a command of its own (`command`'s words follow
+/// the options; redis-benchmark replaces each `__rand_int__` by its own draw below `keyspace`).
+pub fn command_arguments(
+    port: u16,
+    requests: u64,
+    keyspace: u64,
+    pipeline: u32,
+    command: &[&str],
+) -> Vec<String> {
+    let mut args = arguments(port, requests, keyspace, pipeline, &[]);
+    args.truncate(args.len() - 2);
+    args.extend(command.iter().map(|word| (*word).to_owned()));
+    args
+}
+
+/// The sample of a run of `command`, renamed `test`: redis-benchmark names the row of a command
+/// of its own by the whole command line (`zrank zbench member:__rand_int__` once lowercased).
+pub fn command_sample(
+    samples: Vec<BenchSample>,
+    command: &[&str],
+    test: &str,
+) -> Option<BenchSample> {
+    let line = command.join(" ").to_ascii_lowercase();
+    let mut sample = samples.into_iter().find(|s| s.test == line)?;
+    test.clone_into(&mut sample.test);
+    Some(sample)
 }
 
 /// Runs redis-benchmark with `args` and parses its CSV. A run that takes longer than 15 minutes
@@ -251,7 +295,10 @@ pub fn version(binary: &Path) -> Option<String> {
 // The expected figures are sums and halves of small integers, exact in binary floating point.
 #[allow(clippy::float_cmp)]
 mod tests {
-    use super::{TESTS, arguments, parse_csv, probe_commands};
+    use super::{
+        TESTS, ZSET_TESTS, all_tests, arguments, command_arguments, command_sample, parse_csv,
+        probe_commands,
+    };
 
     /// Captured from redis-benchmark 7.0.15 against redis-server 7.0.15 on the dev machine,
     /// including the error line it prints when a command is missing on the server.
@@ -296,9 +343,10 @@ Error from server: ERR unknown command 'LPUSH', with args beginning with: 'mylis
 
     #[test]
     fn every_test_has_a_probe() {
-        for test in TESTS {
+        for test in all_tests() {
             assert!(!probe_commands(test).is_empty(), "{test}");
         }
+        assert_eq!(all_tests().count(), TESTS.len() + ZSET_TESTS.len());
     }
 
     #[test]
@@ -308,5 +356,24 @@ Error from server: ERR unknown command 'LPUSH', with args beginning with: 'mylis
             args.join(" "),
             "-h 127.0.0.1 -p 7000 -c 50 -n 100000 -r 1000000 -P 16 --csv -t set,get"
         );
+        let command = ["ZRANK", "zbench", "member:__rand_int__"];
+        let args = command_arguments(7000, 1000, 1000, 1, &command);
+        assert_eq!(
+            args.join(" "),
+            "-h 127.0.0.1 -p 7000 -c 50 -n 1000 -r 1000 -P 1 --csv ZRANK zbench member:__rand_int__"
+        );
+    }
+
+    /// The row redis-benchmark 7.0.15 prints for a command of its own.
+    #[test]
+    fn a_command_of_its_own_is_found_and_renamed() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\",\"min_latency_ms\",\"p50_latency_ms\",\"p95_latency_ms\",\"p99_latency_ms\",\"max_latency_ms\"
+\"ZRANK zbench member:__rand_int__\",\"90090.09\",\"0.295\",\"0.080\",\"0.279\",\"0.447\",\"0.647\",\"1.423\"
+";
+        let command = ["ZRANK", "zbench", "member:__rand_int__"];
+        let sample = command_sample(parse_csv(csv), &command, "zrank").unwrap();
+        assert_eq!(sample.test, "zrank");
+        assert_eq!(sample.p50_ms, Some(0.279));
+        assert!(command_sample(parse_csv(csv), &["ZADD", "zbig"], "zadd_big").is_none());
     }
 }

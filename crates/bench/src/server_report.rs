@@ -10,6 +10,11 @@
 //! * **Growth**: the memory rows at every N, and `set`/`get` on a server already holding N
 //!   `strings` keys (`-r N`, so every `GET` hits).
 //!
+//! * **Sorted sets (issue #31)**: the big zset's resident and `used_memory` bytes per member,
+//!   the mid-size zsets' `MEMORY USAGE` per member, and one line per figure the issue sets a
+//!   target for (the persist suite's [`Headline`]): ≤ 48 B/member for the big zset, ≤ 0.5× redis
+//!   for the mid-size ones, ≥ 1.0× redis's rps for every sorted-set and `lrange_*` test.
+//!
 //! A value that could not be measured is `n/a` (densekv lacks a command), `FAILED` (a wrong
 //! value, a crash) or `-` (a ratio without both sides).
 
@@ -19,11 +24,27 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::machine::MachineInfo;
+use crate::persist_markdown::headline_table;
+use crate::persist_report::Headline;
 use crate::server_memory::{MemoryMeasurement, Outcome};
 use crate::server_proc::ServerKind;
 use crate::server_rb::{self, BenchSample};
 use crate::server_workload::MemWorkload;
+use crate::server_zsets::{self, MidFigure};
 use crate::stats::{median, ratio};
+
+/// The throughput tests issue #31 sets its ≥ 1.0× target for.
+pub const ISSUE_TESTS: [&str; 9] = [
+    "zadd",
+    "zpopmin",
+    "lrange_100",
+    "lrange_300",
+    "lrange_500",
+    "lrange_600",
+    "zrangebyscore",
+    "zrank",
+    "zadd_big",
+];
 
 /// One workload at one N, both servers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -66,6 +87,143 @@ impl MemoryRow {
             redis,
         }
     }
+}
+
+/// Issue #31's big zset (`server_zsets.rs`), both servers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZsetBigRow {
+    pub members: u64,
+    pub densekv: MemoryMeasurement,
+    pub redis: MemoryMeasurement,
+    pub densekv_rss_per_member: Option<f64>,
+    pub redis_rss_per_member: Option<f64>,
+    pub densekv_used_per_member: Option<f64>,
+    pub redis_used_per_member: Option<f64>,
+    /// densekv / redis of the resident bytes per member.
+    pub rss_ratio: Option<f64>,
+    pub used_ratio: Option<f64>,
+}
+
+impl ZsetBigRow {
+    pub fn new(densekv: MemoryMeasurement, redis: MemoryMeasurement) -> Self {
+        let (d_rss, r_rss) = (densekv.rss_per_entry(), redis.rss_per_entry());
+        let (d_used, r_used) = (densekv.used_per_entry(), redis.used_per_entry());
+        Self {
+            members: redis.entries,
+            rss_ratio: d_rss.and_then(|d| ratio(d, r_rss)),
+            used_ratio: d_used.and_then(|d| ratio(d, r_used)),
+            densekv_rss_per_member: d_rss,
+            redis_rss_per_member: r_rss,
+            densekv_used_per_member: d_used,
+            redis_used_per_member: r_used,
+            densekv,
+            redis,
+        }
+    }
+}
+
+/// One of issue #31's mid-size zsets: `MEMORY USAGE key SAMPLES 0` on both servers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZsetMidRow {
+    pub members: u64,
+    pub densekv_bytes: Option<u64>,
+    pub redis_bytes: Option<u64>,
+    pub densekv_per_member: Option<f64>,
+    pub redis_per_member: Option<f64>,
+    /// densekv / redis of the bytes per member.
+    pub ratio: Option<f64>,
+    /// `ok`, `n/a` or `FAILED`: how each server's measurement ended.
+    pub densekv_status: &'static str,
+    pub redis_status: &'static str,
+}
+
+/// One row per size of `sizes` from each server's figures (or why it has none).
+pub fn zset_mid_rows(
+    sizes: &[u64],
+    densekv: &Result<Vec<MidFigure>, Outcome>,
+    redis: &Result<Vec<MidFigure>, Outcome>,
+) -> Vec<ZsetMidRow> {
+    let bytes = |figures: &Result<Vec<MidFigure>, Outcome>, members: u64| {
+        figures
+            .as_ref()
+            .ok()?
+            .iter()
+            .find(|f| f.members == members)
+            .map(|f| f.bytes)
+    };
+    let status = |figures: &Result<Vec<MidFigure>, Outcome>| match figures {
+        Ok(_) => Outcome::Ok.short(),
+        Err(outcome) => outcome.short(),
+    };
+    sizes
+        .iter()
+        .map(|&members| {
+            let (d, r) = (bytes(densekv, members), bytes(redis, members));
+            let per_member = |b: Option<u64>| b.map(|b| b as f64 / members as f64);
+            let (d_per, r_per) = (per_member(d), per_member(r));
+            ZsetMidRow {
+                members,
+                densekv_bytes: d,
+                redis_bytes: r,
+                densekv_per_member: d_per,
+                redis_per_member: r_per,
+                ratio: d_per.and_then(|d| ratio(d, r_per)),
+                densekv_status: status(densekv),
+                redis_status: status(redis),
+            }
+        })
+        .collect()
+}
+
+/// Whether `value` meets `target` as the tables print it (two decimals for ratios), so a
+/// printed 1.00x is never judged short of 1.0.
+fn judged(value: Option<f64>, met: impl Fn(f64) -> bool) -> Option<bool> {
+    value.map(|v| met((v * 100.0).round() / 100.0))
+}
+
+/// One line per figure issue #31 sets a target for (module doc), those measured in this run.
+pub fn issue_targets(
+    big: Option<&ZsetBigRow>,
+    mid: &[ZsetMidRow],
+    throughput: &[ThroughputRow],
+) -> Vec<Headline> {
+    let mut lines = Vec::new();
+    if let Some(big) = big {
+        let target = server_zsets::BIG_TARGET_BYTES_PER_MEMBER;
+        lines.push(Headline {
+            figure: format!("zset_big ({} members): resident B/member", big.members),
+            densekv: big.densekv_rss_per_member,
+            redis: big.redis_rss_per_member,
+            ratio: big.rss_ratio,
+            target: format!("densekv <= {target:.0}"),
+            met: big.densekv_rss_per_member.map(|d| d <= target),
+        });
+    }
+    for row in mid {
+        let target = server_zsets::MID_TARGET_RATIO;
+        lines.push(Headline {
+            figure: format!("zset_mid ({} members): MEMORY USAGE B/member", row.members),
+            densekv: row.densekv_per_member,
+            redis: row.redis_per_member,
+            ratio: row.ratio,
+            target: format!("ratio <= {target:.2}"),
+            met: judged(row.ratio, |r| r <= target),
+        });
+    }
+    for row in throughput
+        .iter()
+        .filter(|row| ISSUE_TESTS.contains(&row.test.as_str()))
+    {
+        lines.push(Headline {
+            figure: format!("{} -P {}: requests/s", row.test, row.pipeline),
+            densekv: row.densekv.as_ref().map(|s| s.rps),
+            redis: row.redis.as_ref().map(|s| s.rps),
+            ratio: row.rps_ratio,
+            target: "ratio >= 1.00".to_owned(),
+            met: judged(row.rps_ratio, |r| r >= 1.0),
+        });
+    }
+    lines
 }
 
 /// One redis-benchmark run of one server: every test's sample.
@@ -248,6 +406,11 @@ pub struct Config {
     pub batch_len: u64,
     /// Seconds waited after a load before memory is read (at least; then until `VmRSS` is still).
     pub settle_secs: f64,
+    /// Members of issue #31's big zset, and members per ZADD of its load.
+    pub zset_big_members: u64,
+    pub zset_members_per_zadd: u64,
+    /// Members of each mid-size zset.
+    pub zset_mid_sizes: Vec<u64>,
 }
 
 /// Everything `bench-results/server.json` holds.
@@ -263,6 +426,10 @@ pub struct ServerSuiteReport {
     pub worst: Option<Worst>,
     pub growth_memory: Vec<MemoryRow>,
     pub growth_throughput: Vec<ThroughputRow>,
+    pub zset_big: Option<ZsetBigRow>,
+    pub zset_mid: Vec<ZsetMidRow>,
+    /// Issue #31's targets, judged on this run's figures.
+    pub issue_targets: Vec<Headline>,
     /// The exact redis-benchmark command lines (with `P` for the port).
     pub benchmark_commands: Vec<String>,
     pub not_applicable: Vec<String>,
@@ -372,6 +539,61 @@ pub fn throughput_table(rows: &[ThroughputRow], markdown: bool) -> String {
                 stat_cell(d, note, |s| s.p99_ms, 3),
                 stat_cell(r, None, |s| s.p99_ms, 3),
                 ratio_text(row.p99_ratio),
+            ]
+        })
+        .collect();
+    table(&header, &body, markdown)
+}
+
+/// Issue #31's big zset: one line, bytes per member on both servers.
+pub fn zset_big_table(row: &ZsetBigRow, markdown: bool) -> String {
+    let header = [
+        "members",
+        "densekv B/member",
+        "redis B/member",
+        "ratio",
+        "densekv used/member",
+        "redis used/member",
+        "used ratio",
+        "densekv load/s",
+        "redis load/s",
+    ];
+    let body = vec![vec![
+        row.members.to_string(),
+        per_entry(&row.densekv, row.densekv_rss_per_member),
+        per_entry(&row.redis, row.redis_rss_per_member),
+        ratio_text(row.rss_ratio),
+        per_entry(&row.densekv, row.densekv_used_per_member),
+        per_entry(&row.redis, row.redis_used_per_member),
+        ratio_text(row.used_ratio),
+        load_rate(&row.densekv),
+        load_rate(&row.redis),
+    ]];
+    table(&header, &body, markdown)
+}
+
+/// Issue #31's mid-size zsets: `MEMORY USAGE` and bytes per member on both servers.
+pub fn zset_mid_table(rows: &[ZsetMidRow], markdown: bool) -> String {
+    let header = [
+        "members",
+        "densekv bytes",
+        "redis bytes",
+        "densekv B/member",
+        "redis B/member",
+        "ratio",
+    ];
+    let cell = |value: Option<String>, status: &str| value.unwrap_or_else(|| status.to_owned());
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let (d, r) = (row.densekv_status, row.redis_status);
+            vec![
+                row.members.to_string(),
+                cell(row.densekv_bytes.map(|b| b.to_string()), d),
+                cell(row.redis_bytes.map(|b| b.to_string()), r),
+                cell(row.densekv_per_member.map(|v| format!("{v:.1}")), d),
+                cell(row.redis_per_member.map(|v| format!("{v:.1}")), r),
+                ratio_text(row.ratio),
             ]
         })
         .collect();
@@ -520,6 +742,7 @@ pub fn render(report: &ServerSuiteReport) -> String {
             None => out.push_str("\nworst rps ratio: - (no test measured on both servers)\n"),
         }
     }
+    render_zsets(&mut out, report);
     if !report.growth_memory.is_empty() {
         out.push_str("\ngrowth: memory per entry and load rate at every N\n\n");
         out.push_str(&growth_table(&report.growth_memory, false));
@@ -535,6 +758,27 @@ pub fn render(report: &ServerSuiteReport) -> String {
         let _ = writeln!(out, "\nFAILED: {failure}");
     }
     out
+}
+
+/// The sorted-set tables and issue #31's targets, on stdout.
+fn render_zsets(out: &mut String, report: &ServerSuiteReport) {
+    if let Some(big) = &report.zset_big {
+        let _ = writeln!(
+            out,
+            "\nzset_big: one zset of {} members member:%012d, {} a ZADD; ΔVmRSS and used_memory \
+             per member\n",
+            big.members, report.config.zset_members_per_zadd
+        );
+        out.push_str(&zset_big_table(big, false));
+    }
+    if !report.zset_mid.is_empty() {
+        out.push_str("\nzset_mid: MEMORY USAGE key SAMPLES 0 per member\n\n");
+        out.push_str(&zset_mid_table(&report.zset_mid, false));
+    }
+    if !report.issue_targets.is_empty() {
+        out.push_str("\nissue #31 targets (sorted sets and lists)\n\n");
+        out.push_str(&headline_table(&report.issue_targets, false));
+    }
 }
 
 /// `docs/BENCHMARKS.md`.
@@ -572,6 +816,7 @@ pub fn markdown(report: &ServerSuiteReport) -> String {
     );
     markdown_memory(&mut out, report);
     markdown_throughput(&mut out, report);
+    markdown_zsets(&mut out, report);
     markdown_growth(&mut out, report);
     if !report.not_applicable.is_empty() || !report.failures.is_empty() {
         out.push_str("## Not measured\n\n");
@@ -653,6 +898,52 @@ fn markdown_throughput(out: &mut String, report: &ServerSuiteReport) {
     }
 }
 
+fn markdown_zsets(out: &mut String, report: &ServerSuiteReport) {
+    if report.zset_big.is_none() && report.zset_mid.is_empty() && report.issue_targets.is_empty() {
+        return;
+    }
+    let c = &report.config;
+    out.push_str(
+        "## Sorted sets and lists (issue #31)\n\n\
+         Members are `member:%012d` (19 bytes) with score `i` for even `i` and `i × 1.5` for odd \
+         `i`. The issue's targets: at most 48 resident bytes per member of a large zset, at most \
+         half of redis-server's `MEMORY USAGE` per member for mid-size zsets, and at least \
+         redis-server's requests per second for every sorted-set and `lrange_*` test.\n\n",
+    );
+    if let Some(big) = &report.zset_big {
+        let _ = writeln!(
+            out,
+            "**One zset of {} members**, loaded into a fresh server by ZADDs of {} members \
+             each, one command at a time, the load's connection closed before memory is read \
+             again; then measured as the memory table above (settle, ΔVmRSS and Δ`used_memory` \
+             per member, sampled `ZSCORE` read-back).\n",
+            big.members, c.zset_members_per_zadd
+        );
+        out.push_str(&zset_big_table(big, true));
+        out.push('\n');
+    }
+    if !report.zset_mid.is_empty() {
+        out.push_str(
+            "**Mid-size zsets**, each loaded by one ZADD into one fresh server per kind: \
+             `MEMORY USAGE key SAMPLES 0` (every member counted) per member. All are past \
+             redis-server's `zset-max-listpack-entries` (128), so redis-server holds skiplists.\n\n",
+        );
+        out.push_str(&zset_mid_table(&report.zset_mid, true));
+        out.push('\n');
+    }
+    if !report.issue_targets.is_empty() {
+        out.push_str(
+            "**Targets.** The throughput lines come from the table above; `zrangebyscore`, \
+             `zrank` and `zadd_big` run commands of their own against a zset prefilled the same \
+             way on both servers before each run (`zbench`: 1,000 members; `zbig`: the big \
+             zset's size, with `-r` twice that, so half the ZADDs update a member and half add \
+             one).\n\n",
+        );
+        out.push_str(&headline_table(&report.issue_targets, true));
+        out.push('\n');
+    }
+}
+
 fn markdown_growth(out: &mut String, report: &ServerSuiteReport) {
     if report.growth_memory.is_empty() {
         return;
@@ -687,14 +978,15 @@ fn markdown_growth(out: &mut String, report: &ServerSuiteReport) {
 #[allow(clippy::float_cmp)]
 mod tests {
     use super::{
-        BenchRun, Config, MemoryRow, ServerSuiteReport, Versions, markdown, memory_table, render,
-        throughput_rows, worst_ratio,
+        BenchRun, Config, MemoryRow, ServerSuiteReport, Versions, ZsetBigRow, ZsetMidRow,
+        issue_targets, markdown, memory_table, render, throughput_rows, worst_ratio, zset_mid_rows,
     };
     use crate::machine::MachineInfo;
     use crate::server_memory::{MemoryMeasurement, Outcome};
     use crate::server_proc::ServerKind;
     use crate::server_rb::BenchSample;
     use crate::server_workload::MemWorkload;
+    use crate::server_zsets::MidFigure;
 
     fn measured(entries: u64, rss_delta: u64) -> MemoryMeasurement {
         let mut m = MemoryMeasurement::not_applicable(entries, String::new());
@@ -724,6 +1016,30 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    /// `zrank` runs whose per-round ratios are 1.2 and 0.9.
+    fn zrank_runs() -> Vec<BenchRun> {
+        [
+            (1, ServerKind::Densekv, 120_000.0),
+            (1, ServerKind::Redis, 100_000.0),
+            (2, ServerKind::Densekv, 90_000.0),
+            (2, ServerKind::Redis, 100_000.0),
+        ]
+        .into_iter()
+        .map(|(round, server, rps)| run(round, server, &[("zrank", rps)]))
+        .collect()
+    }
+
+    fn zset_rows() -> (ZsetBigRow, Vec<ZsetMidRow>) {
+        let zset_big = ZsetBigRow::new(measured(1000, 40_000), measured(1000, 100_000));
+        let mid = |members, bytes| MidFigure { members, bytes };
+        let zset_mid = zset_mid_rows(
+            &[129, 300],
+            &Ok(vec![mid(129, 2580), mid(300, 6600)]),
+            &Ok(vec![mid(129, 12_900), mid(300, 30_000)]),
+        );
+        (zset_big, zset_mid)
     }
 
     fn report() -> ServerSuiteReport {
@@ -762,7 +1078,12 @@ mod tests {
             ),
         ];
         let unsupported = vec![("hset".to_owned(), "HSET: -ERR unknown command".to_owned())];
-        let throughput = throughput_rows(&runs, &["set", "get", "hset"], &[1], &unsupported);
+        let tests = ["set", "get", "hset", "zrank"];
+        let mut runs = runs;
+        runs.extend(zrank_runs());
+        let throughput = throughput_rows(&runs, &tests, &[1], &unsupported);
+        let (zset_big, zset_mid) = zset_rows();
+        let targets = issue_targets(Some(&zset_big), &zset_mid, &throughput);
         ServerSuiteReport {
             suite: "server",
             command: "bench server --quick".into(),
@@ -783,6 +1104,9 @@ mod tests {
             memory,
             throughput,
             growth_throughput: Vec::new(),
+            zset_big: Some(zset_big),
+            zset_mid,
+            issue_targets: targets,
             benchmark_commands: vec!["redis-benchmark -h 127.0.0.1 -p P -t set".into()],
             not_applicable: vec!["densekv hset: HSET: -ERR unknown command".into()],
             failures: Vec::new(),
@@ -825,6 +1149,48 @@ mod tests {
     }
 
     #[test]
+    fn zset_rows_and_issue_targets() {
+        let r = report();
+        let big = r.zset_big.as_ref().unwrap();
+        assert_eq!(big.densekv_rss_per_member, Some(40.0));
+        assert!((big.rss_ratio.unwrap() - 0.4).abs() < 1e-12);
+        assert_eq!(r.zset_mid[0].densekv_per_member, Some(20.0));
+        assert_eq!(r.zset_mid[0].redis_per_member, Some(100.0));
+        assert_eq!(r.zset_mid[1].ratio, Some(0.22));
+        let lines: Vec<(&str, Option<bool>)> = r
+            .issue_targets
+            .iter()
+            .map(|h| (h.figure.as_str(), h.met))
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("zset_big (1000 members): resident B/member", Some(true)),
+                ("zset_mid (129 members): MEMORY USAGE B/member", Some(true)),
+                ("zset_mid (300 members): MEMORY USAGE B/member", Some(true)),
+                // Per-round ratios 1.2 and 0.9: the median 1.05 meets ≥ 1.0; set is no issue test.
+                ("zrank -P 1: requests/s", Some(true)),
+            ]
+        );
+        assert_eq!(r.issue_targets[0].target, "densekv <= 48");
+        // A server that refused MEMORY USAGE leaves its side n/a and the ratio unjudged.
+        let refused = Err(crate::server_memory::Outcome::NotApplicable("-ERR".into()));
+        let rows = zset_mid_rows(
+            &[129],
+            &refused,
+            &Ok(vec![MidFigure {
+                members: 129,
+                bytes: 1290,
+            }]),
+        );
+        assert_eq!((rows[0].densekv_status, rows[0].ratio), ("n/a", None));
+        let targets = issue_targets(None, &rows, &[]);
+        assert_eq!(targets[0].met, None);
+        let table = super::zset_mid_table(&rows, false);
+        assert!(table.lines().nth(1).unwrap().contains("n/a"), "{table}");
+    }
+
+    #[test]
     fn tables_line_up_and_markdown_has_every_section() {
         let r = report();
         let text = render(&r);
@@ -848,6 +1214,9 @@ mod tests {
             "**Worst throughput ratio:** `get` at `-P 1`: 0.93x",
             "- n/a: densekv hset",
             "| strings | 1000 | key | 44.0 | 130.0 | 0.34x |",
+            "## Sorted sets and lists (issue #31)",
+            "| zset_big (1000 members): resident B/member | 40.000 | 100.000 | 0.40x | densekv <= 48 | yes |",
+            "| 129 | 2580 | 12900 | 20.0 | 100.0 | 0.20x |",
         ] {
             assert!(md.contains(needle), "missing {needle:?} in\n{md}");
         }

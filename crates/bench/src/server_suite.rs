@@ -18,6 +18,12 @@
 //!    apart. redis-server runs every test; densekv the ones it supports. The idle server of a
 //!    pair sleeps in its event loop and takes no CPU from the measured one.
 //!
+//! Issue #31's sorted-set figures (`server_zsets.rs`) ride on both parts: the `zset_big` and
+//! `zset_mid` cases run once after the memory workloads (in the default run and with
+//! `--workload zset_big,zset_mid`), and the `zrangebyscore`, `zrank` and `zadd_big` tests run
+//! after redis-benchmark's own, each on both servers after loading its zset into both (`--test`
+//! picks tests). The report judges the issue's targets on them (`server_report.rs`).
+//!
 //! Measurements run one at a time: on two cores, a second server or benchmark running beside
 //! them would take a core from the one being measured.
 
@@ -30,14 +36,15 @@ use clap::{Args, ValueEnum};
 use crate::heap_suite::workspace_root;
 use crate::machine::MachineInfo;
 use crate::persist_markdown;
-use crate::server_memory::{self, MemoryMeasurement};
+use crate::server_memory::{self, MemoryMeasurement, Outcome};
 use crate::server_proc::{ServerKind, ServerProcess};
-use crate::server_rb::{self, CLIENTS, KEYSPACE, TESTS};
+use crate::server_rb::{self, CLIENTS, KEYSPACE};
 use crate::server_report::{
-    BenchRun, Config, MemoryRow, ServerSuiteReport, ThroughputRow, Versions, markdown, render,
-    throughput_rows, worst_ratio,
+    BenchRun, Config, MemoryRow, ServerSuiteReport, ThroughputRow, Versions, ZsetBigRow,
+    ZsetMidRow, issue_targets, markdown, render, throughput_rows, worst_ratio, zset_mid_rows,
 };
-use crate::server_workload::MemWorkload;
+use crate::server_workload::{MemWorkload, WorkloadChoice};
+use crate::server_zsets::{self, ZsetCase};
 use crate::suite::{self, SuiteRun};
 
 const PIPELINES: [u32; 2] = [1, 16];
@@ -91,9 +98,16 @@ pub struct ServerArgs {
     /// The redis-benchmark binary [default: redis-benchmark].
     #[arg(long)]
     pub redis_benchmark: Option<PathBuf>,
-    /// Only these memory workloads, comma-separated [default: all].
+    /// Only these memory workloads, comma-separated [default: all]. `zset_big` (one zset of 10⁶
+    /// members) and `zset_mid` (MEMORY USAGE of zsets of 129, 300, 1000 members) are measured
+    /// once, not at every N.
     #[arg(long = "workload", value_enum, value_delimiter = ',')]
-    pub workloads: Vec<MemWorkload>,
+    pub workloads: Vec<WorkloadChoice>,
+    /// Only these throughput tests, comma-separated [default: all: redis-benchmark's standard
+    /// tests, then zrangebyscore, zrank, zadd_big].
+    #[arg(long = "test", value_delimiter = ',',
+          value_parser = clap::builder::PossibleValuesParser::new(server_rb::all_tests()))]
+    pub tests: Vec<String>,
     /// Only these parts, comma-separated [default: memory,throughput,growth].
     #[arg(long = "only", value_enum, value_delimiter = ',')]
     pub parts: Vec<Part>,
@@ -118,6 +132,9 @@ pub struct ServerArgs {
 struct Plan {
     config: Config,
     workloads: Vec<MemWorkload>,
+    zset_cases: Vec<ZsetCase>,
+    /// The throughput tests, in running order.
+    tests: Vec<&'static str>,
     memory: bool,
     throughput: bool,
     growth: bool,
@@ -154,6 +171,7 @@ impl Plan {
         }
         sizes.sort_unstable();
         sizes.dedup();
+        let (workloads, zset_cases) = WorkloadChoice::split(&args.workloads);
         Self {
             config: Config {
                 n,
@@ -175,12 +193,19 @@ impl Plan {
                     },
                     |s| s as f64,
                 ),
+                zset_big_members: if args.quick {
+                    server_zsets::BIG_MEMBERS_QUICK
+                } else {
+                    server_zsets::BIG_MEMBERS
+                },
+                zset_members_per_zadd: server_zsets::MEMBERS_PER_ZADD,
+                zset_mid_sizes: server_zsets::MID_SIZES.to_vec(),
             },
-            workloads: if args.workloads.is_empty() {
-                MemWorkload::ALL.to_vec()
-            } else {
-                args.workloads.clone()
-            },
+            workloads,
+            zset_cases,
+            tests: server_rb::all_tests()
+                .filter(|t| args.tests.is_empty() || args.tests.iter().any(|a| a == t))
+                .collect(),
             memory: wants(Part::Memory),
             throughput: wants(Part::Throughput),
             growth,
@@ -217,6 +242,8 @@ struct Results {
     growth_memory: Vec<MemoryRow>,
     growth_throughput: Vec<ThroughputRow>,
     throughput: Vec<ThroughputRow>,
+    zset_big: Option<ZsetBigRow>,
+    zset_mid: Vec<ZsetMidRow>,
     runs: Vec<BenchRun>,
     commands: Vec<String>,
     not_applicable: Vec<String>,
@@ -245,9 +272,17 @@ pub fn run(args: &ServerArgs) -> Result<bool, String> {
             .push(format!("densekv: {densekv_status}"));
     }
     run_memory(&plan, &mut results);
+    if plan.memory {
+        run_zsets(&plan, &mut results);
+    }
     if plan.throughput {
         run_throughput(&plan, &mut results);
     }
+    let targets = issue_targets(
+        results.zset_big.as_ref(),
+        &results.zset_mid,
+        &results.throughput,
+    );
     let report = ServerSuiteReport {
         suite: "server",
         command: suite::command_line(),
@@ -259,6 +294,9 @@ pub fn run(args: &ServerArgs) -> Result<bool, String> {
         throughput: results.throughput,
         growth_memory: results.growth_memory,
         growth_throughput: results.growth_throughput,
+        issue_targets: targets,
+        zset_big: results.zset_big,
+        zset_mid: results.zset_mid,
         benchmark_commands: results.commands,
         not_applicable: results.not_applicable,
         failures: results.failures,
@@ -438,6 +476,115 @@ fn measure_pair(
     (MemoryRow::new(workload, densekv, redis), servers)
 }
 
+/// Part 1b: issue #31's sorted-set cases (`server_zsets.rs`), each once, on a fresh server per
+/// kind.
+fn run_zsets(plan: &Plan, results: &mut Results) {
+    for &case in &plan.zset_cases {
+        match case {
+            ZsetCase::Big => zset_big(plan, results),
+            ZsetCase::Mid => zset_mid(plan, results),
+        }
+    }
+}
+
+/// Records an outcome that is not `Ok` as the run's `n/a` (densekv's, when densekv is there to
+/// refuse) or failure.
+fn note_outcome(
+    plan: &Plan,
+    results: &mut Results,
+    kind: ServerKind,
+    what: &str,
+    outcome: &Outcome,
+) {
+    match outcome {
+        Outcome::Ok => {}
+        Outcome::NotApplicable(why) => {
+            eprintln!(" n/a: {why}");
+            if plan.densekv.is_some() || kind == ServerKind::Redis {
+                results
+                    .not_applicable
+                    .push(format!("{} {what}: {why}", kind.name()));
+            }
+        }
+        Outcome::Failed(why) => {
+            eprintln!(" FAILED: {why}");
+            results
+                .failures
+                .push(format!("{} {what}: {why}", kind.name()));
+        }
+    }
+}
+
+/// The big zset on each server: ΔVmRSS and Δused_memory per member.
+fn zset_big(plan: &Plan, results: &mut Results) {
+    let members = plan.config.zset_big_members;
+    let mut measured = Vec::new();
+    for kind in ServerKind::BOTH {
+        eprint!("[memory] zset_big members={members} {:<8}", kind.name());
+        let clock = Instant::now();
+        let m = match plan.binary(kind) {
+            None => MemoryMeasurement::not_applicable(members, "densekv not available".into()),
+            Some(binary) => match ServerProcess::start(kind, binary) {
+                Err(e) => MemoryMeasurement::failed(members, e),
+                Ok(mut server) => {
+                    let settle = Duration::from_secs_f64(plan.config.settle_secs);
+                    server_zsets::measure_big(&mut server, members, settle)
+                }
+            },
+        };
+        if m.outcome == Outcome::Ok {
+            eprintln!(
+                " {:>8.1} B/member  used {:>8}  load {:.1} s  verified {}  ({:.1} s)",
+                m.rss_per_entry().unwrap_or(f64::NAN),
+                m.used_per_entry()
+                    .map_or_else(|| "-".to_owned(), |u| format!("{u:.1}")),
+                m.load_secs,
+                m.verified_entries,
+                clock.elapsed().as_secs_f64()
+            );
+        }
+        note_outcome(plan, results, kind, "zset_big", &m.outcome);
+        measured.push(m);
+    }
+    let redis = measured.pop().expect("two measurements");
+    let densekv = measured.pop().expect("two measurements");
+    results.zset_big = Some(ZsetBigRow::new(densekv, redis));
+}
+
+/// The mid-size zsets on each server: `MEMORY USAGE` per member.
+fn zset_mid(plan: &Plan, results: &mut Results) {
+    let sizes = &plan.config.zset_mid_sizes;
+    let mut figures = Vec::new();
+    for kind in ServerKind::BOTH {
+        eprint!("[memory] zset_mid members={sizes:?} {:<8}", kind.name());
+        let clock = Instant::now();
+        let measured = match plan.binary(kind) {
+            None => Err(Outcome::NotApplicable("densekv not available".into())),
+            Some(binary) => ServerProcess::start(kind, binary)
+                .map_err(Outcome::Failed)
+                .and_then(|server| server_zsets::measure_mid(&server, sizes)),
+        };
+        match &measured {
+            Ok(figures) => eprintln!(
+                " {}  ({:.1} s)",
+                figures
+                    .iter()
+                    .map(|f| format!(
+                        "{}: {:.1} B/member",
+                        f.members,
+                        f.bytes as f64 / f.members as f64
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("  "),
+                clock.elapsed().as_secs_f64()
+            ),
+            Err(outcome) => note_outcome(plan, results, kind, "zset_mid", outcome),
+        }
+        figures.push(measured);
+    }
+    results.zset_mid = zset_mid_rows(sizes, &figures[0], &figures[1]);
+}
+
 /// `set`/`get` at `-r N` against servers holding N `strings` keys, alternating over rounds.
 fn growth_throughput(plan: &Plan, n: u64, servers: Vec<ServerProcess>, results: &mut Results) {
     let mut runs = Vec::new();
@@ -532,28 +679,16 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
                 "[throughput] round {round}/{} -P {pipeline:<2}",
                 plan.config.rounds
             );
-            let mut servers: Vec<ServerProcess> = Vec::new();
-            for kind in ServerKind::BOTH {
-                let Some(binary) = plan.binary(kind) else {
-                    continue;
-                };
-                match ServerProcess::start(kind, binary) {
-                    Ok(server) => servers.push(server),
-                    Err(e) => {
-                        eprintln!("{label} {} FAILED: {e}", kind.name());
-                        results
-                            .failures
-                            .push(format!("throughput {}: {e}", kind.name()));
-                    }
-                }
-            }
+            let servers = start_servers(plan, &label, results);
             let mut taken: Vec<(ServerKind, server_rb::BenchSample)> = Vec::new();
             let clock = Instant::now();
-            for (index, test) in TESTS.iter().enumerate() {
+            for (index, &test) in plan.tests.iter().enumerate() {
+                let runs_on = |kind: ServerKind| {
+                    kind == ServerKind::Redis || !unsupported.iter().any(|(u, _)| u == test)
+                };
+                let prefilled = prefill_zset(plan, &servers, test, runs_on, results);
                 for server in ordered(&servers, round + index) {
-                    if server.kind == ServerKind::Densekv
-                        && unsupported.iter().any(|(u, _)| u == test)
-                    {
+                    if !runs_on(server.kind) || !prefilled.contains(&server.kind) {
                         continue;
                     }
                     if let Some(sample) =
@@ -565,7 +700,7 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
             }
             eprintln!(
                 "{label} {} tests on {} servers ({:.1} s)",
-                TESTS.len(),
+                plan.tests.len(),
                 servers.len(),
                 clock.elapsed().as_secs_f64()
             );
@@ -584,14 +719,76 @@ fn run_throughput(plan: &Plan, results: &mut Results) {
             }
         }
     }
-    results.throughput = throughput_rows(&runs, &TESTS, &PIPELINES, &unsupported);
+    results.throughput = throughput_rows(&runs, &plan.tests, &PIPELINES, &unsupported);
     results.runs.extend(runs);
+}
+
+/// Before a test of [`server_zsets::zset_tests`], loads its zset into every server it runs on,
+/// the same members on each; returns the servers ready for `test` (all of them for a built-in
+/// test, which needs no prefill). A server whose prefill failed is a failure and sits the test
+/// out.
+fn prefill_zset(
+    plan: &Plan,
+    servers: &[ServerProcess],
+    test: &str,
+    runs_on: impl Fn(ServerKind) -> bool,
+    results: &mut Results,
+) -> Vec<ServerKind> {
+    let Some(zset_test) = server_zsets::zset_test(test, plan.config.quick) else {
+        return servers.iter().map(|s| s.kind).collect();
+    };
+    let mut ready = Vec::new();
+    for server in servers.iter().filter(|s| runs_on(s.kind)) {
+        let clock = Instant::now();
+        match server_zsets::prefill(server.port, &zset_test) {
+            Ok(()) => {
+                eprintln!(
+                    "[throughput] {test}: {} prefilled with {} members ({:.1} s)",
+                    server.kind.name(),
+                    zset_test.members,
+                    clock.elapsed().as_secs_f64()
+                );
+                ready.push(server.kind);
+            }
+            Err(e) => {
+                eprintln!(
+                    "[throughput] {test}: {} prefill FAILED: {e}",
+                    server.kind.name()
+                );
+                results.failures.push(format!(
+                    "throughput {} {test} prefill: {e}",
+                    server.kind.name()
+                ));
+            }
+        }
+    }
+    ready
+}
+
+/// A fresh server of each kind there is a binary for; one that does not start is a failure.
+fn start_servers(plan: &Plan, label: &str, results: &mut Results) -> Vec<ServerProcess> {
+    let mut servers = Vec::new();
+    for kind in ServerKind::BOTH {
+        let Some(binary) = plan.binary(kind) else {
+            continue;
+        };
+        match ServerProcess::start(kind, binary) {
+            Ok(server) => servers.push(server),
+            Err(e) => {
+                eprintln!("{label} {} FAILED: {e}", kind.name());
+                results
+                    .failures
+                    .push(format!("throughput {}: {e}", kind.name()));
+            }
+        }
+    }
+    servers
 }
 
 /// Probes a throwaway densekv for every test; all tests are unsupported without a densekv.
 fn densekv_unsupported(plan: &Plan, results: &mut Results) -> Vec<(String, String)> {
     let all = |why: &str| {
-        TESTS
+        plan.tests
             .iter()
             .map(|t| ((*t).to_owned(), why.to_owned()))
             .collect()
@@ -600,7 +797,7 @@ fn densekv_unsupported(plan: &Plan, results: &mut Results) -> Vec<(String, Strin
         return all("densekv not available");
     };
     match ServerProcess::start(ServerKind::Densekv, binary) {
-        Ok(server) => match server_rb::probe(server.port, &TESTS) {
+        Ok(server) => match server_rb::probe(server.port, &plan.tests) {
             Ok(unsupported) => unsupported,
             Err(e) => {
                 results.failures.push(format!("densekv probe: {e}"));
@@ -628,7 +825,11 @@ fn throughput_test(
     } else {
         plan.requests(pipeline)
     };
-    let args = server_rb::arguments(port, requests, KEYSPACE, pipeline, &[test]);
+    let zset_test = server_zsets::zset_test(test, plan.config.quick);
+    let args = match &zset_test {
+        Some(z) => server_rb::command_arguments(port, requests, z.keyspace, pipeline, z.command),
+        None => server_rb::arguments(port, requests, KEYSPACE, pipeline, &[test]),
+    };
     let shown: Vec<String> = args
         .iter()
         .map(|a| {
@@ -655,7 +856,10 @@ fn throughput_test(
         None
     };
     match server_rb::run(&plan.redis_benchmark, &args) {
-        Ok(samples) => match samples.into_iter().find(|s| s.test == test) {
+        Ok(samples) => match zset_test.map_or_else(
+            || samples.iter().find(|s| s.test == test).cloned(),
+            |z| server_rb::command_sample(samples.clone(), z.command, test),
+        ) {
             Some(sample) => Some(sample),
             None => failed(results, "no result row".to_owned()),
         },
@@ -729,6 +933,62 @@ pub fn plot(root: &Path, script: &str, json: &Path, docs_dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::{Part, Plan, ServerArgs};
+    use crate::server_workload::{MemWorkload, WorkloadChoice};
+    use crate::server_zsets::{self, ZsetCase};
+
+    #[test]
+    fn tests_and_zset_cases_are_selectable() {
+        let plan = Plan::new(&ServerArgs::default());
+        assert_eq!(plan.tests.len(), 22);
+        assert_eq!(plan.tests[19..], ["zrangebyscore", "zrank", "zadd_big"]);
+        assert_eq!(plan.zset_cases, [ZsetCase::Big, ZsetCase::Mid]);
+        assert_eq!(plan.config.zset_big_members, server_zsets::BIG_MEMBERS);
+        let plan = Plan::new(&ServerArgs {
+            quick: true,
+            tests: vec!["zadd_big".into(), "zrank".into()],
+            workloads: vec![
+                WorkloadChoice::Zset(ZsetCase::Mid),
+                WorkloadChoice::PerN(MemWorkload::Lists),
+            ],
+            ..ServerArgs::default()
+        });
+        // Tests keep the suite's running order whatever order they were named in.
+        assert_eq!(plan.tests, ["zrank", "zadd_big"]);
+        assert_eq!(plan.workloads, [MemWorkload::Lists]);
+        assert_eq!(plan.zset_cases, [ZsetCase::Mid]);
+        assert_eq!(
+            plan.config.zset_big_members,
+            server_zsets::BIG_MEMBERS_QUICK
+        );
+    }
+
+    #[test]
+    fn the_command_line_takes_zset_workloads_and_tests() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ServerArgs,
+        }
+        let cli = Cli::try_parse_from([
+            "server",
+            "--workload",
+            "zset_big,zsets",
+            "--test",
+            "zrank,zadd",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.args.workloads,
+            [
+                WorkloadChoice::Zset(ZsetCase::Big),
+                WorkloadChoice::PerN(MemWorkload::Zsets)
+            ]
+        );
+        assert_eq!(cli.args.tests, ["zrank", "zadd"]);
+        assert!(Cli::try_parse_from(["server", "--test", "zrevrank"]).is_err());
+        assert!(Cli::try_parse_from(["server", "--workload", "zset_small"]).is_err());
+    }
 
     #[test]
     fn default_plan_measures_growth_sizes_and_n_once() {

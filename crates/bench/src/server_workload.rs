@@ -15,6 +15,9 @@
 //! | zsets    | `ZADD zset:<i%10000> <random integer 0..10⁶> z<8 hex digits of i>`       | member   |
 //! | ttl      | `SET ttl:%012d <16 random alphanumeric bytes> EX <3600..=7200>`          | key      |
 //!
+//! `--workload` also names issue #31's sorted-set cases, `zset_big` and `zset_mid`
+//! ([`WorkloadChoice`]; they live in `server_zsets.rs`, having sizes of their own and no N).
+//!
 //! `users` counts hashes, not fields, because the data-types issue states its target per user
 //! hash (≤ 80 bytes including the key); every other hash workload counts fields.
 //!
@@ -24,10 +27,12 @@
 //! same seed gives the same commands on every run and for both servers.
 
 use clap::ValueEnum;
+use clap::builder::PossibleValue;
 use serde::Serialize;
 
 use crate::rng::SplitMix64;
 use crate::server_resp::Reply;
+use crate::server_zsets::ZsetCase;
 
 /// Lists, sets and sorted sets spread their entries over this many keys.
 pub const COLLECTION_KEYS: u64 = 10_000;
@@ -209,6 +214,62 @@ impl MemWorkload {
     }
 }
 
+/// A value of `--workload`: a workload measured at every N, or one of issue #31's sorted-set
+/// cases (`server_zsets.rs`), which have sizes of their own and are measured once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkloadChoice {
+    PerN(MemWorkload),
+    Zset(ZsetCase),
+}
+
+impl WorkloadChoice {
+    const ALL: [Self; 10] = [
+        Self::PerN(MemWorkload::Strings),
+        Self::PerN(MemWorkload::Media),
+        Self::PerN(MemWorkload::Bucket),
+        Self::PerN(MemWorkload::Users),
+        Self::PerN(MemWorkload::Lists),
+        Self::PerN(MemWorkload::Sets),
+        Self::PerN(MemWorkload::Zsets),
+        Self::PerN(MemWorkload::Ttl),
+        Self::Zset(ZsetCase::Big),
+        Self::Zset(ZsetCase::Mid),
+    ];
+
+    /// The per-N workloads and the sorted-set cases `choices` select; every one of both when
+    /// `choices` is empty (the default run).
+    pub fn split(choices: &[Self]) -> (Vec<MemWorkload>, Vec<ZsetCase>) {
+        let choices = if choices.is_empty() {
+            &Self::ALL[..]
+        } else {
+            choices
+        };
+        let mut workloads = Vec::new();
+        let mut cases = Vec::new();
+        for &choice in choices {
+            match choice {
+                Self::PerN(w) if !workloads.contains(&w) => workloads.push(w),
+                Self::Zset(c) if !cases.contains(&c) => cases.push(c),
+                _ => {}
+            }
+        }
+        (workloads, cases)
+    }
+}
+
+impl ValueEnum for WorkloadChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Self::PerN(workload) => workload.to_possible_value(),
+            Self::Zset(case) => case.to_possible_value(),
+        }
+    }
+}
+
 /// The generator of entry `i`: SplitMix64 seeded with a hash of (seed, i), so that neighbouring
 /// entries do not share draws (seeding with `seed + i` directly would make entry `i`'s second draw
 /// entry `i+1`'s first, since SplitMix64's state advances by a constant).
@@ -264,8 +325,27 @@ pub fn sample_indices(n: u64, count: usize) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{COLLECTION_KEYS, MemWorkload, member, sample_indices};
+    use clap::ValueEnum;
+
+    use super::{COLLECTION_KEYS, MemWorkload, WorkloadChoice, member, sample_indices};
     use crate::server_resp::Reply;
+    use crate::server_zsets::ZsetCase;
+
+    #[test]
+    fn workload_choices_parse_and_split() {
+        let parse = |text: &str| WorkloadChoice::from_str(text, false);
+        assert_eq!(parse("lists"), Ok(WorkloadChoice::PerN(MemWorkload::Lists)));
+        assert_eq!(parse("zset_big"), Ok(WorkloadChoice::Zset(ZsetCase::Big)));
+        assert_eq!(parse("zset_mid"), Ok(WorkloadChoice::Zset(ZsetCase::Mid)));
+        assert!(parse("zset-mid").is_err());
+        let (workloads, cases) = WorkloadChoice::split(&[]);
+        assert_eq!(workloads, MemWorkload::ALL);
+        assert_eq!(cases, [ZsetCase::Big, ZsetCase::Mid]);
+        let chosen = ["zset_mid", "zsets", "zset_mid"].map(|t| parse(t).unwrap());
+        let (workloads, cases) = WorkloadChoice::split(&chosen);
+        assert_eq!(workloads, [MemWorkload::Zsets]);
+        assert_eq!(cases, [ZsetCase::Mid]);
+    }
 
     fn text(args: &[Vec<u8>]) -> Vec<String> {
         args.iter()
