@@ -1,9 +1,9 @@
 //! densekv's block heap: where the keyspace lives — every PageHash page and out-of-line blob,
-//! small maps, int sets and the maps of sets, hashes and sorted sets.
+//! small maps, int sets, the maps of sets and hashes, and list chunks.
 //!
-//! Not every byte of data: list chunks, FlatMap buffers, int-table hashes, sorted-set tree nodes
-//! and the boxes of collection objects come from the global allocator, which the server counts
-//! (its `alloc.rs`) and adds to this heap's figures in INFO's `used_memory`.
+//! Not every byte of data: FlatMap buffers, int-table hashes, sorted-set trees and member
+//! indexes, and the boxes of collection objects come from the global allocator, which the server
+//! counts (its `alloc.rs`) and adds to this heap's figures in INFO's `used_memory`.
 //!
 //! ```text
 //!  request size            served by                          file

@@ -46,10 +46,11 @@ mod smallmap;
 mod table;
 pub mod varint;
 
-pub use hash::DEPTH_LIMIT;
+pub use hash::{BytesHasher, DEPTH_LIMIT};
 pub use intmap::{IntMap, IntSet};
 pub use page::{AREA_BYTES, PAGE_BYTES, PIECE_BYTES, PIECE_COUNT};
 pub use pagehash::{PageHash, VALUE_EXACT_MAX_BYTES, ValueRef, capacity_for};
+pub use raw::prefetch;
 pub use smallmap::{HintStats, SmallInsert, SmallMap, hint_stats, reset_hint_stats};
 pub use table::{CompactProgress, Config};
 

@@ -239,3 +239,30 @@ fn active_defrag_moves_values_out_of_sparse_slabs() {
         assert_eq!(v, [&b"$300\r\n"[..], &[b'd'; 300], b"\r\n"].concat());
     }
 }
+
+/// A zset past the packed thresholds: MEMORY USAGE counts its tree and member index (under 0.5×
+/// redis-server's ~130 B per 19-byte member at this size, issue #31's bound), and DEBUG
+/// HTSTATS-KEY describes the index.
+#[test]
+fn a_large_zset_reports_its_index() {
+    let densekv = Server::densekv(&["--enable-debug-command", "yes"]);
+    let mut c = densekv.connect();
+    let mut zadd = vec!["ZADD".to_string(), "z".to_string()];
+    for i in 0..300 {
+        zadd.push(format!("{}", f64::from(i) * 1.5));
+        zadd.push(format!("member:{i:012}"));
+    }
+    let args: Vec<&str> = zadd.iter().map(String::as_str).collect();
+    assert_eq!(c.cmd(&args), b":300\r\n");
+    let usage = String::from_utf8(c.cmd(&["MEMORY", "USAGE", "z", "SAMPLES", "0"])).unwrap();
+    let usage: u64 = usage.trim_start_matches(':').trim().parse().unwrap();
+    assert!(
+        (300 * 19..=300 * 65).contains(&usage),
+        "MEMORY USAGE {usage}"
+    );
+    let stats = String::from_utf8(c.cmd(&["DEBUG", "HTSTATS-KEY", "z"])).unwrap();
+    assert!(
+        stats.contains("ZSetIndex: members 300, tree leaves "),
+        "{stats}"
+    );
+}

@@ -95,7 +95,7 @@ pub(crate) fn entry_of<'a>(
         Object::Hash(h) => View::Hash(HashView::of_obj(h, heap)),
         Object::List(l) => View::List(l),
         Object::Set(s) => View::Set(SetView::of_obj(s, heap)),
-        Object::ZSet(z) => View::ZSet(ZSetView::of_index(z, heap)),
+        Object::ZSet(z) => View::ZSet(ZSetView::of_index(z)),
     };
     Entry {
         key,

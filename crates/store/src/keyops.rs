@@ -14,7 +14,7 @@ use crate::error::StoreError;
 use crate::object::{HANDLE_BYTES, Object};
 use crate::shard::{Shard, Slot};
 use crate::types::hash::Hash;
-use crate::types::list::List;
+use crate::types::list::{List, ListObj};
 use crate::types::set::Set;
 use crate::types::zset::ZSet;
 use crate::value::{is_string, str_of};
@@ -228,8 +228,8 @@ impl Shard {
         let expire_at = copied.expire_at_ms;
         match kind.expect("checked live") {
             Kind::List => {
-                let list = self.read::<List, _>(src_db, src, now_ms, Clone::clone)?;
-                let list = list.expect("checked live");
+                let copy = self.read::<List, _>(src_db, src, now_ms, ListObj::copy_out)?;
+                let list = copy.expect("checked live").into_list(&mut self.heap);
                 self.put_object(dst_db, dst, Object::List(list), expire_at)?;
             }
             Kind::Hash => self

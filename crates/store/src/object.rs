@@ -6,7 +6,7 @@
 //!  Object ─ Hash(HashObj)   small │ flat │ ints │ pages   (types/hash.rs)
 //!         ├ List(ListObj)   chunks                      (types/list.rs)
 //!         ├ Set(SetObj)     flat │ ints │ pages           (types/set.rs)
-//!         └ ZSet(ZSetObj)   index: map + tree            (types/zset.rs)
+//!         └ ZSet(ZSetObj)   index: tree + member index   (types/zset.rs)
 //! ```
 //! Ownership: the keyspace entry that holds a handle owns its object. Only `shard.rs` makes,
 //! stores and frees handles (`into_handle`, `from_handle`), and only through the crate-private
@@ -48,7 +48,8 @@ impl Object {
             Object::Hash(o) => o.destroy(heap),
             Object::List(o) => o.destroy(heap),
             Object::Set(o) => o.destroy(heap),
-            Object::ZSet(o) => o.destroy(heap),
+            // A sorted set's tree and index live in the global allocator.
+            Object::ZSet(o) => drop(o),
         }
     }
 
@@ -89,7 +90,7 @@ impl Object {
             Object::List(o) if o.is_empty() => Err("empty list stored".into()),
             Object::List(o) => o.validate(),
             Object::Set(o) => o.validate(heap),
-            Object::ZSet(o) => o.validate(heap),
+            Object::ZSet(o) => o.validate(),
         }
     }
 }

@@ -40,6 +40,7 @@ use crate::error::StoreError;
 use crate::evict::Hand;
 use crate::limits::Limits;
 use crate::object::{self, HANDLE_BYTES, Handle, Object};
+use crate::types::{zset::ZSetObj, zset_index};
 use heap::{Heap, HeapConfig};
 use maps::{Meta, PageHash, ValueRef};
 use shape::ShapeTree;
@@ -182,20 +183,33 @@ impl Default for ShardConfig {
 /// The member map of a collection, for prefetching lookups in it (`Shard::members`): which
 /// encoding it belongs to stays the store's.
 #[derive(Clone, Copy, Debug)]
-pub struct Members<'a>(&'a PageHash);
+pub enum Members<'a> {
+    /// A set's or hash's member map.
+    Map(&'a PageHash),
+    /// A sorted set's member index.
+    ZSet(&'a ZSetObj),
+}
 
 impl Members<'_> {
     /// The hash `prefetch` takes for `member`.
     #[inline]
     pub fn hash(&self, member: &[u8]) -> u64 {
-        self.0.hash_key(member)
+        match self {
+            Members::Map(map) => map.hash_key(member),
+            Members::ZSet(_) => u64::from(zset_index::fingerprint(member)),
+        }
     }
 
     /// Stage `stage` (0, 1, 2) of the lookup of the member hashed to `hash` (see
-    /// `maps::PageHash::prefetch`): loads cache lines, changes nothing.
+    /// `maps::PageHash::prefetch`): loads cache lines, changes nothing. A sorted set's lookup
+    /// has one stage, its index slot (the leaf it names is read by the command).
     #[inline]
     pub fn prefetch(&self, hash: u64, stage: u8) {
-        self.0.prefetch(hash, stage);
+        match self {
+            Members::Map(map) => map.prefetch(hash, stage),
+            Members::ZSet(z) if stage == 0 => z.prefetch(hash as u32),
+            Members::ZSet(_) => {}
+        }
     }
 }
 
@@ -726,28 +740,37 @@ impl Shard {
         }
     }
 
-    /// The map that holds the members of the collection at `key`, when it has one (sets and
-    /// hashes in the pages encoding, sorted-set indexes): for prefetching a member's lookup
-    /// ahead of the command. Expired or not, the map is only read.
+    /// The structure that finds the members of the collection at `key`, when it has one (sets
+    /// and hashes in the pages encoding, sorted-set indexes): for prefetching a member's lookup
+    /// ahead of the command. Expired or not, it is only read.
     pub fn members(&self, db: usize, key: &[u8]) -> Option<Members<'_>> {
-        self.members_map(db, key).map(Members)
+        match self.boxed_object(db, key)? {
+            Object::Set(set) => set.members_map().map(Members::Map),
+            Object::Hash(hash) => hash.members_map().map(Members::Map),
+            Object::ZSet(zset) => Some(Members::ZSet(zset)),
+            Object::List(_) => None,
+        }
     }
 
-    /// `members`'s map itself (tests of which encodings have one).
+    /// The PageHash that holds the members of the set or hash at `key`, when its encoding has
+    /// one (DEBUG HTSTATS-KEY, tests of which encodings have one).
     pub fn members_map(&self, db: usize, key: &[u8]) -> Option<&PageHash> {
+        match self.boxed_object(db, key)? {
+            Object::Set(set) => set.members_map(),
+            Object::Hash(hash) => hash.members_map(),
+            Object::ZSet(_) | Object::List(_) => None,
+        }
+    }
+
+    /// The object at `key` when its value is boxed.
+    fn boxed_object(&self, db: usize, key: &[u8]) -> Option<&Object> {
         let entry = split_value(self.dbs.get(db)?.keys.as_ref()?.get(&self.heap, key)?);
         if entry.tag != tag::BOXED {
             return None;
         }
         // SAFETY: a boxed entry's payload is the handle of the live object it owns; `&self` keeps
         // the entry, and so the object, alive and unchanged for the returned borrow.
-        let object = unsafe { object::object_ref(&object::handle_of(entry.payload)) };
-        match object {
-            Object::Set(set) => set.members_map(),
-            Object::Hash(hash) => hash.members_map(),
-            Object::ZSet(zset) => Some(zset.members_map()),
-            Object::List(_) => None,
-        }
+        Some(unsafe { object::object_ref(&object::handle_of(entry.payload)) })
     }
 
     /// Checks the keyspace maps, the objects, and the counts and holds of the module doc.

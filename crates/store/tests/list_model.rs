@@ -8,6 +8,7 @@
 //! varints), and now and then larger than a whole chunk. Seeded: `DENSEKV_SEED` overrides the
 //! fixed default.
 
+use heap::Heap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
@@ -61,6 +62,7 @@ fn lists_of_other_chunk_bounds_match_vecdeque() {
     reason = "a test reads as one scenario: its steps or its table of cases stay together"
 )]
 fn run(seed: u64, rounds: usize, mut list: ListObj) {
+    let mut heap = Heap::new().unwrap();
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut model: VecDeque<Vec<u8>> = VecDeque::new();
     for round in 0..rounds {
@@ -77,21 +79,21 @@ fn run(seed: u64, rounds: usize, mut list: ListObj) {
                     for _ in 0..rng.gen_range(1..20) {
                         let v = element(&mut rng, pool);
                         if op == 0 {
-                            list.push_front(&v);
+                            list.push_front(&mut heap, &v);
                             model.push_front(v);
                         } else {
-                            list.push_back(&v);
+                            list.push_back(&mut heap, &v);
                             model.push_back(v);
                         }
                     }
                 }
                 2 => {
                     assert_eq!(list.front(), model.front().map(Vec::as_slice));
-                    assert_eq!(list.pop_front(), model.pop_front().is_some());
+                    assert_eq!(list.pop_front(&mut heap), model.pop_front().is_some());
                 }
                 3 => {
                     assert_eq!(list.back(), model.back().map(Vec::as_slice));
-                    assert_eq!(list.pop_back(), model.pop_back().is_some());
+                    assert_eq!(list.pop_back(&mut heap), model.pop_back().is_some());
                 }
                 4 => {
                     let i = rng.gen_range(0..=len + 2);
@@ -100,31 +102,31 @@ fn run(seed: u64, rounds: usize, mut list: ListObj) {
                 5 if len > 0 => {
                     let i = rng.gen_range(0..len);
                     let v = element(&mut rng, pool);
-                    assert!(list.set(i, &v));
+                    assert!(list.set(&mut heap, i, &v));
                     model[i] = v;
                 }
                 6 => {
                     let i = rng.gen_range(0..=len);
                     let v = element(&mut rng, pool);
-                    list.insert(i, &v);
+                    list.insert(&mut heap, i, &v);
                     model.insert(i, v);
                 }
                 7 => {
                     let start = rng.gen_range(0..=len + 1);
                     let count = rng.gen_range(0..=len / 3 + 2);
-                    list.remove_range(start, count);
+                    list.remove_range(&mut heap, start, count);
                     for _ in 0..count.min(len.saturating_sub(start)) {
                         model.remove(start);
                     }
                 }
                 8 if rng.gen_bool(0.2) => {
                     if len == 0 || rng.gen_bool(0.1) {
-                        list.trim(None);
+                        list.trim(&mut heap, None);
                         model.clear();
                     } else {
                         let a = rng.gen_range(0..len);
                         let b = rng.gen_range(a..len);
-                        list.trim(Some((a, b)));
+                        list.trim(&mut heap, Some((a, b)));
                         model.truncate(b + 1);
                         model.drain(..a);
                     }
@@ -133,7 +135,7 @@ fn run(seed: u64, rounds: usize, mut list: ListObj) {
                     let v = element(&mut rng, true);
                     let limit = rng.gen_range(0..4);
                     let from_tail = rng.gen_bool(0.5);
-                    let got = list.remove_matching(&v, limit, from_tail);
+                    let got = list.remove_matching(&mut heap, &v, limit, from_tail);
                     let mut removed = 0;
                     let mut keep: Vec<bool> = vec![true; len];
                     let order: Vec<usize> = if from_tail {
@@ -183,30 +185,40 @@ fn run(seed: u64, rounds: usize, mut list: ListObj) {
         compare(&list, &model);
         // Keep the lists from growing without bound.
         if model.len() > 5000 {
-            list.trim(None);
+            list.trim(&mut heap, None);
             model.clear();
         }
     }
+    // Every chunk buffer the operations freed went back: only the live ones remain.
+    let live = list.chunk_buffer_bytes();
+    assert_eq!(heap.stats().requested_bytes as usize, live, "seed {seed}");
+    list.destroy(&mut heap);
+    assert_eq!(
+        heap.stats().requested_bytes,
+        0,
+        "seed {seed}: chunks leaked"
+    );
 }
 
 #[test]
 fn pushes_at_one_end_fill_whole_chunks() {
+    let mut heap = Heap::new().unwrap();
     let mut list = ListObj::new();
     for i in 0..100_000u32 {
-        list.push_front(format!("{i:010}").as_bytes());
+        list.push_front(&mut heap, format!("{i:010}").as_bytes());
     }
     list.validate().unwrap();
-    // 12-byte entries: 682 per 8 KiB chunk.
-    assert_eq!(list.chunk_count(), 100_000usize.div_ceil(682));
+    // 11-byte entries: 744 per 8 KiB chunk.
+    assert_eq!(list.chunk_count(), 100_000usize.div_ceil(744));
     let per_element = list.memory_bytes() as f64 / 100_000.0;
-    assert!(per_element < 12.5, "{per_element} bytes per element");
+    assert!(per_element < 11.5, "{per_element} bytes per element");
     assert_eq!(list.get(0), Some(&b"0000099999"[..]));
     assert_eq!(list.get(99_999), Some(&b"0000000000"[..]));
-    // The other bounds fill their chunks the same way: 341 entries per 4 KiB, 5461 per 64 KiB.
-    for (bytes, per_chunk) in [(4096, 341), (65536, 5461)] {
+    // The other bounds fill their chunks the same way: 372 entries per 4 KiB, 5957 per 64 KiB.
+    for (bytes, per_chunk) in [(4096, 372), (65536, 5957)] {
         let mut list = ListObj::with_chunk_bytes(bytes);
         for i in 0..100_000u32 {
-            list.push_back(format!("{i:010}").as_bytes());
+            list.push_back(&mut heap, format!("{i:010}").as_bytes());
         }
         list.validate().unwrap();
         assert_eq!(list.chunk_count(), 100_000usize.div_ceil(per_chunk));
@@ -215,11 +227,12 @@ fn pushes_at_one_end_fill_whole_chunks() {
 
 #[test]
 fn draining_merges_and_shrinks() {
-    let mut list = ListObj::from_items((0..20_000u32).map(|i| format!("{i:08}")));
+    let mut heap = Heap::new().unwrap();
+    let mut list = ListObj::from_items(&mut heap, (0..20_000u32).map(|i| format!("{i:08}")));
     // Remove every element but one in ten from the middle: chunks become small and merge.
     for i in 0..20_000u32 {
         if i % 10 != 0 {
-            list.remove_matching(format!("{i:08}").as_bytes(), 1, false);
+            list.remove_matching(&mut heap, format!("{i:08}").as_bytes(), 1, false);
         }
     }
     list.validate().unwrap();

@@ -1,11 +1,11 @@
 //! The read-ahead hooks the server calls before running a pipelined batch: `Shard::prefetch`
 //! must accept any database and key (missing, empty keyspace) without effect, and
-//! `Shard::members_map` must name the map that holds a collection's members — the set's or hash's
-//! PageHash, the sorted set's member map — and nothing for strings, lists, compact encodings and
-//! missing keys.
+//! `Shard::members` must name the structure that finds a collection's members — the set's or
+//! hash's PageHash (`Shard::members_map`), the sorted set's member index — and nothing for
+//! strings, lists, compact encodings and missing keys.
 
 use maps::PageHash;
-use store::{Encoding, Hash, List, Set, Shard, ShardConfig, Ttl, ZSet};
+use store::{Encoding, Hash, List, Members, Set, Shard, ShardConfig, Ttl, ZSet};
 
 #[test]
 fn prefetch_accepts_any_key() {
@@ -52,7 +52,14 @@ fn members_map_is_the_collections_own() {
     assert_eq!(shard.encoding(0, b"z", 0), Some(Encoding::ZSetIndex));
     assert_eq!(shard.members_map(0, b"s").map(PageHash::len), Some(3));
     assert_eq!(shard.members_map(0, b"h").map(PageHash::len), Some(5));
-    assert_eq!(shard.members_map(0, b"z").map(PageHash::len), Some(200));
+    // A sorted set's index finds members without a PageHash.
+    assert_eq!(shard.members_map(0, b"z").map(PageHash::len), None);
+    assert!(matches!(shard.members(0, b"z"), Some(Members::ZSet(_))));
+    assert!(matches!(shard.members(0, b"s"), Some(Members::Map(_))));
+    let members = shard.members(0, b"z").unwrap();
+    for stage in 0..3 {
+        members.prefetch(members.hash(&[b'z', 7]), stage);
+    }
     assert_eq!(shard.members_map(1, b"s").map(PageHash::len), None);
     // A list is boxed but has no map; a small set has none either.
     shard
@@ -66,5 +73,6 @@ fn members_map_is_the_collections_own() {
         .unwrap();
     assert_eq!(shard.members_map(0, b"l").map(PageHash::len), None);
     assert_eq!(shard.members_map(0, b"small").map(PageHash::len), None);
+    assert!(shard.members(0, b"l").is_none() && shard.members(0, b"small").is_none());
     shard.validate().unwrap();
 }

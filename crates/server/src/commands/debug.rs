@@ -18,7 +18,7 @@
 //! | CHANGE-REPL-ID | logs Redis's line and replies OK; densekv has no replication, and INFO's `master_replid` (the run id) stays |
 //! | SDSLEN | Redis's line; densekv stores key and value bytes packed in the keyspace entry with no spare room: `avail` is 0 and `zmalloc` is the bytes stored |
 //! | LISTPACK, QUICKLIST | Redis's checks and status reply; what goes to stdout is densekv's own description of the value (its encoding, length, elements), not Redis's `lpRepr` |
-//! | HTSTATS `<dbid>` `[full]`, HTSTATS-KEY `<key>` `[full]` | Redis's checks and `[Dictionary HT]`/`[Expires HT]` framing around densekv's PageHash figures (keys, pages, buckets, fill per shard); expiries live in the key's entry, not in a second table |
+//! | HTSTATS `<dbid>` `[full]`, HTSTATS-KEY `<key>` `[full]` | Redis's checks and `[Dictionary HT]`/`[Expires HT]` framing around densekv's PageHash figures (keys, pages, buckets, fill per shard), or a large zset's member index (members, leaves, slots, load); expiries live in the key's entry, not in a second table |
 //! | STRUCTSIZE | Redis's `name:bytes ` shape with densekv's core structures (pages, pieces, blocks, descriptors) |
 //! | PANIC, ASSERT, SEGFAULT, OOM | a panic inside the command: `log.rs` writes the bug report and aborts (SIGABRT); SEGFAULT simulates the invalid write this way rather than making one, and OOM reports the allocation Redis attempts |
 //! | CLIENT-EVICTION | `maxmemory-clients is disabled.` (densekv has no client eviction; Redis's default is off too) |
@@ -964,17 +964,20 @@ fn htstats(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     ctx.out.verbatim(text.as_bytes(), *b"txt");
 }
 
-/// DEBUG HTSTATS-KEY `<key>` `[full]`: the PageHash holding the members of a set, hash or
-/// zset, when its encoding has one.
+/// DEBUG HTSTATS-KEY `<key>` `[full]`: the PageHash holding the members of a set or hash, or
+/// a large zset's member index, when its encoding has one.
 fn htstats_key(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
     let (db, now, key) = (ctx.db(), ctx.now_ms, args[2]);
     let shard = ctx.shard(key);
     if !shard.contains(db, key, now) {
         return ctx.error("ERR no such key");
     }
-    let text = shard.members_map(db, key).map(|map| {
-        let figures = TableFigures::of(map.len(), &map.shape(), map.memory_bytes());
-        format!("PageHash: {}\n", figures.line())
+    let text = shard.members(db, key).map(|members| match members {
+        store::Members::Map(map) => {
+            let figures = TableFigures::of(map.len(), &map.shape(), map.memory_bytes());
+            format!("PageHash: {}\n", figures.line())
+        }
+        store::Members::ZSet(zset) => format!("ZSetIndex: {}\n", zset.stats_line()),
     });
     match text {
         Some(text) => ctx.out.verbatim(text.as_bytes(), *b"txt"),

@@ -141,7 +141,7 @@ pub fn rpushx(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) {
 
 /// Pops up to `count` elements from one end of the list, writing them as bulk strings (the
 /// caller wrote the array header, or wants a single bulk).
-fn pop_into(list: &mut ListObj, out: &mut ReplyWriter<'_>, left: bool, count: usize) {
+fn pop_into(list: &mut Edit<'_, List>, out: &mut ReplyWriter<'_>, left: bool, count: usize) {
     for _ in 0..count {
         let Some(v) = list.end(left) else { break };
         out.bulk(v);

@@ -1,58 +1,66 @@
 //! List values: one encoding, a deque of packed chunks (Redis's quicklist of listpacks).
 //!
 //! ```text
-//!  ListObj { chunks: VecDeque<Chunk>, len, chunk_max }
+//!  ListObj { chunks: VecDeque<Chunk>, len, chunk_max }                       48 bytes
 //!
-//!  Chunk { buf: Box<[u8]>, head, tail, count }      32 bytes
-//!   buf: [ gap | entry | entry | … | entry | gap ]
-//!          0    head                      tail   cap
+//!  Chunk { buf: Buf (heap pointer, cap), head, mid, tail, front, count }      40 bytes
+//!   buf: [ gap | front entry … front entry | back entry … back entry | gap ]
+//!          0    head                        mid                        tail   cap
 //!
-//!  entry: [ len: LEB128 varint | bytes (len) | len: LEB128 varint, bytes reversed ]
-//!         a 10-byte element is 1 + 10 + 1 = 12 bytes; up to 127 bytes the overhead is 2
+//!  front entry: [ len: LEB128 varint | bytes ]      back entry: [ bytes | len varint, reversed ]
+//!               a 10-byte element takes 11 bytes either way (list_codec.rs)
 //! ```
-//! The forward varint lets an iterator walk head → tail, the reversed one (its first LEB128
-//! byte is the entry's last byte) lets it walk tail → head, as a listpack's backlen does. Both
-//! ends of a chunk keep a gap, so a push at either end writes into the gap (no memmove), and a
-//! pop moves `head` or `tail`: O(1) at both ends.
+//! A chunk is two runs of entries that meet at `mid`: the front run is read head → mid, the back
+//! run tail → mid, so each entry needs its length on one side only. Both ends of a chunk keep a
+//! gap, so a push at either end writes an entry into the gap (no memmove), and a pop moves `head`
+//! or `tail`: O(1) at both ends. When a pop empties one run of a chunk holding two or more
+//! entries, the chunk is rebalanced (`Chunk::balance`): the back run is rewritten as front
+//! entries and the back half of the result as back entries again, in place, O(chunk bytes), and
+//! only after the pops of half the entries since the last time: amortised O(1) per pop (a deque
+//! made of two stacks). Reading walks each run in its own direction; an iterator that must cross
+//! a run the other way first notes the run's entry ends (`Iter`, `RevIter`). A change in the
+//! middle (LSET, LINSERT, LREM, LTRIM's cut) first rewrites the chunk as one front run
+//! (`Chunk::flatten`), works on it, and rebalances: O(chunk bytes), as the memmove already was.
 //!
 //! Invariants (checked by `validate`):
-//! - `head <= tail <= buf.len()`; `buf[head..tail]` is exactly `count` well-formed entries;
+//! - `head <= mid <= tail <= cap`; `buf[head..mid]` is exactly `front` front entries and
+//!   `buf[mid..tail]` exactly `count − front` back entries;
+//! - `count >= 2 ⇒ 1 <= front < count` (each run holds an entry, so `first` and `last` are O(1));
 //! - no chunk is empty; `len == Σ count`;
-//! - `tail - head <= chunk_max` unless `count == 1` (one oversized element alone).
+//! - `tail − head <= chunk_max` unless `count == 1` (one oversized element alone).
 //!
 //! Sizing. A chunk holds at most `chunk_max` bytes of entries: by default `CHUNK_MAX_BYTES` =
 //! 8 KiB, Redis's default `list-max-listpack-size -2`; a list created under -1 … -5 takes Redis's
 //! 4 … 64 KiB node size and keeps it (as a quicklist keeps its fill; merge and shrink thresholds
-//! scale with it; the figures below are for 8 KiB). The same bound keeps memory per element comparable, and bounds
-//! what one insert or delete in the middle moves (≤ 8 KiB) and what an index scan inside a chunk
-//! reads. A count bound (Redis's positive fill) was rejected: with tiny elements it would make
-//! chunks small and the per-chunk overhead large, and bytes are what memmove and scans cost.
-//! Buffers grow by a quarter from 64 bytes up to 8 KiB, placing the data so that most of the free
-//! space lies on the side that is growing; when the pushing side has no gap, the data is moved
-//! only if at least a quarter of the buffer is free (so a move of `used` bytes buys at least
-//! `cap/8` bytes of pushes), otherwise a new chunk starts: a full chunk fed at one end and drained
-//! at the other (a queue) never memmoves per push. After deletions a chunk under 2 KiB merges
-//! with a neighbour when both fit in 6 KiB, and a buffer less than a quarter used halves
-//! (hysteresis against the doubling).
+//! scale with it; the figures below are for 8 KiB). The same bound keeps memory per element
+//! comparable, and bounds what one insert or delete in the middle moves (≤ 8 KiB) and what an
+//! index scan inside a chunk reads. A count bound (Redis's positive fill) was rejected: with tiny
+//! elements it would make chunks small and the per-chunk overhead large, and bytes are what
+//! memmove and scans cost. Buffers live in the shard heap (`list_raw.rs`, which says why) and
+//! grow by an eighth, rounded to the heap's size classes, from 64 bytes up to 8 KiB (see
+//! `grown_capacity` for why an eighth), placing the data so that the free space lies on the side
+//! that is growing; when the pushing side has no gap, the data is moved only if at least a
+//! quarter of the buffer is free (so a move of `used` bytes buys at least `cap/8` bytes of
+//! pushes), otherwise a new chunk starts: a full chunk fed at one end and drained at the other (a
+//! queue) never memmoves per push. After deletions a chunk under 2 KiB merges with a neighbour
+//! when both fit in 6 KiB, and a buffer less than a quarter used halves (hysteresis against the
+//! growth).
 //!
-//! Memory: a full chunk of 10-byte elements holds 682 of them in 8184 of its 8192 bytes, plus
-//! 32 bytes of `Chunk` in the deque: ≈ 12.05 bytes per element. Redis's listpack spends 12
+//! Memory: a full chunk of 10-byte elements holds 744 of them in 8184 of its 8192 bytes, plus
+//! 40 bytes of `Chunk` in the deque: ≈ 11.06 bytes per element. Redis's listpack spends 12
 //! (1 encoding byte + 10 + 1 backlen) plus a 32-byte quicklistNode and the listpack header per
 //! node; see docs/types.md for the measured figures. Elements that are integers are stored
 //! as text: a listpack's integer encoding saves at most 2–3 bytes for 10-digit numbers, and text
 //! lets LRANGE reply with a copy of the stored bytes.
 
-use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
-use crate::encoding::{Encoding, Kind};
-use crate::error::StoreError;
-use crate::limits::Limits;
-use crate::object::Object;
-use crate::shard::Slot;
+use super::list_codec::{
+    encode_back, encode_front, entry_size, read_backward, read_forward, to_back, to_front,
+};
+use super::list_raw::{Buf, capacity_at_least};
 use heap::Heap;
-use maps::varint;
-use shape::ShapeTree;
 use std::collections::VecDeque;
-use std::ops::{Deref, DerefMut};
+
+pub use super::list_edit::List;
 
 /// Most bytes of entries in a chunk by default (one oversized entry may exceed it, alone):
 /// Redis's `list-max-listpack-size -2`. A list takes its bound from the shard's `Limits` when it
@@ -63,93 +71,21 @@ pub const CHUNK_BYTES_CAP: usize = 65536;
 /// Smallest buffer a chunk allocates.
 const CHUNK_MIN_BYTES: usize = 64;
 
-const _: () = assert!(size_of::<Chunk>() == 32);
-
-// ---------------------------------------------------------------------------------------------
-// Entry codec.
-
-/// Bytes an entry holding `len` bytes takes.
-#[inline]
-pub fn entry_size(len: usize) -> usize {
-    len + 2 * varint::len(len as u64)
-}
-
-/// Writes the entry of `value` into `dst`, which is exactly `entry_size(value.len())` long.
-#[inline]
-fn encode(dst: &mut [u8], value: &[u8]) {
-    let n = value.len();
-    let h = varint::len(n as u64);
-    debug_assert_eq!(dst.len(), n + 2 * h);
-    if h == 1 {
-        dst[0] = n as u8;
-        dst[1..=n].copy_from_slice(value);
-        dst[n + 1] = n as u8;
-        return;
-    }
-    let mut rest = n;
-    for i in 0..h {
-        let more = if i + 1 < h { 0x80 } else { 0 };
-        let byte = (rest & 0x7f) as u8 | more;
-        dst[i] = byte;
-        dst[h + n + (h - 1 - i)] = byte;
-        rest >>= 7;
-    }
-    dst[h..h + n].copy_from_slice(value);
-}
-
-/// The entry starting at `at`: (value start, value length, entry end).
-#[inline]
-fn read_forward(buf: &[u8], at: usize) -> (usize, usize, usize) {
-    let b = buf[at];
-    if b < 0x80 {
-        let n = b as usize;
-        return (at + 1, n, at + 2 + n);
-    }
-    let (mut n, mut shift, mut i) = (0usize, 0, at);
-    loop {
-        let b = buf[i];
-        n |= ((b & 0x7f) as usize) << shift;
-        i += 1;
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    let h = i - at;
-    (i, n, i + n + h)
-}
-
-/// The entry ending at `end`: (entry start, value start, value length).
-#[inline]
-fn read_backward(buf: &[u8], end: usize) -> (usize, usize, usize) {
-    let b = buf[end - 1];
-    if b < 0x80 {
-        let n = b as usize;
-        return (end - 2 - n, end - 1 - n, n);
-    }
-    let (mut n, mut shift, mut i) = (0usize, 0, end - 1);
-    loop {
-        let b = buf[i];
-        n |= ((b & 0x7f) as usize) << shift;
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-        i -= 1;
-    }
-    let h = end - i;
-    let value = i - n;
-    (value - h, value, n)
-}
+const _: () = assert!(size_of::<Chunk>() == 40);
+const _: () = assert!(size_of::<ListObj>() == 48);
 
 // ---------------------------------------------------------------------------------------------
 // Chunk.
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 struct Chunk {
-    buf: Box<[u8]>,
+    buf: Buf,
     head: u32,
+    /// Where the front run ends and the back run starts.
+    mid: u32,
     tail: u32,
+    /// Entries in the front run.
+    front: u32,
     count: u32,
 }
 
@@ -160,25 +96,53 @@ enum Side {
     Back,
 }
 
-/// The buffer for `bytes` of entries in a list whose chunks hold at most `max` bytes.
+/// The buffer for `bytes` of entries in a list whose chunks hold at most `max` bytes: the whole
+/// heap size class (its slack is room for pushes, not waste), within the bound unless one
+/// oversized entry needs more.
 fn capacity_for(bytes: usize, max: usize) -> usize {
     if bytes > max {
-        bytes
+        capacity_at_least(bytes)
     } else {
-        bytes.max(CHUNK_MIN_BYTES).next_power_of_two()
+        capacity_at_least(bytes.max(CHUNK_MIN_BYTES)).min(max)
     }
+}
+
+/// The buffer a chunk of `cap` bytes grows to when it needs `need > cap` bytes: an eighth more,
+/// rounded up to a size class (one or two classes up: the heap has eight per doubling), for ~6
+/// copies per byte pushed; a copy is of at most one chunk (8 KiB by default).
+///
+/// The factor decides fragmentation, not only slack: lists that grow side by side (the `lists`
+/// benchmark: 10⁴ lists, a push to each in turn) all pass through the same capacities, and when
+/// their final sizes straddle one, the lists that moved past it leave holes in its slabs that no
+/// later list fills. A simulation of that load (list lengths 30 … 300, 8–16-byte elements)
+/// measured the heap's resident bytes per byte of entries, mean (worst):
+/// ```text
+///  grow by        +1 class   +1/10   +1/8          +1/6    +3/16   +1/4    ×2
+///  resident/data  1.40       1.29    1.16 (1.35)   1.31    1.33    1.39    1.36
+/// ```
+/// Growing by one class keeps the least slack (4–7 %) but leaves the most holes; a quarter
+/// (the glibc-era choice) and doubling lose in slack what they save in holes.
+fn grown_capacity(cap: usize, need: usize, max: usize) -> usize {
+    capacity_for(need.max(cap + cap / 8).min(max.max(need)), max)
 }
 
 impl Chunk {
     /// An empty chunk of `cap` bytes whose gap lies on the side `grows` (pushes go there).
-    fn new(cap: usize, grows: Side) -> Chunk {
+    fn new(heap: &mut Heap, cap: usize, grows: Side) -> Chunk {
         let at = if grows == Side::Front { cap as u32 } else { 0 };
         Chunk {
-            buf: vec![0u8; cap].into_boxed_slice(),
+            buf: Buf::alloc(heap, cap),
             head: at,
+            mid: at,
             tail: at,
+            front: 0,
             count: 0,
         }
+    }
+
+    /// Gives the buffer back to the heap.
+    fn free(self, heap: &mut Heap) {
+        self.buf.free(heap);
     }
 
     #[inline]
@@ -188,34 +152,59 @@ impl Chunk {
 
     #[inline]
     fn cap(&self) -> usize {
-        self.buf.len()
+        self.buf.cap()
+    }
+
+    #[inline]
+    fn bytes(&self) -> &[u8] {
+        self.buf.bytes()
     }
 
     #[inline]
     fn data(&self) -> &[u8] {
-        &self.buf[self.head as usize..self.tail as usize]
+        &self.bytes()[self.head as usize..self.tail as usize]
+    }
+
+    /// Whether the chunk is one front run (after `flatten`, before `balance`).
+    #[inline]
+    fn is_flat(&self) -> bool {
+        self.front == self.count && self.mid == self.tail
+    }
+
+    /// Moves `head`, `mid` and `tail` so that the data starts at `before`.
+    fn place(&mut self, before: usize) {
+        let (used, front_bytes) = (self.used(), (self.mid - self.head) as usize);
+        self.head = before as u32;
+        self.mid = (before + front_bytes) as u32;
+        self.tail = (before + used) as u32;
+    }
+
+    /// Replaces the buffer by `buf` (the data already copied into it at `before`), freeing the
+    /// old one.
+    fn replace_buf(&mut self, heap: &mut Heap, buf: Buf, before: usize) {
+        std::mem::replace(&mut self.buf, buf).free(heap);
+        self.place(before);
     }
 
     /// Moves the data into a buffer of `cap` bytes (possibly the same one), leaving `before`
     /// bytes of gap in front of it.
-    fn relayout(&mut self, cap: usize, before: usize) {
+    fn relayout(&mut self, heap: &mut Heap, cap: usize, before: usize) {
         let used = self.used();
         debug_assert!(before + used <= cap);
         if cap == self.cap() {
-            self.buf
-                .copy_within(self.head as usize..self.tail as usize, before);
+            let (head, tail) = (self.head as usize, self.tail as usize);
+            self.buf.bytes_mut().copy_within(head..tail, before);
+            self.place(before);
         } else {
-            let mut buf = vec![0u8; cap].into_boxed_slice();
-            buf[before..before + used].copy_from_slice(self.data());
-            self.buf = buf;
+            let mut buf = Buf::alloc(heap, cap);
+            buf.bytes_mut()[before..before + used].copy_from_slice(self.data());
+            self.replace_buf(heap, buf, before);
         }
-        self.head = before as u32;
-        self.tail = (before + used) as u32;
     }
 
     /// Makes `s` bytes of gap on `side`; false when the chunk would pass `max` bytes and a new
     /// chunk should take the entry instead.
-    fn room(&mut self, side: Side, s: usize, max: usize) -> bool {
+    fn room(&mut self, heap: &mut Heap, side: Side, s: usize, max: usize) -> bool {
         let used = self.used();
         if used + s > max {
             return false;
@@ -235,90 +224,207 @@ impl Chunk {
         } else if self.cap() >= max {
             return false;
         } else {
-            // Grow by a quarter (rounded to 16 bytes, the allocator's granule): the slack of a
-            // list that stops growing averages ~12% instead of doubling's ~33%, for 4 copies per
-            // byte instead of 2 — chunks are at most 8 KiB by default. All the spare room goes to the side
-            // that grows, so a list pushed at one end fills its chunks to the brim.
-            let grown = (self.cap() + self.cap() / 4).next_multiple_of(16);
-            let cap = grown.clamp(used + s, max);
+            // All the spare room goes to the side that grows, so a list pushed at one end fills
+            // its chunks to the brim.
+            let cap = grown_capacity(self.cap(), used + s, max);
             (cap, cap - used - s)
         };
         let before = match side {
             Side::Front => s + spare,
             Side::Back => cap - used - s - spare,
         };
-        self.relayout(cap, before);
+        self.relayout(heap, cap, before);
         true
     }
 
+    /// Writes `value` (an entry of `s` bytes) into the gap on `side`: a front entry before
+    /// `head` or a back entry after `tail`.
     fn push(&mut self, side: Side, value: &[u8], s: usize) {
-        let at = match side {
+        match side {
             Side::Front => {
                 self.head -= s as u32;
-                self.head as usize
+                let at = self.head as usize;
+                encode_front(&mut self.buf.bytes_mut()[at..at + s], value);
+                self.front += 1;
             }
             Side::Back => {
+                let at = self.tail as usize;
+                encode_back(&mut self.buf.bytes_mut()[at..at + s], value);
                 self.tail += s as u32;
-                self.tail as usize - s
             }
-        };
-        encode(&mut self.buf[at..at + s], value);
+        }
         self.count += 1;
+        self.balance();
     }
 
+    /// The value of the front entry at `at`.
+    #[inline]
+    fn value_forward(&self, at: usize) -> &[u8] {
+        let (v, n, _) = read_forward(self.bytes(), at);
+        &self.bytes()[v..v + n]
+    }
+
+    /// The value of the back entry ending at `end`.
+    #[inline]
+    fn value_backward(&self, end: usize) -> &[u8] {
+        let (start, n) = read_backward(self.bytes(), end);
+        &self.bytes()[start..start + n]
+    }
+
+    /// The first element: the front run's first, or the only entry, in the back run.
     #[inline]
     fn first(&self) -> &[u8] {
-        let (v, n, _) = read_forward(&self.buf, self.head as usize);
-        &self.buf[v..v + n]
+        if self.front > 0 {
+            self.value_forward(self.head as usize)
+        } else {
+            self.value_backward(self.tail as usize)
+        }
     }
 
+    /// The last element: the back run's last, or the only entry, in the front run.
     #[inline]
     fn last(&self) -> &[u8] {
-        let (_, v, n) = read_backward(&self.buf, self.tail as usize);
-        &self.buf[v..v + n]
+        if self.count > self.front {
+            self.value_backward(self.tail as usize)
+        } else {
+            self.value_forward(self.head as usize)
+        }
     }
 
     fn pop(&mut self, side: Side) {
-        match side {
-            Side::Front => self.head = read_forward(&self.buf, self.head as usize).2 as u32,
-            Side::Back => self.tail = read_backward(&self.buf, self.tail as usize).0 as u32,
+        // Each arm takes its side's run, or the only entry when that run is empty.
+        let from_front_run = match side {
+            Side::Front => self.front > 0,
+            Side::Back => self.count == self.front,
+        };
+        if from_front_run {
+            match side {
+                Side::Front => self.head = read_forward(self.bytes(), self.head as usize).2 as u32,
+                Side::Back => self.mid = self.head,
+            }
+            self.front -= 1;
+        } else {
+            match side {
+                Side::Front => self.mid = self.tail,
+                Side::Back => self.tail = read_backward(self.bytes(), self.tail as usize).0 as u32,
+            }
+        }
+        if self.count == 1 {
+            // The only entry went: both ends meet where the data was.
+            self.head = self.mid.min(self.tail);
+            self.mid = self.head;
+            self.tail = self.head;
         }
         self.count -= 1;
+        self.balance();
     }
 
-    /// Byte offset of entry `index` (0 ≤ index ≤ count; `count` gives `tail`), walking from the
-    /// nearer end.
-    fn offset_of(&self, index: usize) -> usize {
-        let count = self.count as usize;
-        debug_assert!(index <= count);
-        if index <= count / 2 {
-            let mut at = self.head as usize;
-            for _ in 0..index {
-                at = read_forward(&self.buf, at).2;
-            }
-            at
-        } else {
-            let mut at = self.tail as usize;
-            for _ in index..count {
-                at = read_backward(&self.buf, at).0;
-            }
-            at
+    /// Restores `count >= 2 ⇒ 1 <= front < count` after a push or pop emptied one run.
+    #[inline]
+    fn balance(&mut self) {
+        if self.count >= 2 && (self.front == 0 || self.front == self.count) {
+            self.flatten();
+            self.split_runs();
         }
     }
 
-    /// Replaces the bytes `from..to` of the data with `size` new bytes and returns where they
-    /// start (the caller writes them). Moves the shorter side; reallocates when no gap fits.
-    fn splice(&mut self, from: usize, to: usize, size: usize, max: usize) -> usize {
+    /// Rebalances a chunk whose runs are lopsided (one holds under a quarter of the entries).
+    fn even_out(&mut self) {
+        let (front, count) = (self.front as usize, self.count as usize);
+        if count >= 4 && (front * 4 < count || front * 4 > count * 3) {
+            self.flatten();
+            self.split_runs();
+        }
+    }
+
+    /// Rewrites the back run as front entries: the chunk becomes one front run.
+    fn flatten(&mut self) {
+        let (mid, tail) = (self.mid as usize, self.tail as usize);
+        to_front(self.buf.bytes_mut(), mid, tail);
+        self.mid = self.tail;
+        self.front = self.count;
+    }
+
+    /// Turns the back half of a flat chunk into the back run (a chunk of two or more entries).
+    fn split_runs(&mut self) {
+        debug_assert!(self.is_flat());
+        if self.count < 2 {
+            return;
+        }
+        let keep = self.count / 2;
+        let cut = self.offset_of(keep as usize);
+        let tail = self.tail as usize;
+        to_back(self.buf.bytes_mut(), cut, tail);
+        self.mid = cut as u32;
+        self.front = keep;
+    }
+
+    /// Byte offset of entry `index` of a flat chunk (0 ≤ index ≤ count; `count` gives `tail`).
+    fn offset_of(&self, index: usize) -> usize {
+        debug_assert!(self.is_flat() && index <= self.count as usize);
+        let mut at = self.head as usize;
+        for _ in 0..index {
+            at = read_forward(self.bytes(), at).2;
+        }
+        at
+    }
+
+    /// The value of entry `index` (< count), walking its run from the chunk's nearer end.
+    fn get(&self, index: usize) -> &[u8] {
+        debug_assert!(index < self.count as usize);
+        if index < self.front as usize {
+            let mut at = self.head as usize;
+            for _ in 0..index {
+                at = read_forward(self.bytes(), at).2;
+            }
+            self.value_forward(at)
+        } else {
+            self.value_backward(self.back_end(index))
+        }
+    }
+
+    /// End offset of entry `index` of the back run (`front <= index < count`).
+    fn back_end(&self, index: usize) -> usize {
+        let mut end = self.tail as usize;
+        for _ in index + 1..self.count as usize {
+            end = read_backward(self.bytes(), end).0;
+        }
+        end
+    }
+
+    /// Replaces the bytes `from..to` of a flat chunk's data with `size` new bytes and returns
+    /// where they start (the caller writes a front entry there). Moves the shorter side;
+    /// reallocates when no gap fits.
+    fn splice(
+        &mut self,
+        heap: &mut Heap,
+        (from, to): (usize, usize),
+        size: usize,
+        max: usize,
+    ) -> usize {
+        debug_assert!(self.is_flat());
+        let at = self.splice_bytes(heap, (from, to), size, max);
+        self.mid = self.tail;
+        at
+    }
+
+    fn splice_bytes(
+        &mut self,
+        heap: &mut Heap,
+        (from, to): (usize, usize),
+        size: usize,
+        max: usize,
+    ) -> usize {
         let (head, tail) = (self.head as usize, self.tail as usize);
         let old = to - from;
         if size <= old {
             let shrink = old - size;
             if from - head <= tail - to {
-                self.buf.copy_within(head..from, head + shrink);
+                self.buf.bytes_mut().copy_within(head..from, head + shrink);
                 self.head += shrink as u32;
                 return from + shrink;
             }
-            self.buf.copy_within(to..tail, to - shrink);
+            self.buf.bytes_mut().copy_within(to..tail, to - shrink);
             self.tail -= shrink as u32;
             return from;
         }
@@ -326,61 +432,129 @@ impl Chunk {
         let front_ok = head >= grow;
         let back_ok = self.cap() - tail >= grow;
         if front_ok && (!back_ok || from - head <= tail - to) {
-            self.buf.copy_within(head..from, head - grow);
+            self.buf.bytes_mut().copy_within(head..from, head - grow);
             self.head -= grow as u32;
             return from - grow;
         }
         if back_ok {
-            self.buf.copy_within(to..tail, to + grow);
+            self.buf.bytes_mut().copy_within(to..tail, to + grow);
             self.tail += grow as u32;
             return from;
         }
         let used = self.used() + grow;
-        let cap = capacity_for(used + used / 4, max);
+        let cap = capacity_for(used + used / 4, max).max(used);
         let before = (cap - used) / 2;
-        let mut buf = vec![0u8; cap].into_boxed_slice();
+        let mut buf = Buf::alloc(heap, cap);
         let prefix = from - head;
-        buf[before..before + prefix].copy_from_slice(&self.buf[head..from]);
         let suffix_at = before + prefix + size;
-        buf[suffix_at..suffix_at + (tail - to)].copy_from_slice(&self.buf[to..tail]);
-        self.buf = buf;
+        let bytes = buf.bytes_mut();
+        bytes[before..before + prefix].copy_from_slice(&self.bytes()[head..from]);
+        bytes[suffix_at..suffix_at + (tail - to)].copy_from_slice(&self.bytes()[to..tail]);
+        std::mem::replace(&mut self.buf, buf).free(heap);
         self.head = before as u32;
         self.tail = (before + used) as u32;
         before + prefix
     }
 
     /// Shrinks a buffer that is more than twice the size its data needs.
-    fn fit(&mut self, max: usize) {
+    fn fit(&mut self, heap: &mut Heap, max: usize) {
         let used = self.used();
-        let cap = capacity_for(used + used / 4, max);
+        let cap = capacity_for(used + used / 4, max).max(used);
         if cap * 2 <= self.cap() {
-            self.relayout(cap, (cap - used) / 2);
+            self.relayout(heap, cap, (cap - used) / 2);
         }
     }
 
-    /// Splits off the entries from byte offset `at` into a new chunk.
-    fn split_off(&mut self, at: usize, entries: u32, max: usize) -> Chunk {
+    /// Splits off the entries of a flat chunk from byte offset `at` into a new flat chunk.
+    fn split_off(&mut self, heap: &mut Heap, at: usize, entries: u32, max: usize) -> Chunk {
+        debug_assert!(self.is_flat());
         let moved = self.tail as usize - at;
-        let cap = capacity_for(moved + moved / 4, max);
-        let mut rest = Chunk::new(cap, Side::Back);
+        let cap = capacity_for(moved + moved / 4, max).max(moved);
+        let mut rest = Chunk::new(heap, cap, Side::Back);
         let before = (cap - moved) / 2;
-        rest.buf[before..before + moved].copy_from_slice(&self.buf[at..self.tail as usize]);
+        rest.buf.bytes_mut()[before..before + moved]
+            .copy_from_slice(&self.bytes()[at..self.tail as usize]);
         rest.head = before as u32;
         rest.tail = (before + moved) as u32;
+        rest.mid = rest.tail;
         rest.count = self.count - entries;
+        rest.front = rest.count;
         self.count = entries;
+        self.front = entries;
         self.tail = at as u32;
+        self.mid = self.tail;
         rest
+    }
+
+    /// Removes the entries of a flat chunk that start at `doomed` (ascending offsets), moving
+    /// the others towards `head`.
+    fn remove_entries(&mut self, doomed: &[usize]) {
+        debug_assert!(self.is_flat());
+        let (mut read, mut write) = (self.head as usize, self.head as usize);
+        let mut next = doomed.iter().copied().peekable();
+        while read < self.tail as usize {
+            let end = read_forward(self.bytes(), read).2;
+            if next.peek() == Some(&read) {
+                next.next();
+            } else {
+                if read != write {
+                    self.buf.bytes_mut().copy_within(read..end, write);
+                }
+                write += end - read;
+            }
+            read = end;
+        }
+        self.tail = write as u32;
+        self.mid = self.tail;
+        self.count -= doomed.len() as u32;
+        self.front = self.count;
+    }
+
+    /// Checks the chunk's invariants (module doc).
+    fn validate(&self) -> Result<(), String> {
+        let (head, mid, tail) = (self.head as usize, self.mid as usize, self.tail as usize);
+        if head > mid || mid > tail || tail > self.cap() {
+            return Err(format!(
+                "head {head} mid {mid} tail {tail} cap {}",
+                self.cap()
+            ));
+        }
+        if self.count >= 2 && (self.front == 0 || self.front >= self.count) {
+            return Err(format!("{} entries, {} in front", self.count, self.front));
+        }
+        let (mut at, mut n) = (head, 0u32);
+        while at < mid {
+            at = read_forward(self.bytes(), at).2;
+            n += 1;
+        }
+        if at != mid || n != self.front {
+            return Err(format!(
+                "front run: {n} entries to {at}, front {}",
+                self.front
+            ));
+        }
+        let mut end = tail;
+        while end > mid {
+            end = read_backward(self.bytes(), end).0;
+            n += 1;
+        }
+        if end != mid || n != self.count {
+            return Err(format!(
+                "back run: {n} entries to {end}, count {}",
+                self.count
+            ));
+        }
+        Ok(())
     }
 }
 
 // ---------------------------------------------------------------------------------------------
 // ListObj.
 
-/// A list: a deque of chunks (see the module doc). It lives outside the shard heap (chunks are
-/// global-allocator buffers, counted in `used_memory` by the server's allocator), so a clone
-/// needs no heap.
-#[derive(Clone, Debug)]
+/// A list: a deque of chunks (see the module doc). Its chunk buffers live in the shard heap, so
+/// changes take the heap (`Edit<List>` lends it, `list_edit.rs`), and a list must be
+/// `destroy`ed with it; reads need no heap, so a list must not outlive it (`list_raw.rs`).
+#[derive(Debug)]
 pub struct ListObj {
     chunks: VecDeque<Chunk>,
     len: usize,
@@ -395,12 +569,45 @@ impl Default for ListObj {
     }
 }
 
-/// Walks the elements from an index towards the tail (`ListObj::iter_from`).
+/// A list's chunks outside the heap (`ListObj::copy_out`).
+#[derive(Debug)]
+pub struct ListCopy {
+    chunk_max: u32,
+    len: usize,
+    /// Per chunk: entry bytes, the front run's bytes, entries in the front run, entries.
+    chunks: Vec<(Vec<u8>, u32, u32, u32)>,
+}
+
+impl ListCopy {
+    /// The list again, its chunks in `heap` (the same chunks, each in a fitting buffer).
+    pub fn into_list(self, heap: &mut Heap) -> ListObj {
+        let mut list = ListObj::with_chunk_bytes(self.chunk_max as usize);
+        list.chunks.reserve_exact(self.chunks.len());
+        for (data, front_bytes, front, count) in self.chunks {
+            let cap = capacity_for(data.len(), list.chunk_bytes());
+            let mut c = Chunk::new(heap, cap, Side::Back);
+            c.buf.bytes_mut()[..data.len()].copy_from_slice(&data);
+            c.mid = front_bytes;
+            c.tail = data.len() as u32;
+            c.front = front;
+            c.count = count;
+            list.chunks.push_back(c);
+        }
+        list.len = self.len;
+        list
+    }
+}
+
+/// Walks the elements from an index towards the tail (`ListObj::iter_from`): the front run of
+/// a chunk forwards, then its back run from the entry ends noted by walking it backwards once.
 #[derive(Debug)]
 pub struct Iter<'a> {
     chunks: &'a VecDeque<Chunk>,
     chunk: usize,
+    /// Next front entry's offset, while below the chunk's `mid`.
     at: usize,
+    /// End offsets of the back run's entries still to yield, the next one last.
+    ends: Vec<u32>,
 }
 
 impl<'a> Iterator for Iter<'a> {
@@ -408,26 +615,49 @@ impl<'a> Iterator for Iter<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        let mut c = self.chunks.get(self.chunk)?;
-        if self.at >= c.tail as usize {
+        loop {
+            let c = self.chunks.get(self.chunk)?;
+            if self.at < c.mid as usize {
+                let (v, n, end) = read_forward(c.bytes(), self.at);
+                self.at = end;
+                return Some(&c.bytes()[v..v + n]);
+            }
+            if self.at == c.mid as usize && c.tail > c.mid {
+                // Entering the back run: note where each entry ends.
+                self.at = usize::MAX;
+                self.ends.clear();
+                self.ends.extend(back_ends(c, c.tail as usize));
+            }
+            if let Some(end) = self.ends.pop() {
+                return Some(c.value_backward(end as usize));
+            }
             self.chunk += 1;
-            c = self.chunks.get(self.chunk)?;
-            self.at = c.head as usize;
+            self.at = self.chunks.get(self.chunk).map_or(0, |c| c.head as usize);
         }
-        let (v, n, end) = read_forward(&c.buf, self.at);
-        self.at = end;
-        Some(&c.buf[v..v + n])
     }
 }
 
-/// Walks the elements from an index towards the head (`ListObj::rev_from`).
+/// End offsets of the back-run entries of `c` ending at or before `end`, last entry first.
+fn back_ends(c: &Chunk, end: usize) -> impl Iterator<Item = u32> + '_ {
+    let mid = c.mid as usize;
+    std::iter::successors((end > mid).then_some(end), move |&e| {
+        let start = read_backward(c.bytes(), e).0;
+        (start > mid).then_some(start)
+    })
+    .map(|e| e as u32)
+}
+
+/// Walks the elements from an index towards the head (`ListObj::rev_from`): the back run of a
+/// chunk backwards, then its front run from the entry starts noted by walking it forwards once.
 #[derive(Debug)]
 pub struct RevIter<'a> {
     chunks: &'a VecDeque<Chunk>,
     /// The chunk after the one being read (0: done).
     chunk: usize,
-    /// End offset of the next entry to yield.
+    /// End offset of the next back entry to yield, while above the chunk's `mid`.
     at: usize,
+    /// Start offsets of the front run's entries still to yield, the next one last.
+    starts: Vec<u32>,
 }
 
 impl<'a> Iterator for RevIter<'a> {
@@ -435,22 +665,39 @@ impl<'a> Iterator for RevIter<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
-        if self.chunk == 0 {
-            return None;
-        }
-        let mut c = &self.chunks[self.chunk - 1];
-        if self.at <= c.head as usize {
-            self.chunk -= 1;
-            if self.chunk == 0 {
-                return None;
+        loop {
+            let c = self.chunks.get(self.chunk.checked_sub(1)?)?;
+            if self.at > c.mid as usize && self.at != usize::MAX {
+                let (start, n) = read_backward(c.bytes(), self.at);
+                self.at = start;
+                return Some(&c.bytes()[start..start + n]);
             }
-            c = &self.chunks[self.chunk - 1];
-            self.at = c.tail as usize;
+            if self.at == c.mid as usize {
+                // Entering the front run: note where each entry starts.
+                self.at = usize::MAX;
+                self.starts.clear();
+                self.starts.extend(front_starts(c, c.mid as usize));
+            }
+            if let Some(start) = self.starts.pop() {
+                return Some(c.value_forward(start as usize));
+            }
+            self.chunk -= 1;
+            self.at = match self.chunk {
+                0 => 0,
+                i => self.chunks[i - 1].tail as usize,
+            };
         }
-        let (start, v, n) = read_backward(&c.buf, self.at);
-        self.at = start;
-        Some(&c.buf[v..v + n])
     }
+}
+
+/// Start offsets of the front-run entries of `c` that end at or before `end`, first entry first.
+fn front_starts(c: &Chunk, end: usize) -> impl Iterator<Item = u32> + '_ {
+    let head = c.head as usize;
+    std::iter::successors((head < end).then_some(head), move |&at| {
+        let next = read_forward(c.bytes(), at).2;
+        (next < end).then_some(next)
+    })
+    .map(|at| at as u32)
 }
 
 impl ListObj {
@@ -480,13 +727,23 @@ impl ListObj {
         self.len == 0
     }
 
-    pub fn destroy(self, _heap: &mut Heap) {}
+    /// Gives every chunk's buffer back to `heap` (the one the list was built in).
+    pub fn destroy(self, heap: &mut Heap) {
+        for c in self.chunks {
+            c.free(heap);
+        }
+    }
 
     /// Bytes owned: the deque's buffer and every chunk's buffer.
     pub fn memory_bytes(&self) -> usize {
         size_of::<ListObj>()
             + self.chunks.capacity() * size_of::<Chunk>()
-            + self.chunks.iter().map(Chunk::cap).sum::<usize>()
+            + self.chunk_buffer_bytes()
+    }
+
+    /// Bytes of the chunk buffers, which live in the shard heap.
+    pub fn chunk_buffer_bytes(&self) -> usize {
+        self.chunks.iter().map(Chunk::cap).sum()
     }
 
     /// Redis 7.0 reports every list as a quicklist.
@@ -494,33 +751,54 @@ impl ListObj {
         "quicklist"
     }
 
-    /// A list of `items`, in order.
-    pub fn from_items<I: IntoIterator<Item = T>, T: AsRef<[u8]>>(items: I) -> ListObj {
+    /// A list of `items`, in order, in `heap`.
+    pub fn from_items<I: IntoIterator<Item = T>, T: AsRef<[u8]>>(
+        heap: &mut Heap,
+        items: I,
+    ) -> ListObj {
         let mut list = ListObj::new();
         for item in items {
-            list.push_back(item.as_ref());
+            list.push_back(heap, item.as_ref());
         }
         list
     }
 
-    fn push(&mut self, side: Side, value: &[u8]) {
+    /// The list's chunks copied out of the heap, for COPY: the source is read under a shared
+    /// borrow of its shard, then `ListCopy::into_list` builds the copy in the same heap.
+    pub fn copy_out(&self) -> ListCopy {
+        ListCopy {
+            chunk_max: self.chunk_max,
+            len: self.len,
+            chunks: self
+                .chunks
+                .iter()
+                .map(|c| (c.data().to_vec(), c.mid - c.head, c.front, c.count))
+                .collect(),
+        }
+    }
+
+    fn push(&mut self, heap: &mut Heap, side: Side, value: &[u8]) {
         let s = entry_size(value.len());
         let end = match side {
             Side::Front => self.chunks.front_mut(),
             Side::Back => self.chunks.back_mut(),
         };
         let max = self.chunk_max as usize;
-        if let Some(c) = end
-            && c.room(side, s, max)
-        {
-            c.push(side, value, s);
-            self.len += 1;
-            return;
+        if let Some(c) = end {
+            if c.room(heap, side, s, max) {
+                c.push(side, value, s);
+                self.len += 1;
+                return;
+            }
+            // The chunk is full and pushes move on: even out its runs, which pushes at one end
+            // left lopsided, so an index walk inside it reads at most half of it (as from the
+            // nearer end of one run). O(chunk) once per chunk filled.
+            c.even_out();
         }
-        let mut fresh = Chunk::new(capacity_for(s, max), side);
+        let mut fresh = Chunk::new(heap, capacity_for(s, max), side);
         fresh.push(side, value, s);
         if self.chunks.is_empty() {
-            // Most lists are one chunk: room for exactly that one (32 bytes), not the deque's
+            // Most lists are one chunk: room for exactly that one (40 bytes), not the deque's
             // default of four; a second chunk grows it to four.
             self.chunks.reserve_exact(1);
         }
@@ -531,12 +809,12 @@ impl ListObj {
         self.len += 1;
     }
 
-    pub fn push_front(&mut self, value: &[u8]) {
-        self.push(Side::Front, value);
+    pub fn push_front(&mut self, heap: &mut Heap, value: &[u8]) {
+        self.push(heap, Side::Front, value);
     }
 
-    pub fn push_back(&mut self, value: &[u8]) {
-        self.push(Side::Back, value);
+    pub fn push_back(&mut self, heap: &mut Heap, value: &[u8]) {
+        self.push(heap, Side::Back, value);
     }
 
     pub fn front(&self) -> Option<&[u8]> {
@@ -552,7 +830,7 @@ impl ListObj {
         if left { self.front() } else { self.back() }
     }
 
-    fn pop(&mut self, side: Side) -> bool {
+    fn pop(&mut self, heap: &mut Heap, side: Side) -> bool {
         let i = match side {
             Side::Front => 0,
             Side::Back => match self.chunks.len() {
@@ -565,26 +843,26 @@ impl ListObj {
         };
         c.pop(side);
         self.len -= 1;
-        self.settle(i);
+        self.settle(heap, i);
         true
     }
 
     /// Removes the first element (false when empty). Read it with `front` first.
-    pub fn pop_front(&mut self) -> bool {
-        self.pop(Side::Front)
+    pub fn pop_front(&mut self, heap: &mut Heap) -> bool {
+        self.pop(heap, Side::Front)
     }
 
     /// Removes the last element (false when empty). Read it with `back` first.
-    pub fn pop_back(&mut self) -> bool {
-        self.pop(Side::Back)
+    pub fn pop_back(&mut self, heap: &mut Heap) -> bool {
+        self.pop(heap, Side::Back)
     }
 
     /// Removes the element at the `left` end if true, else the right one.
-    pub fn pop_end(&mut self, left: bool) -> bool {
+    pub fn pop_end(&mut self, heap: &mut Heap, left: bool) -> bool {
         if left {
-            self.pop_front()
+            self.pop_front(heap)
         } else {
-            self.pop_back()
+            self.pop_back(heap)
         }
     }
 
@@ -618,9 +896,7 @@ impl ListObj {
             return None;
         }
         let (i, k) = self.locate(index);
-        let c = &self.chunks[i];
-        let (v, n, _) = read_forward(&c.buf, c.offset_of(k));
-        Some(&c.buf[v..v + n])
+        Some(self.chunks[i].get(k))
     }
 
     /// The elements from `index` towards the tail.
@@ -630,14 +906,27 @@ impl ListObj {
                 chunks: &self.chunks,
                 chunk: self.chunks.len(),
                 at: 0,
+                ends: Vec::new(),
             };
         }
         let (i, k) = self.locate(index);
-        Iter {
+        let c = &self.chunks[i];
+        let mut iter = Iter {
             chunks: &self.chunks,
             chunk: i,
-            at: self.chunks[i].offset_of(k),
+            at: c.head as usize,
+            ends: Vec::new(),
+        };
+        if k < c.front as usize {
+            for _ in 0..k {
+                iter.at = read_forward(c.bytes(), iter.at).2;
+            }
+        } else {
+            iter.at = usize::MAX;
+            iter.ends
+                .extend(back_ends(c, c.tail as usize).take(c.count as usize - k));
         }
+        iter
     }
 
     /// The elements from `index` (< len) towards the head.
@@ -647,126 +936,150 @@ impl ListObj {
                 chunks: &self.chunks,
                 chunk: 0,
                 at: 0,
+                starts: Vec::new(),
             };
         }
         let (i, k) = self.locate(index);
-        RevIter {
+        let c = &self.chunks[i];
+        let mut iter = RevIter {
             chunks: &self.chunks,
             chunk: i + 1,
-            at: self.chunks[i].offset_of(k + 1),
+            at: usize::MAX,
+            starts: Vec::new(),
+        };
+        if k < c.front as usize {
+            let mut end = c.head as usize;
+            for _ in 0..=k {
+                end = read_forward(c.bytes(), end).2;
+            }
+            iter.starts.extend(front_starts(c, end));
+        } else {
+            iter.at = c.back_end(k);
         }
+        iter
     }
 
     /// Replaces element `index`; false when out of range.
-    pub fn set(&mut self, index: usize, value: &[u8]) -> bool {
+    pub fn set(&mut self, heap: &mut Heap, index: usize, value: &[u8]) -> bool {
         if index >= self.len {
             return false;
         }
         let (i, k) = self.locate(index);
         let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
+        c.flatten();
         let from = c.offset_of(k);
-        let to = read_forward(&c.buf, from).2;
+        let to = read_forward(c.bytes(), from).2;
         let s = entry_size(value.len());
-        let at = c.splice(from, to, s, max);
-        encode(&mut c.buf[at..at + s], value);
-        self.fix_size(i);
+        let at = c.splice(heap, (from, to), s, max);
+        encode_front(&mut c.buf.bytes_mut()[at..at + s], value);
+        self.fix_size(heap, i);
         true
     }
 
     /// Inserts `value` so that it becomes element `index` (`index <= len`).
-    pub fn insert(&mut self, index: usize, value: &[u8]) {
+    pub fn insert(&mut self, heap: &mut Heap, index: usize, value: &[u8]) {
         debug_assert!(index <= self.len);
         if index == 0 {
-            return self.push_front(value);
+            return self.push_front(heap, value);
         }
         if index == self.len {
-            return self.push_back(value);
+            return self.push_back(heap, value);
         }
         let (i, k) = self.locate(index);
         let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
+        c.flatten();
         let from = c.offset_of(k);
         let s = entry_size(value.len());
-        let at = c.splice(from, from, s, max);
-        encode(&mut c.buf[at..at + s], value);
+        let at = c.splice(heap, (from, from), s, max);
+        encode_front(&mut c.buf.bytes_mut()[at..at + s], value);
         c.count += 1;
+        c.front += 1;
         self.len += 1;
-        self.fix_size(i);
+        self.fix_size(heap, i);
     }
 
-    /// Splits chunk `i` in halves while it holds more than the list's chunk bound and more than
-    /// one entry (after an insert or a set grew it).
-    fn fix_size(&mut self, i: usize) {
+    /// Splits the flat chunk `i` in halves while it holds more than the list's chunk bound and
+    /// more than one entry (after an insert or a set grew it), then splits each into its runs.
+    fn fix_size(&mut self, heap: &mut Heap, i: usize) {
         let max = self.chunk_max as usize;
         let c = &mut self.chunks[i];
         if c.used() <= max || c.count < 2 {
+            c.split_runs();
             return;
         }
         // The entry boundary nearest the middle byte, keeping one entry on each side.
         let middle = c.head as usize + c.used() / 2;
-        let (mut at, mut entries) = (read_forward(&c.buf, c.head as usize).2, 1u32);
+        let (mut at, mut entries) = (read_forward(c.bytes(), c.head as usize).2, 1u32);
         while entries + 1 < c.count {
-            let next = read_forward(&c.buf, at).2;
+            let next = read_forward(c.bytes(), at).2;
             if next > middle {
                 break;
             }
             at = next;
             entries += 1;
         }
-        let rest = c.split_off(at, entries, max);
-        c.fit(max);
+        let rest = c.split_off(heap, at, entries, max);
+        c.fit(heap, max);
         self.chunks.insert(i + 1, rest);
-        self.fix_size(i + 1);
-        self.fix_size(i);
+        self.fix_size(heap, i + 1);
+        self.fix_size(heap, i);
     }
 
     /// After a deletion in chunk `i`: drops it when empty, merges it with a neighbour when both
     /// are small (under a quarter of the bound, and together under three quarters, leaving room
     /// for pushes), halves its buffer when it is mostly empty.
-    fn settle(&mut self, i: usize) {
+    fn settle(&mut self, heap: &mut Heap, i: usize) {
         let max = self.chunk_max as usize;
         let c = &self.chunks[i];
         if c.count == 0 {
-            self.chunks.remove(i);
+            self.chunks.remove(i).expect("chunk i").free(heap);
             return;
         }
         let used = c.used();
         if used < max / 4 {
             let fits = |j: usize| self.chunks[j].used() + used <= max * 3 / 4;
             if i > 0 && fits(i - 1) {
-                return self.merge(i - 1);
+                return self.merge(heap, i - 1);
             }
             if i + 1 < self.chunks.len() && fits(i + 1) {
-                return self.merge(i);
+                return self.merge(heap, i);
             }
         }
         let c = &mut self.chunks[i];
         if c.cap() > CHUNK_MIN_BYTES && used * 4 < c.cap() && c.cap() <= max {
-            let cap = c.cap() / 2;
-            c.relayout(cap, (cap - used) / 2);
+            let cap = capacity_for(c.cap() / 2, max);
+            c.relayout(heap, cap, (cap - used) / 2);
         }
     }
 
     /// Merges chunk `i + 1` into chunk `i` (a fresh buffer, data centred).
-    fn merge(&mut self, i: usize) {
+    fn merge(&mut self, heap: &mut Heap, i: usize) {
         let max = self.chunk_max as usize;
-        let next = self.chunks.remove(i + 1).expect("a neighbour");
+        let mut next = self.chunks.remove(i + 1).expect("a neighbour");
         let c = &mut self.chunks[i];
+        c.flatten();
+        next.flatten();
         let used = c.used() + next.used();
-        let cap = capacity_for(used + used / 4, max).min(max.max(used));
+        let cap = capacity_for(used + used / 4, max).max(used);
         let before = (cap - used) / 2;
-        let mut buf = vec![0u8; cap].into_boxed_slice();
-        buf[before..before + c.used()].copy_from_slice(c.data());
-        buf[before + c.used()..before + used].copy_from_slice(next.data());
-        c.buf = buf;
+        let mut buf = Buf::alloc(heap, cap);
+        let bytes = buf.bytes_mut();
+        bytes[before..before + c.used()].copy_from_slice(c.data());
+        bytes[before + c.used()..before + used].copy_from_slice(next.data());
+        std::mem::replace(&mut c.buf, buf).free(heap);
         c.head = before as u32;
         c.tail = (before + used) as u32;
+        c.mid = c.tail;
         c.count += next.count;
+        c.front = c.count;
+        c.split_runs();
+        next.free(heap);
     }
 
     /// Removes `count` elements starting at `start` (clamped to the list).
-    pub fn remove_range(&mut self, start: usize, count: usize) {
+    pub fn remove_range(&mut self, heap: &mut Heap, start: usize, count: usize) {
         let count = count.min(self.len.saturating_sub(start));
         if count == 0 {
             return;
@@ -778,15 +1091,18 @@ impl ListObj {
             let c = &mut self.chunks[i];
             let n = left.min(c.count as usize - k);
             if n == c.count as usize {
-                self.chunks.remove(i);
+                self.chunks.remove(i).expect("chunk i").free(heap);
             } else {
+                c.flatten();
                 let from = c.offset_of(k);
                 let mut to = from;
                 for _ in 0..n {
-                    to = read_forward(&c.buf, to).2;
+                    to = read_forward(c.bytes(), to).2;
                 }
-                c.splice(from, to, 0, max);
+                c.splice(heap, (from, to), 0, max);
                 c.count -= n as u32;
+                c.front = c.count;
+                c.split_runs();
                 i += 1;
             }
             left -= n;
@@ -797,32 +1113,40 @@ impl ListObj {
         // `first + 1`.
         for j in [first + 1, first] {
             if j < self.chunks.len() {
-                self.settle(j);
+                self.settle(heap, j);
             }
         }
     }
 
     /// Keeps elements `start..=end` only (both already clamped: `start <= end < len`); with
     /// `None` empties the list.
-    pub fn trim(&mut self, keep: Option<(usize, usize)>) {
+    pub fn trim(&mut self, heap: &mut Heap, keep: Option<(usize, usize)>) {
         match keep {
             None => {
-                self.chunks.clear();
+                for c in self.chunks.drain(..) {
+                    c.free(heap);
+                }
                 self.len = 0;
             }
             Some((start, end)) => {
                 let len = self.len;
-                self.remove_range(end + 1, len - end - 1);
-                self.remove_range(0, start);
+                self.remove_range(heap, end + 1, len - end - 1);
+                self.remove_range(heap, 0, start);
             }
         }
     }
 
     /// Removes up to `limit` elements equal to `value` (0: all), scanning from the tail when
     /// `from_tail`. Returns how many were removed.
-    pub fn remove_matching(&mut self, value: &[u8], limit: usize, from_tail: bool) -> usize {
+    pub fn remove_matching(
+        &mut self,
+        heap: &mut Heap,
+        value: &[u8],
+        limit: usize,
+        from_tail: bool,
+    ) -> usize {
         let mut removed = 0usize;
-        let mut doomed: Vec<usize> = Vec::new();
+        let (mut starts, mut doomed) = (Vec::new(), Vec::new());
         let order: Vec<usize> = if from_tail {
             (0..self.chunks.len()).rev().collect()
         } else {
@@ -834,57 +1158,34 @@ impl ListObj {
                 break;
             }
             let c = &mut self.chunks[i];
+            c.flatten();
+            starts.clear();
+            starts.extend(front_starts(c, c.tail as usize));
             doomed.clear();
-            if from_tail {
-                let mut at = c.tail as usize;
-                while at > c.head as usize && (limit == 0 || removed < limit) {
-                    let (start, v, n) = read_backward(&c.buf, at);
-                    if &c.buf[v..v + n] == value {
-                        doomed.push(start);
-                        removed += 1;
-                    }
-                    at = start;
+            let mut scan = |at: &u32| {
+                if (limit == 0 || removed < limit) && c.value_forward(*at as usize) == value {
+                    doomed.push(*at as usize);
+                    removed += 1;
                 }
+            };
+            if from_tail {
+                starts.iter().rev().for_each(&mut scan);
                 doomed.reverse();
             } else {
-                let mut at = c.head as usize;
-                while at < c.tail as usize && (limit == 0 || removed < limit) {
-                    let (v, n, end) = read_forward(&c.buf, at);
-                    if &c.buf[v..v + n] == value {
-                        doomed.push(at);
-                        removed += 1;
-                    }
-                    at = end;
-                }
+                starts.iter().for_each(&mut scan);
             }
-            if doomed.is_empty() {
-                continue;
+            if !doomed.is_empty() {
+                c.remove_entries(&doomed);
+                touched.push(i);
             }
-            // Compact forward, skipping the doomed entries.
-            let (mut read, mut write) = (c.head as usize, c.head as usize);
-            let mut next = doomed.iter().copied().peekable();
-            while read < c.tail as usize {
-                let end = read_forward(&c.buf, read).2;
-                if next.peek() == Some(&read) {
-                    next.next();
-                } else {
-                    if read != write {
-                        c.buf.copy_within(read..end, write);
-                    }
-                    write += end - read;
-                }
-                read = end;
-            }
-            c.tail = write as u32;
-            c.count -= doomed.len() as u32;
-            touched.push(i);
+            c.split_runs();
         }
         self.len -= removed;
         // Settle from the highest index down so earlier indexes stay valid.
         touched.sort_unstable();
         for &i in touched.iter().rev() {
             if i < self.chunks.len() {
-                self.settle(i);
+                self.settle(heap, i);
             }
         }
         removed
@@ -894,29 +1195,14 @@ impl ListObj {
     pub fn validate(&self) -> Result<(), String> {
         let mut total = 0usize;
         for (i, c) in self.chunks.iter().enumerate() {
-            if c.head > c.tail || c.tail as usize > c.cap() {
-                return Err(format!("chunk {i}: head {} tail {}", c.head, c.tail));
-            }
+            c.validate().map_err(|e| format!("chunk {i}: {e}"))?;
             if c.count == 0 {
                 return Err(format!("chunk {i} is empty"));
             }
             if c.used() > self.chunk_max as usize && c.count > 1 {
                 return Err(format!("chunk {i}: {} bytes in {}", c.used(), c.count));
             }
-            let (mut at, mut n) = (c.head as usize, 0u32);
-            while at < c.tail as usize {
-                let (_, len, end) = read_forward(&c.buf, at);
-                let (start, _, back_len) = read_backward(&c.buf, end);
-                if start != at || back_len != len {
-                    return Err(format!("chunk {i}: bad entry at {at}"));
-                }
-                at = end;
-                n += 1;
-            }
-            if at != c.tail as usize || n != c.count {
-                return Err(format!("chunk {i}: {n} entries, count {}", c.count));
-            }
-            total += n as usize;
+            total += c.count as usize;
         }
         if total == self.len {
             Ok(())
@@ -937,128 +1223,126 @@ impl ListObj {
     }
 }
 
-/// The list type (`Shard::read::<List>`, `Shard::update::<List>`).
-#[derive(Debug)]
-pub enum List {}
-
-impl Internal for List {
-    type Obj = ListObj;
-
-    fn object_mut(o: &mut Object) -> Option<&mut ListObj> {
-        match o {
-            Object::List(l) => Some(l),
-            _ => None,
-        }
-    }
-
-    fn wrap(o: ListObj) -> Object {
-        Object::List(o)
-    }
-
-    fn is_inline(_t: u8) -> bool {
-        false
-    }
-
-    fn new_work(_heap: &mut Heap, limits: &Limits) -> Result<Work<'static, ListObj>, StoreError> {
-        Ok(Work::Owned(ListObj::with_chunk_bytes(
-            limits.list_chunk_bytes,
-        )))
-    }
-
-    fn inline_len(_t: u8, _bytes: &[u8], _shapes: &ShapeTree) -> usize {
-        unreachable!("lists have no inline encoding")
-    }
-
-    fn obj_len(o: &ListObj) -> usize {
-        o.len()
-    }
-
-    fn obj_encoding(_o: &ListObj) -> Encoding {
-        Encoding::List
-    }
-
-    fn obj_destroy(o: ListObj, heap: &mut Heap) {
-        o.destroy(heap);
-    }
-}
-
-impl Collection for List {
-    const KIND: Kind = Kind::List;
-    type View<'a> = &'a ListObj;
-
-    fn view(slot: Slot<'_>) -> Option<&ListObj> {
-        match slot {
-            Slot::Boxed {
-                object: Object::List(list),
-                ..
-            } => Some(list),
-            _ => None,
-        }
-    }
-}
-
-/// A list being changed is a `ListObj` (lists have one encoding and no inline form).
-impl Deref for Edit<'_, List> {
-    type Target = ListObj;
-
-    fn deref(&self) -> &ListObj {
-        match &self.work {
-            Work::Borrowed(l) => l,
-            Work::Owned(l) => l,
-            Work::Inline(..) => unreachable!("lists have no inline encoding"),
-        }
-    }
-}
-
-impl DerefMut for Edit<'_, List> {
-    fn deref_mut(&mut self) -> &mut ListObj {
-        self.changed = true;
-        match &mut self.work {
-            Work::Borrowed(l) => l,
-            Work::Owned(l) => l,
-            Work::Inline(..) => unreachable!("lists have no inline encoding"),
-        }
-    }
-}
-
-impl Builder<'_, List> {
-    /// Appends an element at the tail.
-    pub fn push_back(&mut self, value: &[u8]) {
-        self.edit(|l| l.push_back(value));
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn codec_round_trips_every_length_class() {
-        for n in [0usize, 1, 127, 128, 300, 16_383, 16_384, 70_000] {
-            let value: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();
-            let s = entry_size(n);
-            let mut buf = vec![0xAAu8; s + 4];
-            encode(&mut buf[2..2 + s], &value);
-            let (v, len, end) = read_forward(&buf, 2);
-            assert_eq!((len, end), (n, 2 + s));
-            assert_eq!(&buf[v..v + len], &value[..]);
-            let (start, v2, len2) = read_backward(&buf, 2 + s);
-            assert_eq!((start, v2, len2), (2, v, n));
-        }
-    }
-
-    #[test]
     fn queue_at_full_chunk_does_not_grow_chunks() {
+        let mut heap = Heap::new().unwrap();
         let mut l = ListObj::new();
         for i in 0..700 {
-            l.push_back(format!("{i:010}").as_bytes());
+            l.push_back(&mut heap, format!("{i:010}").as_bytes());
         }
         for i in 700..20_000 {
-            l.push_front(format!("{i:010}").as_bytes());
-            assert!(l.pop_back());
+            l.push_front(&mut heap, format!("{i:010}").as_bytes());
+            assert!(l.pop_back(&mut heap));
         }
         l.validate().unwrap();
         assert_eq!(l.len(), 700);
         assert!(l.chunk_count() <= 3, "{} chunks", l.chunk_count());
+        l.destroy(&mut heap);
+        assert_eq!(heap.stats().requested_bytes, 0);
+    }
+
+    /// A list pushed at one end keeps at most a quarter and a size class of slack, and its copy
+    /// holds the same entries in the same chunks, in buffers of its own.
+    #[test]
+    fn growth_by_size_class_and_copy() {
+        let mut heap = Heap::new().unwrap();
+        let mut l = ListObj::new();
+        for n in 1..=200usize {
+            l.push_back(&mut heap, &vec![b'x'; 8 + n % 9]);
+            l.validate().unwrap();
+            let used = l.entry_bytes();
+            let cap = l.chunk_buffer_bytes();
+            assert!(
+                cap <= (used + used / 4 + used / 8 + 16).max(CHUNK_MIN_BYTES),
+                "{used} in {cap}"
+            );
+        }
+        let copy = l.copy_out().into_list(&mut heap);
+        copy.validate().unwrap();
+        assert!(copy.iter_from(0).eq(l.iter_from(0)));
+        assert_eq!(
+            (copy.chunk_count(), copy.chunk_bytes()),
+            (l.chunk_count(), l.chunk_bytes())
+        );
+        let live = l.chunk_buffer_bytes() + copy.chunk_buffer_bytes();
+        assert_eq!(heap.stats().requested_bytes as usize, live);
+        l.destroy(&mut heap);
+        copy.destroy(&mut heap);
+        assert_eq!(heap.stats().requested_bytes, 0);
+    }
+
+    /// Pops from one end drain that end's run; the chunk rebalances and every read stays right:
+    /// the two runs' meeting point moves, the elements and their order never do.
+    #[test]
+    fn runs_rebalance_under_pops_and_pushes_at_both_ends() {
+        let mut heap = Heap::new().unwrap();
+        let mut l = ListObj::new();
+        let mut model = VecDeque::new();
+        for i in 0..300u32 {
+            let v = format!("{i}").repeat(1 + i as usize % 50).into_bytes();
+            if i % 3 == 0 {
+                l.push_front(&mut heap, &v);
+                model.push_front(v);
+            } else {
+                l.push_back(&mut heap, &v);
+                model.push_back(v);
+            }
+            l.validate().unwrap();
+        }
+        for step in 0..600usize {
+            let left = (step / 7) % 2 == 0;
+            let want = if left { model.front() } else { model.back() };
+            assert_eq!(l.end(left), want.map(Vec::as_slice), "step {step}");
+            if step % 5 == 4 {
+                let v = format!("p{step}").into_bytes();
+                l.push_back(&mut heap, &v);
+                model.push_back(v);
+            } else {
+                assert_eq!(l.pop_end(&mut heap, left), !model.is_empty());
+                if left {
+                    model.pop_front();
+                } else {
+                    model.pop_back();
+                }
+            }
+            l.validate().unwrap();
+            let n = model.len();
+            assert!(l.iter_from(0).eq(model.iter().map(Vec::as_slice)));
+            if n > 0 {
+                assert!(l.rev_from(n - 1).eq(model.iter().rev().map(Vec::as_slice)));
+                assert_eq!(l.get(n / 2), model.get(n / 2).map(Vec::as_slice));
+            }
+        }
+        l.destroy(&mut heap);
+        assert_eq!(heap.stats().requested_bytes, 0);
+    }
+
+    /// Pushes at one end leave a chunk's runs lopsided; a chunk that fills evens them out, so an
+    /// index walk reads at most about half a full chunk.
+    #[test]
+    fn full_chunks_have_even_runs() {
+        let mut heap = Heap::new().unwrap();
+        let mut l = ListObj::new();
+        for i in 0..10_000u32 {
+            if i % 2 == 0 {
+                l.push_back(&mut heap, format!("{i}").as_bytes());
+            } else {
+                l.push_front(&mut heap, format!("{i}").as_bytes());
+            }
+            l.validate().unwrap();
+        }
+        let inner = l.chunks.len() - 1;
+        for c in l.chunks.range(1..inner) {
+            let (front, count) = (c.front as usize, c.count as usize);
+            assert!(
+                front * 4 >= count && front * 4 <= count * 3,
+                "{front} of {count}"
+            );
+        }
+        l.destroy(&mut heap);
     }
 }

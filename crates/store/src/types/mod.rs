@@ -4,6 +4,10 @@
 
 pub mod hash;
 pub mod list;
+mod list_codec;
+mod list_edit;
+mod list_raw;
 pub mod set;
 pub mod zset;
+pub mod zset_index;
 pub mod zset_tree;

@@ -4,25 +4,29 @@
 //!  ZSetPacked (inline payload, "listpack"): see zset_packed.rs
 //!
 //!  ZSetIndex (boxed ZSetObj, "skiplist")
-//!  ZSetObj ── map:  PageHash member → score (f64 LE, 8 B) in the shard heap   (ZSCORE: O(1))
-//!          └─ tree: zset_tree::Tree, a counted B+tree over (score, member)    (ranks: O(log n))
+//!  ZSetObj ── tree:  zset_tree::Tree, a counted B+tree whose leaves hold the (score, member)
+//!          │         entries, each member once                        (ranks: O(log n))
+//!          └─ index: zset_index::Index, member fingerprint → the leaf holding it
+//!                    (ZSCORE: hash, one probe, a scan of one ≤ 512-byte leaf: O(1))
 //! ```
 //! Thresholds are the shard's `Limits` (by default Redis's: a set stays packed while it has at
 //! most 128 members, `zset-max-listpack-entries`, and no member is longer than 64 bytes,
 //! `zset-max-listpack-value`; never more than `PACKED_ENTRIES_CAP` members); it converts to the
-//! index as soon as a write crosses either. Like Redis 7.0 it never converts back in place. A value built whole (`Shard::zset_builder`) starts as the index when its size
-//! is known to pass the thresholds, and packed otherwise, converting when an insert crosses one,
-//! as Redis's ZRANGESTORE and ZUNIONSTORE build theirs.
+//! index as soon as a write crosses either. Like Redis 7.0 it never converts back in place. A
+//! value built whole (`Shard::zset_builder`) starts as the index when its size is known to pass
+//! the thresholds, and packed otherwise, converting when an insert crosses one, as Redis's
+//! ZRANGESTORE and ZUNIONSTORE build theirs.
 //!
 //! Invariants: packed `count` == entries, entries strictly increasing by (score, member); index
-//! `map.len() == tree.len()` and every (member, score) of the map is in the tree. Scores are never
-//! NaN (the commands refuse them), so (score, member) is a total order; -0 and 0 compare equal as
-//! in Redis and the member decides.
+//! `index.len() == tree.len()`, and the index files exactly the multiset of (fingerprint of
+//! member, leaf) over the tree's entries (`ZSetObj::validate`). Scores are never NaN (the
+//! commands refuse them), so (score, member) is a total order; -0 and 0 compare equal as in
+//! Redis and the member decides.
 //!
-//! Bytes per member (20-byte members, integer scores): packed 1 + 1..3 + 1 + 20 ≈ 24 B;
-//! index ≈ 64 B in the map (one 64-byte piece for a 31-byte entry) + ≈ 40 B in the tree. Redis's
-//! skiplist encoding: node (≈ 48–64 B) + sds (32 B) + dictEntry (32 B) + bucket (8–16 B) ≈ 130 B.
-//! Measured figures are in `docs/types.md`.
+//! Bytes per member (19-byte members, integer scores below 2^20): packed 1 + 1..3 + 1 + 19 ≈
+//! 23 B; index ≈ 23 B of entry in leaves 70–100 % full, ≈ 2 B of leaf header and separator, and
+//! ≈ 10 B of index slot: ≈ 36–45 B. Redis's skiplist encoding: node (≈ 48–64 B) + sds (32 B) +
+//! dictEntry (32 B) + bucket (8–16 B) ≈ 130 B. Measured figures are in `docs/types.md`.
 
 #[path = "zset_packed.rs"]
 pub mod packed;
@@ -33,9 +37,9 @@ use crate::error::StoreError;
 use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::{Shard, Slot};
+use crate::types::zset_index::{self as index, Index};
 use crate::types::zset_tree::{Pos, Tree, cmp_key};
 use heap::Heap;
-use maps::PageHash;
 use shape::ShapeTree;
 use std::cmp::Ordering;
 
@@ -57,46 +61,41 @@ pub enum ZSet {}
 /// The boxed (index) encoding of a zset.
 #[derive(Debug)]
 pub struct ZSetObj {
-    /// Boxed, as the tree is, so that `Object` stays small (a boxed collection's fixed cost).
-    map: Box<PageHash>,
     /// Boxed so that `Object` stays as small as its other variants.
     tree: Box<Tree>,
+    index: Box<Index>,
+}
+
+/// A member found in the index: its score, its slot in the index, and its place in the tree.
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    score: f64,
+    slot: usize,
+    pos: Pos,
 }
 
 impl ZSetObj {
-    pub fn new(heap: &mut Heap) -> Result<ZSetObj, StoreError> {
-        Ok(ZSetObj {
-            map: Box::new(PageHash::new(heap)?),
+    pub fn new() -> ZSetObj {
+        ZSetObj {
             tree: Box::default(),
-        })
-    }
-
-    /// The member → score map (for prefetching a member's lookup).
-    pub fn members_map(&self) -> &PageHash {
-        &self.map
+            index: Box::default(),
+        }
     }
 
     /// Builds an index holding `entries` (members distinct).
-    pub fn from_entries<'a>(
-        heap: &mut Heap,
-        entries: impl Iterator<Item = (f64, &'a [u8])>,
-    ) -> Result<ZSetObj, StoreError> {
-        let mut obj = ZSetObj::new(heap)?;
+    pub fn from_entries<'a>(entries: impl Iterator<Item = (f64, &'a [u8])>) -> ZSetObj {
+        let mut obj = ZSetObj::new();
         for (s, m) in entries {
-            if let Err(e) = obj.insert(heap, m, s) {
-                obj.destroy(heap);
-                return Err(e);
-            }
+            obj.insert(m, s);
         }
-        Ok(obj)
-    }
-
-    pub fn destroy(self, heap: &mut Heap) {
-        self.map.destroy(heap);
+        obj
     }
 
     pub fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<PageHash>() + self.map.memory_bytes() + self.tree.memory_bytes()
+        std::mem::size_of::<Tree>()
+            + std::mem::size_of::<Index>()
+            + self.tree.memory_bytes()
+            + self.index.memory_bytes()
     }
 
     pub fn encoding_name(&self) -> &'static str {
@@ -111,77 +110,142 @@ impl ZSetObj {
         self.tree.is_empty()
     }
 
-    pub fn score(&self, heap: &Heap, member: &[u8]) -> Option<f64> {
-        self.map
-            .get(heap, member)
-            .map(|v| f64::from_le_bytes(v.bytes[..8].try_into().expect("8-byte score")))
+    /// One line of figures (DEBUG HTSTATS-KEY): members, leaves, index slots and load, bytes.
+    pub fn stats_line(&self) -> String {
+        let slots = self.index.slot_count();
+        format!(
+            "members {}, tree leaves {}, index slots {} (load {:.2}), {} bytes",
+            self.len(),
+            self.tree.leaf_ids().count(),
+            slots,
+            self.len() as f64 / slots.max(1) as f64,
+            self.memory_bytes()
+        )
+    }
+
+    /// Loads the index slot of a member with fingerprint `fp` (ahead of its lookup).
+    pub fn prefetch(&self, fp: u32) {
+        self.index.prefetch(fp);
+    }
+
+    /// Looks `member` up: the index names candidate leaves, the leaf holds the member.
+    fn find(&self, member: &[u8]) -> Option<Found> {
+        let (mut score, mut pos) = (0.0, Pos { leaf: 0, off: 0 });
+        let slot = self.index.find(index::fingerprint(member), |leaf| {
+            self.tree
+                .find_in_leaf(leaf, member)
+                .map(|(s, off)| (score, pos) = (s, Pos { leaf, off }))
+                .is_some()
+        })?;
+        Some(Found { score, slot, pos })
+    }
+
+    /// (0-based rank from the lowest, score) of `member`: the tree counts the entries before
+    /// the place the index found.
+    pub fn rank(&self, member: &[u8]) -> Option<(usize, f64)> {
+        let found = self.find(member)?;
+        Some((
+            self.tree.rank_at(found.score, member, found.pos),
+            found.score,
+        ))
+    }
+
+    pub fn score(&self, member: &[u8]) -> Option<f64> {
+        self.find(member).map(|f| f.score)
+    }
+
+    /// Inserts into the tree, keeping the index's leaf of every member a split moves.
+    fn tree_insert(&mut self, member: &[u8], score: f64) {
+        let index = &mut self.index;
+        let leaf = self.tree.insert(score, member, &mut |m, from, to| {
+            index.relabel(index::fingerprint(m), from, to);
+        });
+        index.insert(index::fingerprint(member), leaf);
+    }
+
+    /// Removes from the tree (the member's slot already removed from the index).
+    fn tree_remove(&mut self, member: &[u8], score: f64) {
+        let index = &mut self.index;
+        self.tree.remove(score, member, &mut |m, from, to| {
+            index.relabel(index::fingerprint(m), from, to);
+        });
     }
 
     /// Adds a member that is not present.
-    pub fn insert(&mut self, heap: &mut Heap, member: &[u8], score: f64) -> Result<(), StoreError> {
-        self.map.insert(heap, member, &score.to_le_bytes())?;
-        self.tree.insert(score, member);
-        Ok(())
+    pub fn insert(&mut self, member: &[u8], score: f64) {
+        self.tree_insert(member, score);
     }
 
     /// Changes the score of a present member from `old` to `new`.
-    pub fn update(
-        &mut self,
-        heap: &mut Heap,
-        member: &[u8],
-        old: f64,
-        new: f64,
-    ) -> Result<(), StoreError> {
-        self.map.insert(heap, member, &new.to_le_bytes())?;
-        self.tree.remove(old, member);
-        self.tree.insert(new, member);
-        Ok(())
+    pub fn update(&mut self, member: &[u8], old: f64, new: f64) {
+        if let Some(found) = self.find(member) {
+            self.index.remove_at(found.slot);
+        }
+        self.tree_remove(member, old);
+        self.tree_insert(member, new);
     }
 
     /// Removes `member`, returning its score.
-    pub fn remove(&mut self, heap: &mut Heap, member: &[u8]) -> Option<f64> {
-        let score = self.score(heap, member)?;
-        self.map.remove(heap, member);
-        self.tree.remove(score, member);
-        Some(score)
+    pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
+        let found = self.find(member)?;
+        self.index.remove_at(found.slot);
+        self.tree_remove(member, found.score);
+        Some(found.score)
     }
 
     /// Removes the present entry (score, member) (popping, with the member already known).
-    pub fn remove_entry(&mut self, heap: &mut Heap, score: f64, member: &[u8]) {
-        self.map.remove(heap, member);
-        self.tree.remove(score, member);
+    pub fn remove_entry(&mut self, score: f64, member: &[u8]) {
+        let removed = self.remove(member);
+        debug_assert_eq!(removed.map(f64::to_bits), Some(score.to_bits()));
     }
 
-    /// One SCAN step over the members (ZSCAN of a large set).
-    pub fn scan(&self, heap: &Heap, cursor: u64, mut f: impl FnMut(&[u8], f64)) -> u64 {
-        self.map.scan(heap, cursor, |m, v| {
-            f(
-                m,
-                f64::from_le_bytes(v.bytes[..8].try_into().expect("8-byte score")),
-            );
-        })
+    /// One ZSCAN step from `cursor` (an index fingerprint): calls `f` with the members whose
+    /// fingerprints the step covers and returns the next cursor, 0 when done.
+    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&[u8], f64)) -> u64 {
+        let Ok(lo) = u32::try_from(cursor) else {
+            return 0;
+        };
+        let mut leaves = Vec::new();
+        let hi = self.index.scan(lo, count.max(1), &mut leaves);
+        leaves.sort_unstable();
+        leaves.dedup();
+        for &leaf in &leaves {
+            for (s, m) in self.tree.leaf_entries(leaf) {
+                if (u64::from(lo)..hi).contains(&u64::from(index::fingerprint(m))) {
+                    f(m, s);
+                }
+            }
+        }
+        if hi >= 1 << 32 { 0 } else { hi }
     }
 
-    /// Checks the invariants (tests and `Shard::validate`).
-    pub fn validate(&self, heap: &Heap) -> Result<(), String> {
+    /// Checks the invariants (tests and `Shard::validate`): both halves', and that the index
+    /// files exactly the tree's (fingerprint, leaf) pairs.
+    pub fn validate(&self) -> Result<(), String> {
         if self.is_empty() {
             return Err("empty zset stored".into());
         }
         self.tree.validate()?;
-        self.map.validate(heap)?;
-        if self.map.len() != self.tree.len() {
-            return Err(format!(
-                "map has {} members, tree {}",
-                self.map.len(),
-                self.tree.len()
-            ));
-        }
-        for (s, m) in ZSetView(Inner::Index(self, heap)).iter(0, false) {
-            if self.score(heap, m) != Some(s) {
-                return Err("tree entry without its map score".into());
+        self.index.validate()?;
+        let mut want = std::collections::HashMap::<(u32, u32), i64>::new();
+        for leaf in self.tree.leaf_ids() {
+            for (_, m) in self.tree.leaf_entries(leaf) {
+                *want.entry((index::fingerprint(m), leaf)).or_default() += 1;
             }
         }
+        for e in self.index.entries() {
+            *want.entry(e).or_default() -= 1;
+        }
+        if want.values().any(|&n| n != 0) {
+            return Err("index does not file the tree's members under their leaves".into());
+        }
         Ok(())
+    }
+}
+
+impl Default for ZSetObj {
+    fn default() -> ZSetObj {
+        ZSetObj::new()
     }
 }
 
@@ -192,19 +256,19 @@ pub struct ZSetView<'a>(Inner<'a>);
 #[derive(Clone, Copy, Debug)]
 enum Inner<'a> {
     Packed(&'a [u8]),
-    Index(&'a ZSetObj, &'a Heap),
+    Index(&'a ZSetObj),
 }
 
 impl<'a> ZSetView<'a> {
     /// The view of a stored index, read through shared borrows (`entries.rs`).
-    pub(crate) fn of_index(obj: &'a ZSetObj, heap: &'a Heap) -> ZSetView<'a> {
-        ZSetView(Inner::Index(obj, heap))
+    pub(crate) fn of_index(obj: &'a ZSetObj) -> ZSetView<'a> {
+        ZSetView(Inner::Index(obj))
     }
 
     pub fn len(&self) -> usize {
         match self.0 {
             Inner::Packed(b) => packed::count(b),
-            Inner::Index(o, _) => o.len(),
+            Inner::Index(o) => o.len(),
         }
     }
 
@@ -215,7 +279,7 @@ impl<'a> ZSetView<'a> {
     pub fn score(&self, member: &[u8]) -> Option<f64> {
         match self.0 {
             Inner::Packed(b) => packed::find(b, member).map(|(s, _, _)| s),
-            Inner::Index(o, h) => o.score(h, member),
+            Inner::Index(o) => o.score(member),
         }
     }
 
@@ -226,10 +290,7 @@ impl<'a> ZSetView<'a> {
                 .enumerate()
                 .find(|(_, (_, m, _, _))| *m == member)
                 .map(|(i, (s, _, _, _))| (i, s)),
-            Inner::Index(o, h) => {
-                let s = o.score(h, member)?;
-                Some((o.tree.rank(s, member), s))
-            }
+            Inner::Index(o) => o.rank(member),
         }
     }
 
@@ -240,7 +301,7 @@ impl<'a> ZSetView<'a> {
             Inner::Packed(b) => packed::iter(b)
                 .take_while(|(s, m, _, _)| !at_or_after(*s, m))
                 .count(),
-            Inner::Index(o, _) => o.tree.count_before(at_or_after),
+            Inner::Index(o) => o.tree.count_before(at_or_after),
         }
     }
 
@@ -264,11 +325,11 @@ impl<'a> ZSetView<'a> {
                 offsets: packed::offsets(b),
                 next: start + 1,
             },
-            Inner::Index(o, _) if !rev => ZIter::TreeFwd {
+            Inner::Index(o) if !rev => ZIter::TreeFwd {
                 tree: &o.tree,
                 pos: Some(o.tree.select(start)),
             },
-            Inner::Index(o, _) => {
+            Inner::Index(o) => {
                 let pos = o.tree.select(start);
                 let mut offsets = Vec::new();
                 o.tree.offsets(pos.leaf, &mut offsets);
@@ -302,23 +363,7 @@ impl<'a> ZSetView<'a> {
                 packed::iter(b).for_each(|(s, m, _, _)| f(m, s));
                 0
             }
-            Inner::Index(o, heap) => {
-                let (mut c, mut seen) = (cursor, 0);
-                // One bucket per step, bounded as Redis bounds its dictScan calls.
-                for _ in 0..count.max(1) * 10 {
-                    c = o.map.scan(heap, c, |m, v| {
-                        seen += 1;
-                        f(
-                            m,
-                            f64::from_le_bytes(v.bytes[..8].try_into().expect("8-byte score")),
-                        );
-                    });
-                    if c == 0 || seen >= count {
-                        break;
-                    }
-                }
-                c
-            }
+            Inner::Index(o) => o.scan(cursor, count, f),
         }
     }
 
@@ -469,8 +514,8 @@ impl Internal for ZSet {
         Encoding::ZSetIndex
     }
 
-    fn obj_destroy(o: ZSetObj, heap: &mut Heap) {
-        o.destroy(heap);
+    fn obj_destroy(o: ZSetObj, _heap: &mut Heap) {
+        drop(o);
     }
 }
 
@@ -487,9 +532,8 @@ impl Collection for ZSet {
             } => Some(ZSetView(Inner::Packed(bytes))),
             Slot::Boxed {
                 object: Object::ZSet(o),
-                heap,
                 ..
-            } => Some(ZSetView(Inner::Index(o, heap))),
+            } => Some(ZSetView(Inner::Index(o))),
             _ => None,
         }
     }
@@ -500,8 +544,8 @@ impl Edit<'_, ZSet> {
     pub fn view(&self) -> ZSetView<'_> {
         ZSetView(match &self.work {
             Work::Inline(_, b) => Inner::Packed(b),
-            Work::Borrowed(o) => Inner::Index(o, self.heap),
-            Work::Owned(o) => Inner::Index(o, self.heap),
+            Work::Borrowed(o) => Inner::Index(o),
+            Work::Owned(o) => Inner::Index(o),
         })
     }
 
@@ -510,13 +554,12 @@ impl Edit<'_, ZSet> {
     }
 
     /// Converts a packed set to the index (before an insert would cross a threshold).
-    fn convert(&mut self) -> Result<(), StoreError> {
+    fn convert(&mut self) {
         let Work::Inline(_, b) = &self.work else {
-            return Ok(());
+            return;
         };
-        let obj = ZSetObj::from_entries(self.heap, packed::iter(b).map(|(s, m, _, _)| (s, m)))?;
+        let obj = ZSetObj::from_entries(packed::iter(b).map(|(s, m, _, _)| (s, m)));
         self.become_owned(obj);
-        Ok(())
     }
 
     /// Adds an absent member, converting a packed set first when the insert crosses a
@@ -525,7 +568,7 @@ impl Edit<'_, ZSet> {
         if let Work::Inline(_, b) = &self.work
             && !fits_packed(&self.limits, packed::count(b) + 1, member.len())
         {
-            self.convert()?;
+            self.convert();
         }
         self.changed = true;
         match &mut self.work {
@@ -533,8 +576,14 @@ impl Edit<'_, ZSet> {
                 packed::insert(b, score, member);
                 Ok(())
             }
-            Work::Borrowed(o) => o.insert(self.heap, member, score),
-            Work::Owned(o) => o.insert(self.heap, member, score),
+            Work::Borrowed(o) => {
+                o.insert(member, score);
+                Ok(())
+            }
+            Work::Owned(o) => {
+                o.insert(member, score);
+                Ok(())
+            }
         }
     }
 
@@ -548,8 +597,14 @@ impl Edit<'_, ZSet> {
                 packed::insert(b, new, member);
                 Ok(())
             }
-            Work::Borrowed(o) => o.update(self.heap, member, old, new),
-            Work::Owned(o) => o.update(self.heap, member, old, new),
+            Work::Borrowed(o) => {
+                o.update(member, old, new);
+                Ok(())
+            }
+            Work::Owned(o) => {
+                o.update(member, old, new);
+                Ok(())
+            }
         }
     }
 
@@ -560,8 +615,8 @@ impl Edit<'_, ZSet> {
                 packed::remove(b, a, e);
                 s
             }),
-            Work::Borrowed(o) => o.remove(self.heap, member),
-            Work::Owned(o) => o.remove(self.heap, member),
+            Work::Borrowed(o) => o.remove(member),
+            Work::Owned(o) => o.remove(member),
         };
         self.changed |= removed.is_some();
         removed
@@ -580,8 +635,8 @@ impl Edit<'_, ZSet> {
                 packed::remove(b, a, e);
                 Some(r)
             }
-            Work::Borrowed(o) => pop_index(o, self.heap, max, f),
-            Work::Owned(o) => pop_index(o, self.heap, max, f),
+            Work::Borrowed(o) => pop_index(o, max, f),
+            Work::Owned(o) => pop_index(o, max, f),
         };
         self.changed |= popped.is_some();
         popped
@@ -610,45 +665,32 @@ impl Edit<'_, ZSet> {
                 let n = packed::count(b) - victims.len();
                 b[..2].copy_from_slice(&(n as u16).to_le_bytes());
             }
-            Work::Borrowed(o) => victims
-                .iter()
-                .for_each(|(s, m)| o.remove_entry(self.heap, *s, m)),
-            Work::Owned(o) => victims
-                .iter()
-                .for_each(|(s, m)| o.remove_entry(self.heap, *s, m)),
+            Work::Borrowed(o) => victims.iter().for_each(|(s, m)| o.remove_entry(*s, m)),
+            Work::Owned(o) => victims.iter().for_each(|(s, m)| o.remove_entry(*s, m)),
         }
         victims.len()
     }
 
     /// Converts a packed set to the index whatever its size (SORT does this in Redis, and it is
     /// visible: the index keeps a -0 score that the packed form stores as 0).
+    /// (Infallible since the index lives in the global allocator; a `Result` still, like the
+    /// other `Edit` operations that edit closures chain with `?`.)
     pub fn force_index(&mut self) -> Result<(), StoreError> {
-        self.convert()
+        self.convert();
+        Ok(())
     }
 }
 
-fn pop_index<R>(
-    o: &mut ZSetObj,
-    h: &mut Heap,
-    max: bool,
-    f: impl FnOnce(f64, &[u8]) -> R,
-) -> Option<R> {
+fn pop_index<R>(o: &mut ZSetObj, max: bool, f: impl FnOnce(f64, &[u8]) -> R) -> Option<R> {
     let (s, m) = if max { o.tree.last()? } else { o.tree.first()? };
     let r = f(s, m);
     // A copy of the member: the tree it points into changes while it is removed.
     let member = held::Member::from(m);
-    o.remove_entry(h, s, member.as_slice());
-    // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer), so
-    // the next pops' map entries start loading now, one stage per pop: the next member's
-    // page header (its directory word was loaded by the previous pop) and the directory
-    // word of the member after it. Both stages at once stalled on the directory word.
+    o.remove_entry(s, member.as_slice());
+    // Pops come in runs (ZPOPMIN with a count, a pipeline of them, a blocked consumer): the
+    // next pop's index slot starts loading now, while the reply is written.
     if let Some((_, next)) = if max { o.tree.last() } else { o.tree.first() } {
-        o.map.prefetch(o.map.hash_key(next), 1);
-    }
-    let len = o.tree.len();
-    if len > 1 {
-        let (_, after) = o.tree.get(o.tree.select(if max { len - 2 } else { 1 }));
-        o.map.prefetch(o.map.hash_key(after), 0);
+        o.index.prefetch(index::fingerprint(next));
     }
     Some(r)
 }
