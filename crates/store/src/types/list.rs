@@ -17,7 +17,11 @@
 //! entries, the chunk is rebalanced (`Chunk::balance`): the back run is rewritten as front
 //! entries and the back half of the result as back entries again, in place, O(chunk bytes), and
 //! only after the pops of half the entries since the last time: amortised O(1) per pop (a deque
-//! made of two stacks). Reading walks each run in its own direction; an iterator that must cross
+//! made of two stacks). Pushes at one end lengthen one run only, so whenever a chunk's data moves
+//! (its buffer grows, or a push shifts it) and when it fills, runs off by more than 1:3 are
+//! evened out (`Chunk::even_out`, O(chunk) with the move): LINDEX near the head of a list built
+//! by RPUSH walks a few front entries, not the whole back run backwards. Reading walks each run
+//! in its own direction; an iterator that must cross
 //! a run the other way first notes the run's entry ends (`Iter`, `RevIter`). A change in the
 //! middle (LSET, LINSERT, LREM, LTRIM's cut) first rewrites the chunk as one front run
 //! (`Chunk::flatten`), works on it, and rebalances: O(chunk bytes), as the memmove already was.
@@ -234,6 +238,12 @@ impl Chunk {
             Side::Back => cap - used - s - spare,
         };
         self.relayout(heap, cap, before);
+        // Pushes at one end leave the runs lopsided, and an index walk from the other end
+        // would cross the long run against its direction (O(chunk)): even them out while the
+        // data is being moved anyway. Moves come once per ≥ cap/8 bytes pushed, so this is
+        // amortised O(1) per push, and the runs are never off by more than what was pushed
+        // since the last move.
+        self.even_out();
         true
     }
 
@@ -1344,5 +1354,30 @@ mod tests {
             );
         }
         l.destroy(&mut heap);
+    }
+
+    /// A chunk filled from one end and not yet full (a list built by RPUSH) keeps its runs
+    /// within 1:3 too: each move of its data evens them out, so LINDEX near the head walks the
+    /// front run from the head instead of crossing the long back run.
+    #[test]
+    fn growing_chunks_keep_even_runs() {
+        let mut heap = Heap::new().unwrap();
+        for side in [Side::Back, Side::Front] {
+            let mut l = ListObj::new();
+            for i in 0..600u32 {
+                l.push(&mut heap, side, format!("elem{i:05}").as_bytes());
+                let c = &l.chunks[0];
+                let (front, count) = (c.front as usize, c.count as usize);
+                if count >= 16 {
+                    assert!(
+                        front * 5 >= count && front * 5 <= count * 4,
+                        "{side:?}: {front} of {count}"
+                    );
+                }
+            }
+            assert_eq!(l.chunk_count(), 1);
+            l.validate().unwrap();
+            l.destroy(&mut heap);
+        }
     }
 }
