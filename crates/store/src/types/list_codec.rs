@@ -26,13 +26,9 @@ pub fn entry_size(len: usize) -> usize {
 /// Writes the varint of `n` into `dst` (exactly its length), byte-reversed when `reversed`.
 #[inline]
 fn put_len(dst: &mut [u8], n: usize, reversed: bool) {
-    let h = dst.len();
-    let mut rest = n;
-    for i in 0..h {
-        let more = if i + 1 < h { 0x80 } else { 0 };
-        let at = if reversed { h - 1 - i } else { i };
-        dst[at] = (rest & 0x7f) as u8 | more;
-        rest >>= 7;
+    varint::put(dst, n as u64);
+    if reversed {
+        dst.reverse();
     }
 }
 
@@ -57,22 +53,9 @@ pub(crate) fn encode_back(dst: &mut [u8], value: &[u8]) {
 /// The front entry starting at `at`: (value start, value length, entry end).
 #[inline]
 pub(crate) fn read_forward(buf: &[u8], at: usize) -> (usize, usize, usize) {
-    let b = buf[at];
-    if b < 0x80 {
-        let n = b as usize;
-        return (at + 1, n, at + 1 + n);
-    }
-    let (mut n, mut shift, mut i) = (0usize, 0, at);
-    loop {
-        let b = buf[i];
-        n |= ((b & 0x7f) as usize) << shift;
-        i += 1;
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    (i, n, i + n)
+    let (n, h) = varint::get(&buf[at..]);
+    let (v, n) = (at + h, n as usize);
+    (v, n, v + n)
 }
 
 /// The back entry ending at `end`: (entry start, value length); the value starts the entry.

@@ -37,10 +37,12 @@
 //! new entry, so the part the run has passed stays full. Ascending scores, or an ascending
 //! stream of members inserted among others (time-ordered keys, a counter), then fill leaves to
 //! ~100 % instead of the ~50 % an even split leaves behind the run, and random inserts still
-//! split evenly (~70 % full on average).
+//! split evenly. Before splitting, an overfull leaf moves entries into a sibling under the same
+//! parent that has room for them (`shift_left`, `shift_right`, as a B*-tree redistributes):
+//! two interleaved ascending runs then fill leaves to ~90 %, random scores to ~80 %.
 //!
-//! Moves. `insert` and `remove` call `moved(member, from leaf, to leaf)` for every entry a split
-//! or a merge carries to another leaf (not for the entry being inserted: `insert` returns its
+//! Moves. `insert` and `remove` call `moved(member, from leaf, to leaf)` for every entry a split,
+//! a shift or a merge carries to another leaf (not for the entry being inserted: `insert` returns its
 //! leaf). A split moves at most one leaf's entries and happens once per ~half a leaf of inserts,
 //! so the reports are amortised O(1) per insert.
 //!
@@ -161,9 +163,10 @@ pub fn entry_at(data: &[u8], off: usize) -> (f64, &[u8], usize) {
     (score, &data[at..end], end)
 }
 
-/// The offset of the entry after the one at `off`, without decoding its score.
+/// The member's byte range of the entry at `off` (its end is the next entry's offset), without
+/// decoding the score.
 #[inline]
-fn entry_end(data: &[u8], off: usize) -> usize {
+fn member_span(data: &[u8], off: usize) -> (usize, usize) {
     let (head, n) = varint::get(&data[off..]);
     let at = off + n;
     let score_bytes = if head & 3 == FORM_F64 {
@@ -171,7 +174,21 @@ fn entry_end(data: &[u8], off: usize) -> usize {
     } else {
         data[at..].iter().position(|&b| b < 0x80).expect("varint") + 1
     };
-    at + score_bytes + (head >> 2) as usize
+    let start = at + score_bytes;
+    (start, start + (head >> 2) as usize)
+}
+
+/// Reports to `moved` every entry of `data`, carried from leaf `from` to leaf `to`, but the one
+/// numbered `skip` when the first is numbered `first` (the entry being inserted; NIL for none).
+fn report_moves(data: &[u8], first: u32, skip: u32, from: u32, to: u32, moved: Moved<'_>) {
+    let (mut off, mut i) = (0, first);
+    while off < data.len() {
+        let (start, end) = member_span(data, off);
+        if i != skip {
+            moved(&data[start..end], from, to);
+        }
+        (off, i) = (end, i + 1);
+    }
 }
 
 /// Grows `data` so that `extra` more bytes fit, in `LEAF_CAP_STEP` steps.
@@ -438,14 +455,7 @@ impl Tree {
         let mut head = std::mem::take(&mut self.scratch);
         head.clear();
         head.extend(self.leaves[leaf_id as usize].data.drain(..off));
-        let (mut o, mut j) = (0, 0);
-        while o < head.len() {
-            let (_, m, next) = entry_at(&head, o);
-            if j != inserted {
-                moved(m, leaf_id, left_id);
-            }
-            (o, j) = (next, j + 1);
-        }
+        report_moves(&head, 0, inserted, leaf_id, left_id, moved);
         let left = &mut self.leaves[left_id as usize];
         let left_count = left.count;
         reserve_step(&mut left.data, head.len());
@@ -495,14 +505,7 @@ impl Tree {
         let mut tail = std::mem::take(&mut self.scratch);
         tail.clear();
         tail.extend(self.leaves[leaf_id as usize].data.drain(off..));
-        let (mut o, mut j) = (0, k);
-        while o < tail.len() {
-            let (_, m, next) = entry_at(&tail, o);
-            if j != inserted {
-                moved(m, leaf_id, right_id);
-            }
-            (o, j) = (next, j + 1);
-        }
+        report_moves(&tail, k, inserted, leaf_id, right_id, moved);
         let right = &mut self.leaves[right_id as usize];
         reserve_step(&mut right.data, tail.len());
         right.data.splice(0..0, tail.iter().copied());
@@ -580,15 +583,8 @@ impl Tree {
             next: old_next,
             last_insert: NIL,
         });
-        let (mut o, mut i) = (0, left_count);
         let data = &self.leaves[right as usize].data;
-        while o < data.len() {
-            let (_, m, next) = entry_at(data, o);
-            if i != inserted {
-                moved(m, leaf_id, right);
-            }
-            (o, i) = (next, i + 1);
-        }
+        report_moves(data, left_count, inserted, leaf_id, right, moved);
         self.leaves[leaf_id as usize].next = right;
         if old_next == NIL {
             self.last = right;
@@ -747,12 +743,7 @@ impl Tree {
         }
         let right_data = std::mem::take(&mut self.leaves[r as usize].data);
         let right_count = self.leaves[r as usize].count;
-        let mut off = 0;
-        while off < right_data.len() {
-            let (_, m, next) = entry_at(&right_data, off);
-            moved(m, r, l);
-            off = next;
-        }
+        report_moves(&right_data, 0, NIL, r, l, moved);
         let left = &mut self.leaves[l as usize];
         reserve_step(&mut left.data, right_data.len());
         left.data.extend_from_slice(&right_data);
@@ -808,13 +799,11 @@ impl Tree {
         let data = &self.leaves.get(leaf as usize)?.data;
         let mut off = 0;
         while off < data.len() {
-            let end = entry_end(data, off);
-            let len = (varint::get(&data[off..]).0 >> 2) as usize;
+            let (start, end) = member_span(data, off);
+            let len = end - start;
             // The last byte first: members of one set often share a prefix (`user:…`,
             // counters), so it rules out most entries of equal length without a memcmp call.
-            if len == m.len()
-                && (len == 0 || data[end - 1] == m[len - 1])
-                && &data[end - len..end] == m
+            if len == m.len() && (len == 0 || data[end - 1] == m[len - 1]) && &data[start..end] == m
             {
                 return Some((entry_at(data, off).0, off));
             }
@@ -893,7 +882,7 @@ impl Tree {
         let data = &self.leaves[node as usize].data;
         let mut off = 0;
         while off < pos.off {
-            off = entry_end(data, off);
+            off = member_span(data, off).1;
             rank += 1;
         }
         rank
