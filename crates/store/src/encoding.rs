@@ -13,7 +13,8 @@
 //!   4   sorted 2/4/8-byte integers (set_inline)   SetIntset   "intset"      set
 //!   5   hinted members ≤ 64 B (set_inline)        SetSmall    "hashtable"   set
 //!   6   (score, member) entries (zset_packed)     ZSetPacked  "listpack"    zset
-//!  7–14 free: room for seven more inline encodings
+//!   7   count, level, entries (list_packed)       ListPacked  "quicklist"   list
+//!  8–14 free: room for seven more inline encodings
 //!  15   handle: 8-byte address of a Box<Object>   the object's own: 9 today, list, hash×4,
 //!                                                 set×3, zset index; an `Object` variant and
 //!                                                 an `Encoding` value per new kind
@@ -33,12 +34,13 @@ pub(crate) mod tag {
     pub const SET_INTSET: u8 = 4;
     pub const SET_SMALL: u8 = 5;
     pub const ZSET_PACKED: u8 = 6;
+    pub const LIST_PACKED: u8 = 7;
     /// The payload is a handle that owns a boxed `Object`.
     pub const BOXED: u8 = 15;
 }
 
 /// Four bits of meta hold every tag.
-const _: () = assert!(tag::BOXED < 16 && tag::ZSET_PACKED < tag::BOXED);
+const _: () = assert!(tag::BOXED < 16 && tag::LIST_PACKED < tag::BOXED);
 
 /// Longest string kept as `embstr` (Redis's `OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_MAX_BYTES: usize = 44;
@@ -88,11 +90,12 @@ pub enum Encoding {
     SetPages,
     ZSetPacked,
     ZSetIndex,
+    ListPacked,
 }
 
 impl Encoding {
     /// Every encoding, in the order INFO lists their counts.
-    pub const ALL: [Encoding; 16] = [
+    pub const ALL: [Encoding; 17] = [
         Encoding::StrEmbstr,
         Encoding::StrRaw,
         Encoding::StrInt,
@@ -109,6 +112,7 @@ impl Encoding {
         Encoding::ZSetIndex,
         Encoding::HashFlat,
         Encoding::SetFlat,
+        Encoding::ListPacked,
     ];
 
     /// The encoding of an inline payload with meta tag `t` (not `tag::BOXED`).
@@ -122,6 +126,7 @@ impl Encoding {
             tag::SET_INTSET => Encoding::SetIntset,
             tag::SET_SMALL => Encoding::SetSmall,
             tag::ZSET_PACKED => Encoding::ZSetPacked,
+            tag::LIST_PACKED => Encoding::ListPacked,
             _ => unreachable!("meta tag {t} is not an inline encoding"),
         }
     }
@@ -137,6 +142,7 @@ impl Encoding {
             Encoding::SetIntset => tag::SET_INTSET,
             Encoding::SetSmall => tag::SET_SMALL,
             Encoding::ZSetPacked => tag::ZSET_PACKED,
+            Encoding::ListPacked => tag::LIST_PACKED,
             _ => return None,
         })
     }
@@ -155,7 +161,7 @@ impl Encoding {
             | Encoding::HashFlat
             | Encoding::HashInts
             | Encoding::HashPages => Kind::Hash,
-            Encoding::List => Kind::List,
+            Encoding::List | Encoding::ListPacked => Kind::List,
             Encoding::SetIntset
             | Encoding::SetSmall
             | Encoding::SetFlat
@@ -184,12 +190,13 @@ impl Encoding {
             Encoding::SetPages => "set_pages",
             Encoding::ZSetPacked => "zset_packed",
             Encoding::ZSetIndex => "zset_index",
+            Encoding::ListPacked => "list_packed",
         }
     }
 }
 
 const _: () = assert!(Encoding::ALL.len() <= ENCODING_SLOTS);
-const _: () = assert!((Encoding::ZSetIndex as usize) < ENCODING_SLOTS);
+const _: () = assert!((Encoding::ListPacked as usize) < ENCODING_SLOTS);
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,7 @@ use crate::keyops::inline_encoding_name;
 use crate::object::{self, Object};
 use crate::shard::{EntryRef, Shard, Slot, split_value};
 use crate::types::hash::HashView;
+use crate::types::list_view::ListView;
 use crate::types::set::SetView;
 use crate::types::zset::ZSetView;
 use crate::view::{View, of_slot};
@@ -93,7 +94,7 @@ pub(crate) fn entry_of<'a>(
     let object = unsafe { object::object_ref(&object::handle_of(entry.payload)) };
     let view = match object {
         Object::Hash(h) => View::Hash(HashView::of_obj(h, heap)),
-        Object::List(l) => View::List(l),
+        Object::List(l) => View::List(ListView::Chunks(l)),
         Object::Set(s) => View::Set(SetView::of_obj(s, heap)),
         Object::ZSet(z) => View::ZSet(ZSetView::of_index(z)),
     };

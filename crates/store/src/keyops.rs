@@ -14,7 +14,8 @@ use crate::error::StoreError;
 use crate::object::{HANDLE_BYTES, Object};
 use crate::shard::{Shard, Slot};
 use crate::types::hash::Hash;
-use crate::types::list::{List, ListObj};
+use crate::types::list::List;
+use crate::types::list_view::ListView;
 use crate::types::set::Set;
 use crate::types::zset::ZSet;
 use crate::value::{is_string, str_of};
@@ -53,6 +54,8 @@ pub(crate) fn inline_encoding_name(t: u8) -> &'static str {
         Encoding::SetIntset => "intset",
         // Redis 7.0 has no listpack sets (they came in 7.2).
         Encoding::SetSmall => "hashtable",
+        // Redis 7.0 has no listpack lists either: every list is a quicklist.
+        Encoding::ListPacked => "quicklist",
         _ => "listpack",
     }
 }
@@ -228,7 +231,10 @@ impl Shard {
         let expire_at = copied.expire_at_ms;
         match kind.expect("checked live") {
             Kind::List => {
-                let copy = self.read::<List, _>(src_db, src, now_ms, ListObj::copy_out)?;
+                let copy = self.read::<List, _>(src_db, src, now_ms, |v| match v {
+                    ListView::Chunks(l) => l.copy_out(),
+                    ListView::Packed(_) => unreachable!("a boxed list is chunks"),
+                })?;
                 let list = copy.expect("checked live").into_list(&mut self.heap);
                 self.put_object(dst_db, dst, Object::List(list), expire_at)?;
             }

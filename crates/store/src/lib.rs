@@ -71,6 +71,7 @@ pub use snapshot::SnapshotSink;
 pub use strings::Patch;
 pub use types::hash::{Hash, HashView};
 pub use types::list::{List, ListObj};
+pub use types::list_view::{ListIter, ListRevIter, ListView};
 pub use types::set::{Set, SetView};
 pub use types::zset::{ZIter, ZSet, ZSetView, order as zset_order};
 pub use view::View;

@@ -802,6 +802,7 @@ impl Shard {
                         crate::types::set::validate_inline(entry.tag, entry.payload)?;
                     }
                     tag::ZSET_PACKED => crate::types::zset::validate_packed(entry.payload)?,
+                    tag::LIST_PACKED => crate::types::list_packed::validate(entry.payload)?,
                     _ => {}
                 }
             }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  View::String(Str)          the bytes, or the integer they spell
-//!  View::List(&ListObj)       elements head → tail            (ListObj::iter_from(0))
+//!  View::List(ListView)       elements head → tail            (ListView::iter_from(0))
 //!  View::Set(SetView)         members                          (SetView::iter → Str)
 //!  View::Hash(HashView)       (field, value) pairs             (HashView::iter → (Str, Str))
 //!  View::ZSet(ZSetView)       (member, score) in rank order    (ZSetView::iter(0, false))
@@ -19,7 +19,8 @@ use crate::encoding::{Encoding, Kind};
 use crate::error::StoreError;
 use crate::shard::{Shard, Slot, Ttl};
 use crate::types::hash::{Hash, HashView};
-use crate::types::list::{List, ListObj};
+use crate::types::list::List;
+use crate::types::list_view::ListView;
 use crate::types::set::{Set, SetView};
 use crate::types::zset::{ZSet, ZSetView};
 use crate::value::str_of;
@@ -29,7 +30,7 @@ use shape::Str;
 #[derive(Debug)]
 pub enum View<'a> {
     String(Str<'a>),
-    List(&'a ListObj),
+    List(ListView<'a>),
     Set(SetView<'a>),
     Hash(HashView<'a>),
     ZSet(ZSetView<'a>),

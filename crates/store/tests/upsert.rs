@@ -60,10 +60,13 @@ fn upsert_creates_rewrites_and_replaces_expired_entries() {
         Some(b"1".to_vec())
     );
 
-    // A live collection is not rewritten; an expired one is replaced and its object freed.
+    // A live collection is not rewritten; an expired one is replaced and its object freed
+    // (a list past the packed bound, so boxed).
     shard
         .update::<List, _>(0, b"list", now, true, |l| {
-            l.push_back(b"x");
+            for _ in 0..50 {
+                l.push_back(&[b'x'; 100]);
+            }
             Ok(())
         })
         .unwrap();

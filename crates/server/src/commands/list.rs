@@ -29,7 +29,7 @@ use crate::command::{
 };
 use crate::notify::class;
 use resp::ReplyWriter;
-use store::{Edit, List, ListObj, StoreError};
+use store::{Edit, List, ListView, StoreError};
 
 pub static COMMANDS: &[Spec] = table! {
     // name      arity, flags,                  keys,       member, handler
@@ -56,7 +56,7 @@ pub static COMMANDS: &[Spec] = table! {
 fn read<R>(
     ctx: &mut Ctx<'_, '_>,
     key: &[u8],
-    f: impl FnOnce(&ListObj, &mut ReplyWriter<'_>) -> R,
+    f: impl FnOnce(ListView<'_>, &mut ReplyWriter<'_>) -> R,
 ) -> Result<Option<R>, StoreError> {
     let (db, now) = (ctx.db(), ctx.now_ms);
     let (shard, out) = ctx.shard_and_out(key);
@@ -483,7 +483,7 @@ fn lpos_options(ctx: &mut Ctx<'_, '_>, args: &[&[u8]]) -> Option<Lpos> {
 
 /// The indexes LPOS reports, as `lposCommand` finds them (its arithmetic wraps as C's does for
 /// RANK -9223372036854775808).
-fn lpos_scan(list: &ListObj, value: &[u8], o: &Lpos) -> Vec<i64> {
+fn lpos_scan(list: ListView<'_>, value: &[u8], o: &Lpos) -> Vec<i64> {
     let from_tail = o.rank < 0;
     let rank = if from_tail {
         o.rank.wrapping_neg()

@@ -1,4 +1,5 @@
-//! List values: one encoding, a deque of packed chunks (Redis's quicklist of listpacks).
+//! The chunked list encoding (lists past the packed bound, `list_packed.rs`): a deque of packed
+//! chunks, Redis's quicklist of listpacks.
 //!
 //! ```text
 //!  ListObj { chunks: VecDeque<Chunk>, len, chunk_max }                       48 bytes
@@ -785,6 +786,34 @@ impl ListObj {
                 .map(|c| (c.data().to_vec(), c.mid - c.head, c.front, c.count))
                 .collect(),
         }
+    }
+
+    /// A list of chunks bounded by `max` bytes holding `count` elements given as one run of
+    /// front entries (a packed list's, `list_packed.rs`): one chunk, an eighth of room to grow
+    /// (the list is being pushed past its packed bound), when they fit one; else pushed one by
+    /// one.
+    pub(crate) fn from_entries(heap: &mut Heap, max: usize, entries: &[u8], count: usize) -> Self {
+        let mut list = ListObj::with_chunk_bytes(max);
+        let max = list.chunk_bytes();
+        if entries.len() > max && count > 1 {
+            let mut at = 0;
+            while at < entries.len() {
+                let (v, n, end) = read_forward(entries, at);
+                list.push_back(heap, &entries[v..v + n]);
+                at = end;
+            }
+            return list;
+        }
+        let used = entries.len();
+        let mut c = Chunk::new(heap, capacity_for(used + used / 8, max), Side::Back);
+        c.buf.bytes_mut()[..used].copy_from_slice(entries);
+        (c.mid, c.tail) = (used as u32, used as u32);
+        (c.front, c.count) = (count as u32, count as u32);
+        c.split_runs();
+        list.chunks.reserve_exact(1);
+        list.chunks.push_back(c);
+        list.len = count;
+        list
     }
 
     fn push(&mut self, heap: &mut Heap, side: Side, value: &[u8]) {

@@ -1,27 +1,30 @@
 //! How the shared edit machinery (`edit.rs`) reaches lists: the `List` type marker, its
-//! `Collection` impl, and the changes an `Edit<List>` makes, which pass the edit's heap to
-//! `ListObj` (chunk buffers live in the shard heap, `list_raw.rs`).
+//! `Collection` impl, and the changes an `Edit<List>` makes in either encoding.
 //!
 //! ```text
-//!  Shard::read::<List>    ─▶ &ListObj              reads need no heap (the chunks hold pointers)
-//!  Shard::update::<List>  ─▶ &mut Edit<List> ─ deref ─▶ &ListObj   (reads)
-//!                                            └ push_back, pop_end, set, … ─▶ ListObj::…(heap)
+//!  Shard::read::<List>    ─▶ ListView: Packed(&payload) │ Chunks(&ListObj)    (list_view.rs)
+//!  Shard::update::<List>  ─▶ &mut Edit<List> ─ view() ─▶ ListView             (reads)
+//!                                            └ push_back, pop_end, set, … ─┬▶ list_packed::…
+//!                                                                          └▶ ListObj::…(heap)
 //! ```
-//! Lists have one encoding and no inline form, so an edit always works on a `ListObj`, borrowed
-//! in place or owned (a list being created). There is no `DerefMut`: every change goes through
-//! a method here, which marks the edit changed and lends `ListObj` the heap, so no caller can
-//! change a list with a heap other than its shard's.
+//! A new list starts packed (`list_packed.rs`, inline in its keyspace entry) and becomes chunks
+//! (`list.rs`, boxed) at the first change that leaves it over its packed bound (`settle`), for
+//! good: nothing converts chunks back, so a list popped small again stays boxed (Redis 7.0 never
+//! converts either; every list is a "quicklist" to OBJECT ENCODING). There is no `DerefMut`:
+//! every change goes through a method here, which marks the edit changed and lends `ListObj`
+//! the heap, so no caller can change a list with a heap other than its shard's.
 
 use super::list::ListObj;
+use super::list_packed as packed;
+use super::list_view::{ListIter, ListView};
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
-use crate::encoding::{Encoding, Kind};
+use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
 use crate::limits::Limits;
 use crate::object::Object;
 use crate::shard::Slot;
 use heap::Heap;
 use shape::ShapeTree;
-use std::ops::Deref;
 
 /// The list type (`Shard::read::<List>`, `Shard::update::<List>`).
 #[derive(Debug)]
@@ -41,18 +44,19 @@ impl Internal for List {
         Object::List(o)
     }
 
-    fn is_inline(_t: u8) -> bool {
-        false
+    fn is_inline(t: u8) -> bool {
+        t == tag::LIST_PACKED
     }
 
     fn new_work(_heap: &mut Heap, limits: &Limits) -> Result<Work<'static, ListObj>, StoreError> {
-        Ok(Work::Owned(ListObj::with_chunk_bytes(
-            limits.list_chunk_bytes,
-        )))
+        Ok(Work::Inline(
+            tag::LIST_PACKED,
+            packed::empty(limits.list_chunk_bytes),
+        ))
     }
 
-    fn inline_len(_t: u8, _bytes: &[u8], _shapes: &ShapeTree) -> usize {
-        unreachable!("lists have no inline encoding")
+    fn inline_len(_t: u8, bytes: &[u8], _shapes: &ShapeTree) -> usize {
+        packed::count(bytes)
     }
 
     fn obj_len(o: &ListObj) -> usize {
@@ -70,84 +74,139 @@ impl Internal for List {
 
 impl Collection for List {
     const KIND: Kind = Kind::List;
-    type View<'a> = &'a ListObj;
+    type View<'a> = ListView<'a>;
 
-    fn view(slot: Slot<'_>) -> Option<&ListObj> {
+    fn view(slot: Slot<'_>) -> Option<ListView<'_>> {
         match slot {
+            Slot::Inline {
+                tag: tag::LIST_PACKED,
+                bytes,
+                ..
+            } => Some(ListView::Packed(bytes)),
             Slot::Boxed {
                 object: Object::List(list),
                 ..
-            } => Some(list),
+            } => Some(ListView::Chunks(list)),
             _ => None,
         }
     }
 }
 
-/// A list being changed reads as a `ListObj`.
-impl Deref for Edit<'_, List> {
-    type Target = ListObj;
-
-    fn deref(&self) -> &ListObj {
-        match &self.work {
-            Work::Borrowed(l) => l,
-            Work::Owned(l) => l,
-            Work::Inline(..) => unreachable!("lists have no inline encoding"),
-        }
-    }
+/// What a change works on: the packed copy, or the chunks and their heap.
+enum Target<'e> {
+    Packed(&'e mut Vec<u8>),
+    Chunks(&'e mut ListObj, &'e mut Heap),
 }
 
-/// The changes of `ListObj`, each lent the edit's heap (see the module doc).
+/// Reads of a list being changed, and its changes (see the module doc).
 impl Edit<'_, List> {
-    /// The list and its heap, the edit marked changed.
-    fn list_mut(&mut self) -> (&mut ListObj, &mut Heap) {
+    /// The list as it is now.
+    pub fn view(&self) -> ListView<'_> {
+        match &self.work {
+            Work::Inline(_, b) => ListView::Packed(b),
+            Work::Borrowed(l) => ListView::Chunks(l),
+            Work::Owned(l) => ListView::Chunks(l),
+        }
+    }
+
+    /// The element at the `left` end if true, else the right one.
+    pub fn end(&self, left: bool) -> Option<&[u8]> {
+        self.view().end(left)
+    }
+
+    /// The elements from `index` towards the tail.
+    pub fn iter_from(&self, index: usize) -> ListIter<'_> {
+        self.view().iter_from(index)
+    }
+
+    /// The list in its encoding, the edit marked changed.
+    fn target(&mut self) -> Target<'_> {
         self.changed = true;
-        self.object().expect("lists have no inline encoding")
+        let Edit { work, heap, .. } = self;
+        match work {
+            Work::Inline(_, b) => Target::Packed(b),
+            Work::Borrowed(l) => Target::Chunks(l, heap),
+            Work::Owned(l) => Target::Chunks(l, heap),
+        }
+    }
+
+    /// Converts a packed list that a change left over its bound into chunks.
+    fn settle(&mut self) {
+        let Work::Inline(_, b) = &self.work else {
+            return;
+        };
+        if packed::over_bound(b) {
+            let max = packed::chunk_bytes(b);
+            let list = ListObj::from_entries(self.heap, max, packed::entries(b), packed::count(b));
+            self.become_owned(list);
+        }
     }
 
     pub fn push_front(&mut self, value: &[u8]) {
-        let (l, heap) = self.list_mut();
-        l.push_front(heap, value);
+        match self.target() {
+            Target::Packed(b) => packed::push_front(b, value),
+            Target::Chunks(l, heap) => l.push_front(heap, value),
+        }
+        self.settle();
     }
 
     pub fn push_back(&mut self, value: &[u8]) {
-        let (l, heap) = self.list_mut();
-        l.push_back(heap, value);
+        match self.target() {
+            Target::Packed(b) => packed::push_back(b, value),
+            Target::Chunks(l, heap) => l.push_back(heap, value),
+        }
+        self.settle();
     }
 
     /// Removes the element at the `left` end if true, else the right one (false when empty).
     pub fn pop_end(&mut self, left: bool) -> bool {
-        let (l, heap) = self.list_mut();
-        l.pop_end(heap, left)
+        match self.target() {
+            Target::Packed(b) => packed::pop_end(b, left),
+            Target::Chunks(l, heap) => l.pop_end(heap, left),
+        }
     }
 
     /// Replaces element `index`; false when out of range.
     pub fn set(&mut self, index: usize, value: &[u8]) -> bool {
-        let (l, heap) = self.list_mut();
-        l.set(heap, index, value)
+        let done = match self.target() {
+            Target::Packed(b) => packed::set(b, index, value),
+            Target::Chunks(l, heap) => l.set(heap, index, value),
+        };
+        self.settle();
+        done
     }
 
     /// Inserts `value` so that it becomes element `index` (`index <= len`).
     pub fn insert(&mut self, index: usize, value: &[u8]) {
-        let (l, heap) = self.list_mut();
-        l.insert(heap, index, value);
+        match self.target() {
+            Target::Packed(b) => packed::insert(b, index, value),
+            Target::Chunks(l, heap) => l.insert(heap, index, value),
+        }
+        self.settle();
     }
 
     /// Removes `count` elements starting at `start` (clamped to the list).
     pub fn remove_range(&mut self, start: usize, count: usize) {
-        let (l, heap) = self.list_mut();
-        l.remove_range(heap, start, count);
+        match self.target() {
+            Target::Packed(b) => packed::remove_range(b, start, count),
+            Target::Chunks(l, heap) => l.remove_range(heap, start, count),
+        }
     }
 
     /// Keeps elements `start..=end` only; `None` empties the list (`ListObj::trim`).
     pub fn trim(&mut self, keep: Option<(usize, usize)>) {
-        let (l, heap) = self.list_mut();
-        l.trim(heap, keep);
+        match self.target() {
+            Target::Packed(b) => packed::trim(b, keep),
+            Target::Chunks(l, heap) => l.trim(heap, keep),
+        }
     }
 
     /// Removes up to `limit` elements equal to `value` (0: all), from the tail when `from_tail`.
     pub fn remove_matching(&mut self, value: &[u8], limit: usize, from_tail: bool) -> usize {
-        let (l, heap) = self.list_mut();
-        l.remove_matching(heap, value, limit, from_tail)
+        match self.target() {
+            Target::Packed(b) => packed::remove_matching(b, value, limit, from_tail),
+            Target::Chunks(l, heap) => l.remove_matching(heap, value, limit, from_tail),
+        }
     }
 }
 

@@ -1,0 +1,525 @@
+//! The packed list encoding (`ListPacked`, inline in the keyspace entry, OBJECT ENCODING
+//! "quicklist" as every Redis 7.0 list): a list of at most `bound` bytes of entries, one run of
+//! `list_codec` front entries, rewritten whole on every change as Redis's listpack is.
+//!
+//! ```text
+//!  +-----------+----------+----------+-----------------------------------------+-------------+
+//!  | count u16 | level u8 | used u32 | entry* head → tail (used bytes)         | room: zeros |
+//!  +-----------+----------+----------+-----------------------------------------+-------------+
+//!  entry = [ len: LEB128 varint | bytes ]                 (a 10-byte element takes 11 bytes)
+//!  level = log2 of the chunk bound the list was created under (Redis's fill: 12 … 16 for
+//!          list-max-listpack-size -1 … -5), kept so that the chunks it becomes are that size
+//!  bound = min(2^level / 2, PACKED_MAX_BYTES)           (4 KiB at the default 8 KiB chunks)
+//!  payload length = a heap size class (`Heap::usable_size`), ≥ HEADER_BYTES + used
+//! ```
+//! Why packed: a boxed list pays for its `Object` box (64 bytes resident through malloc), its
+//! chunk deque and its `Chunk`; for a list of 100 short elements that is over 1 B per element.
+//!
+//! Why room: the payload is stored out of line at its exact length, so a length that is a size
+//! class wastes nothing, and the room grows as a chunk's buffer does (`list.rs`,
+//! `grown_capacity`): by an eighth, rounded up to a class. Growing by exactly what each push
+//! needs would walk every list through every class; lists that grow side by side (10,000 lists
+//! pushed in turn) then leave the classes that their final lengths straddle full of the holes
+//! of the lists that moved on: measured, 28 % of the heap's slabs empty, against 2.5 % with
+//! growth by an eighth, which skips classes and so passes the final lengths through fewer of
+//! them. A payload less than a quarter used shrinks to twice its use (hysteresis).
+//!
+//! Invariants (checked by `validate`): `count` entries fill `used` bytes exactly and the room
+//! after them is zeros; `12 <= level <= 16`; the payload's length is `Heap::usable_size` of
+//! itself; a stored packed list holds `1 <= count` entries and `used <= bound` (every edit that
+//! can grow a list ends in `Edit::settle`, which converts a packed list past its bound into
+//! chunks, and nothing converts chunks back). Every entry takes at least one byte, so `count <=
+//! bound + 1 < 2^16` at any time.
+//!
+//! Cost: every change copies the payload out and back (`edit.rs`), at most `bound` bytes and
+//! its room; element access walks the entries from the head, as a listpack's does.
+
+use super::list_codec::{encode_front, entry_size, read_forward};
+use heap::Heap;
+
+/// Bytes of the header: the count, the level and the bytes of entries.
+pub const HEADER_BYTES: usize = 7;
+/// Most bytes of entries a packed list holds, whatever its chunk bound: each change copies the
+/// payload twice, so the bound is what one push may cost.
+pub const PACKED_MAX_BYTES: usize = 4096;
+/// Levels of the chunk bounds lists are created with (4 KiB … 64 KiB; `limits.rs`).
+const LEVELS: std::ops::RangeInclusive<u8> = 12..=16;
+
+/// An empty packed list whose chunks will hold at most `chunk_bytes` (rounded to a power of two
+/// within 4 … 64 KiB, Redis's node sizes).
+pub fn empty(chunk_bytes: usize) -> Vec<u8> {
+    let level = chunk_bytes.next_power_of_two().trailing_zeros() as u8;
+    let mut bytes = vec![0; <Heap>::usable_size(HEADER_BYTES)];
+    bytes[2] = level.clamp(*LEVELS.start(), *LEVELS.end());
+    bytes
+}
+
+pub fn count(bytes: &[u8]) -> usize {
+    usize::from(u16::from_le_bytes([bytes[0], bytes[1]]))
+}
+
+fn set_count(bytes: &mut [u8], n: usize) {
+    let n = u16::try_from(n).expect("a packed list holds fewer than 2^16 entries");
+    bytes[..2].copy_from_slice(&n.to_le_bytes());
+}
+
+/// Bytes of entries.
+fn used(bytes: &[u8]) -> usize {
+    u32::from_le_bytes(bytes[3..7].try_into().expect("4 bytes")) as usize
+}
+
+/// Where the entries end.
+fn end(bytes: &[u8]) -> usize {
+    HEADER_BYTES + used(bytes)
+}
+
+fn set_end(bytes: &mut [u8], end: usize) {
+    let used = u32::try_from(end - HEADER_BYTES).expect("a list element is under 4 GiB");
+    bytes[3..7].copy_from_slice(&used.to_le_bytes());
+}
+
+/// The chunk bound the list was created under.
+pub fn chunk_bytes(bytes: &[u8]) -> usize {
+    1 << bytes[2]
+}
+
+/// Most bytes of entries the list may hold packed.
+pub fn bound(bytes: &[u8]) -> usize {
+    (chunk_bytes(bytes) / 2).min(PACKED_MAX_BYTES)
+}
+
+/// The entries, header and room excluded.
+pub fn entries(bytes: &[u8]) -> &[u8] {
+    &bytes[HEADER_BYTES..end(bytes)]
+}
+
+/// Whether the list holds more than it may stay packed with.
+pub fn over_bound(bytes: &[u8]) -> bool {
+    used(bytes) > bound(bytes)
+}
+
+/// The elements from the head.
+#[derive(Clone, Debug)]
+pub struct Iter<'a> {
+    /// The payload up to the end of its entries.
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.at >= self.bytes.len() {
+            return None;
+        }
+        let (v, n, end) = read_forward(self.bytes, self.at);
+        self.at = end;
+        Some(&self.bytes[v..v + n])
+    }
+}
+
+/// The elements from `index` towards the tail.
+pub fn iter_from(bytes: &[u8], index: usize) -> Iter<'_> {
+    Iter {
+        bytes: &bytes[..end(bytes)],
+        at: offset_of(bytes, index),
+    }
+}
+
+/// Byte offset of entry `index`; the end of the entries when `index >= count`.
+fn offset_of(bytes: &[u8], index: usize) -> usize {
+    let (mut at, end) = (HEADER_BYTES, end(bytes));
+    for _ in 0..index {
+        if at >= end {
+            break;
+        }
+        at = read_forward(bytes, at).2;
+    }
+    at
+}
+
+/// Element `index`, if any.
+pub fn get(bytes: &[u8], index: usize) -> Option<&[u8]> {
+    iter_from(bytes, index).next()
+}
+
+/// The last element, if any.
+pub fn last(bytes: &[u8]) -> Option<&[u8]> {
+    let n = count(bytes);
+    if n == 0 { None } else { get(bytes, n - 1) }
+}
+
+/// Start offsets of entries `0..=index` (`index < count`), in order: what a walk towards the
+/// head reads back (`ListView::rev_from`).
+pub fn starts_through(bytes: &[u8], index: usize) -> Vec<u32> {
+    let mut starts = Vec::with_capacity(index + 1);
+    let mut at = HEADER_BYTES;
+    for _ in 0..=index {
+        starts.push(at as u32);
+        at = read_forward(bytes, at).2;
+    }
+    starts
+}
+
+/// The value of the entry starting at `at`.
+pub fn value_at(bytes: &[u8], at: usize) -> &[u8] {
+    let (v, n, _) = read_forward(bytes, at);
+    &bytes[v..v + n]
+}
+
+/// Gives the payload room for `extra` more bytes of entries: an eighth more, rounded up to a
+/// size class, when it has too little (see the module doc).
+fn make_room(bytes: &mut Vec<u8>, extra: usize) {
+    let need = end(bytes) + extra;
+    if need > bytes.len() {
+        let len = <Heap>::usable_size(need.max(bytes.len() + bytes.len() / 8));
+        bytes.resize(len, 0);
+    }
+}
+
+/// Shrinks a payload less than a quarter used to twice its use (a size class).
+fn give_back_room(bytes: &mut Vec<u8>) {
+    let end = end(bytes);
+    if end < bytes.len() / 4 {
+        bytes.truncate(<Heap>::usable_size(2 * end).min(bytes.len()));
+    }
+}
+
+/// Replaces the entry bytes `from..to` by the entry of `value`.
+fn splice_entry(bytes: &mut Vec<u8>, (from, to): (usize, usize), value: &[u8]) {
+    let (s, old, end) = (entry_size(value.len()), to - from, end(bytes));
+    if s > old {
+        make_room(bytes, s - old);
+    }
+    bytes.copy_within(to..end, from + s);
+    let new_end = end + s - old;
+    if new_end < end {
+        bytes[new_end..end].fill(0);
+    }
+    set_end(bytes, new_end);
+    encode_front(&mut bytes[from..from + s], value);
+}
+
+/// Removes the entry bytes `from..to`.
+fn cut(bytes: &mut Vec<u8>, (from, to): (usize, usize)) {
+    let end = end(bytes);
+    bytes.copy_within(to..end, from);
+    let new_end = end - (to - from);
+    bytes[new_end..end].fill(0);
+    set_end(bytes, new_end);
+    give_back_room(bytes);
+}
+
+fn add_count(bytes: &mut [u8], added: usize) {
+    let n = count(bytes) + added;
+    set_count(bytes, n);
+}
+
+/// Appends `value` at the tail.
+pub fn push_back(bytes: &mut Vec<u8>, value: &[u8]) {
+    let end = end(bytes);
+    splice_entry(bytes, (end, end), value);
+    add_count(bytes, 1);
+}
+
+/// Prepends `value` at the head.
+pub fn push_front(bytes: &mut Vec<u8>, value: &[u8]) {
+    splice_entry(bytes, (HEADER_BYTES, HEADER_BYTES), value);
+    add_count(bytes, 1);
+}
+
+/// Removes the element at the `left` end if true, else the right one; false when empty.
+pub fn pop_end(bytes: &mut Vec<u8>, left: bool) -> bool {
+    let n = count(bytes);
+    if n == 0 {
+        return false;
+    }
+    let index = if left { 0 } else { n - 1 };
+    remove_range(bytes, index, 1);
+    true
+}
+
+/// Replaces element `index`; false when out of range.
+pub fn set(bytes: &mut Vec<u8>, index: usize, value: &[u8]) -> bool {
+    if index >= count(bytes) {
+        return false;
+    }
+    let from = offset_of(bytes, index);
+    let to = read_forward(bytes, from).2;
+    splice_entry(bytes, (from, to), value);
+    true
+}
+
+/// Inserts `value` so that it becomes element `index` (`index <= count`).
+pub fn insert(bytes: &mut Vec<u8>, index: usize, value: &[u8]) {
+    debug_assert!(index <= count(bytes));
+    let at = offset_of(bytes, index);
+    splice_entry(bytes, (at, at), value);
+    add_count(bytes, 1);
+}
+
+/// Removes `n` elements starting at `start` (clamped to the list).
+pub fn remove_range(bytes: &mut Vec<u8>, start: usize, n: usize) {
+    let len = count(bytes);
+    let start = start.min(len);
+    let n = n.min(len - start);
+    let from = offset_of(bytes, start);
+    let mut to = from;
+    for _ in 0..n {
+        to = read_forward(bytes, to).2;
+    }
+    cut(bytes, (from, to));
+    set_count(bytes, len - n);
+}
+
+/// Keeps elements `start..=end` only (`end < count`); `None` empties the list.
+pub fn trim(bytes: &mut Vec<u8>, keep: Option<(usize, usize)>) {
+    match keep {
+        None => remove_range(bytes, 0, count(bytes)),
+        Some((start, end)) => {
+            remove_range(bytes, end + 1, count(bytes));
+            remove_range(bytes, 0, start);
+        }
+    }
+}
+
+/// Removes up to `limit` elements equal to `value` (0: all), the first ones from the tail when
+/// `from_tail`; returns how many went.
+pub fn remove_matching(bytes: &mut Vec<u8>, value: &[u8], limit: usize, from_tail: bool) -> usize {
+    let limit = if limit == 0 { usize::MAX } else { limit };
+    let matching: Vec<usize> = iter_from(bytes, 0)
+        .enumerate()
+        .filter(|(_, v)| *v == value)
+        .map(|(i, _)| i)
+        .collect();
+    let chosen: Vec<usize> = if from_tail {
+        matching.iter().rev().take(limit).rev().copied().collect()
+    } else {
+        matching.iter().take(limit).copied().collect()
+    };
+    // Drop the chosen entries from the last, so earlier offsets stay put.
+    for &i in chosen.iter().rev() {
+        let from = offset_of(bytes, i);
+        let to = read_forward(bytes, from).2;
+        cut(bytes, (from, to));
+    }
+    let n = count(bytes) - chosen.len();
+    set_count(bytes, n);
+    chosen.len()
+}
+
+/// Checks the encoding's invariants of a stored payload (see the module doc).
+pub fn validate(bytes: &[u8]) -> Result<(), String> {
+    if bytes.len() < HEADER_BYTES || !LEVELS.contains(&bytes[2]) || end(bytes) > bytes.len() {
+        let n = bytes.len().min(HEADER_BYTES);
+        return Err(format!(
+            "packed list header {:?} of {}",
+            &bytes[..n],
+            bytes.len()
+        ));
+    }
+    let (mut at, mut n, end) = (HEADER_BYTES, 0, end(bytes));
+    while at < end {
+        let (_, len, next) = read_forward(bytes, at);
+        if next > end || entry_size(len) != next - at {
+            return Err(format!("packed list entry at {at} runs to {next} of {end}"));
+        }
+        (at, n) = (next, n + 1);
+    }
+    if n != count(bytes) || n == 0 {
+        return Err(format!("packed list: {n} entries, count {}", count(bytes)));
+    }
+    if bytes[end..].iter().any(|&b| b != 0) || bytes.len() != <Heap>::usable_size(bytes.len()) {
+        return Err(format!(
+            "packed list room {end}..{} not zeros in a class",
+            bytes.len()
+        ));
+    }
+    if over_bound(bytes) {
+        return Err(format!(
+            "packed list of {} bytes of entries, bound {}",
+            used(bytes),
+            bound(bytes)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    /// A small deterministic generator (xorshift).
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        fn value(&mut self) -> Vec<u8> {
+            let len = [0, 1, 5, 12, 127, 128, 300][self.below(7)];
+            vec![b'a' + self.below(3) as u8; len]
+        }
+    }
+
+    fn check(bytes: &[u8], model: &VecDeque<Vec<u8>>) {
+        assert_eq!(count(bytes), model.len());
+        let ours: Vec<&[u8]> = iter_from(bytes, 0).collect();
+        assert!(ours.iter().eq(model.iter()), "{ours:?} != {model:?}");
+        if !model.is_empty() {
+            let mid = model.len() / 2;
+            assert_eq!(get(bytes, mid), Some(&model[mid][..]));
+            assert_eq!(last(bytes), model.back().map(|v| &v[..]));
+            let back: Vec<&[u8]> = starts_through(bytes, mid)
+                .iter()
+                .rev()
+                .map(|&s| value_at(bytes, s as usize))
+                .collect();
+            assert!(back.iter().eq(model.range(..=mid).rev()));
+            validate(bytes).unwrap();
+        }
+    }
+
+    /// What REM removes from `model`: up to `limit` (0: all) copies of `v`, from the tail when
+    /// `from_tail`; returns how many.
+    fn remove_in_model(
+        model: &mut VecDeque<Vec<u8>>,
+        v: &[u8],
+        limit: usize,
+        from_tail: bool,
+    ) -> usize {
+        let limit = if limit == 0 { usize::MAX } else { limit };
+        let mut hits: Vec<usize> = (0..model.len()).filter(|&i| model[i] == v).collect();
+        if from_tail {
+            hits.reverse();
+        }
+        hits.truncate(limit);
+        hits.sort_unstable();
+        for &i in hits.iter().rev() {
+            model.remove(i);
+        }
+        hits.len()
+    }
+
+    /// One random edit, to the payload and the model alike.
+    fn random_edit(rng: &mut Rng, bytes: &mut Vec<u8>, model: &mut VecDeque<Vec<u8>>) {
+        let len = model.len();
+        match rng.below(13) {
+            0..=4 => {
+                let v = rng.value();
+                push_back(bytes, &v);
+                model.push_back(v);
+            }
+            5 | 6 => {
+                let v = rng.value();
+                push_front(bytes, &v);
+                model.push_front(v);
+            }
+            7 => {
+                let left = rng.below(2) == 0;
+                assert_eq!(pop_end(bytes, left), len > 0);
+                let _ = if left {
+                    model.pop_front()
+                } else {
+                    model.pop_back()
+                };
+            }
+            8 => {
+                let (i, v) = (rng.below(len + 2), rng.value());
+                assert_eq!(set(bytes, i, &v), i < len);
+                if i < len {
+                    model[i] = v;
+                }
+            }
+            9 => {
+                let (i, v) = (rng.below(len + 1), rng.value());
+                insert(bytes, i, &v);
+                model.insert(i, v);
+            }
+            10 => {
+                let (start, n) = (rng.below(len + 2), rng.below(4));
+                remove_range(bytes, start, n);
+                let start = start.min(len);
+                model.drain(start..(start + n).min(len));
+            }
+            11 if len > 0 => {
+                let start = rng.below(len);
+                let end = start + rng.below(len - start);
+                trim(bytes, Some((start, end)));
+                *model = model.range(start..=end).cloned().collect();
+            }
+            _ => {
+                let v = rng.value();
+                let (limit, from_tail) = (rng.below(3), rng.below(2) == 0);
+                let removed = remove_matching(bytes, &v, limit, from_tail);
+                assert_eq!(removed, remove_in_model(model, &v, limit, from_tail));
+            }
+        }
+    }
+
+    #[test]
+    fn edits_match_a_deque_model() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (mut bytes, mut model) = (empty(4096), VecDeque::new());
+        let mut resets = 0;
+        for step in 0..20_000 {
+            random_edit(&mut rng, &mut bytes, &mut model);
+            if over_bound(&bytes) {
+                // Past the bound the edit converts the list; start again, and check that
+                // emptying hands the room back.
+                trim(&mut bytes, None);
+                model.clear();
+                assert_eq!(
+                    bytes.len(),
+                    <Heap>::usable_size(2 * HEADER_BYTES),
+                    "step {step}"
+                );
+                resets += 1;
+            }
+            check(&bytes, &model);
+        }
+        assert!(resets >= 10, "the bound was reached {resets} times");
+    }
+
+    #[test]
+    fn bounds_follow_the_chunk_size() {
+        assert_eq!(bound(&empty(8192)), 4096);
+        assert_eq!(bound(&empty(4096)), 2048);
+        assert_eq!(bound(&empty(65536)), PACKED_MAX_BYTES);
+        assert_eq!(chunk_bytes(&empty(5000)), 8192);
+        assert_eq!(chunk_bytes(&empty(64)), 4096);
+        let mut bytes = empty(4096);
+        while !over_bound(&bytes) {
+            push_back(&mut bytes, b"0123456789");
+        }
+        assert_eq!(count(&bytes), 2048 / 11 + 1);
+        assert!(validate(&bytes).is_err());
+    }
+
+    #[test]
+    fn validate_rejects_broken_payloads() {
+        let mut bytes = empty(8192);
+        assert!(validate(&bytes).is_err(), "empty");
+        push_back(&mut bytes, b"abc");
+        validate(&bytes).unwrap();
+        let mut wrong_count = bytes.clone();
+        wrong_count[0] = 2;
+        assert!(validate(&wrong_count).is_err());
+        let mut room = bytes.clone();
+        *room.last_mut().unwrap() = 1;
+        assert!(validate(&room).is_err());
+        let mut short = bytes.clone();
+        short[3] += 1;
+        assert!(validate(&short).is_err());
+        let mut level = bytes.clone();
+        level[2] = 3;
+        assert!(validate(&level).is_err());
+    }
+}

@@ -1,0 +1,217 @@
+//! Lists through the shard's typed API across both encodings: a list starts packed inline
+//! (`ListPacked`), becomes chunks (`List`) at the first change that leaves it past its packed
+//! bound, and stays chunks. Random edits on several keys go to the shard and to a
+//! `VecDeque` model; after every step the shard validates (packed payloads included), each
+//! key's elements match the model in both directions, and its encoding is the one its history
+//! says.
+
+use std::collections::VecDeque;
+use store::types::list_packed::PACKED_MAX_BYTES;
+use store::{Encoding, Limits, List, ListView, Shard, ShardConfig, View};
+
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+
+    fn value(&mut self) -> Vec<u8> {
+        let len = [1, 8, 12, 16, 40, 130, 700][self.below(7)];
+        vec![b'a' + self.below(3) as u8; len]
+    }
+}
+
+/// Bytes of entries a packed list of `model` takes (a varint length per element).
+fn entry_bytes(model: &VecDeque<Vec<u8>>) -> usize {
+    model
+        .iter()
+        .map(|v| v.len() + if v.len() < 128 { 1 } else { 2 })
+        .sum()
+}
+
+struct Key {
+    name: Vec<u8>,
+    model: VecDeque<Vec<u8>>,
+    /// Whether the list has been chunks since it was created.
+    boxed: bool,
+}
+
+fn step(shard: &mut Shard, rng: &mut Rng, key: &mut Key) {
+    let model = &mut key.model;
+    let len = model.len();
+    let op = rng.below(10);
+    shard
+        .update::<List, _>(0, &key.name, 0, true, |l| {
+            match op {
+                0..=2 => {
+                    let v = rng.value();
+                    l.push_back(&v);
+                    model.push_back(v);
+                }
+                3 | 4 => {
+                    let v = rng.value();
+                    l.push_front(&v);
+                    model.push_front(v);
+                }
+                5 => {
+                    let left = rng.below(2) == 0;
+                    assert_eq!(
+                        l.end(left),
+                        if left { model.front() } else { model.back() }.map(|v| &v[..])
+                    );
+                    assert_eq!(l.pop_end(left), len > 0);
+                    if left {
+                        model.pop_front()
+                    } else {
+                        model.pop_back()
+                    };
+                }
+                6 => {
+                    let (i, v) = (rng.below(len + 1), rng.value());
+                    assert_eq!(l.set(i, &v), i < len);
+                    if i < len {
+                        model[i] = v;
+                    }
+                }
+                7 => {
+                    let (i, v) = (rng.below(len + 1), rng.value());
+                    l.insert(i, &v);
+                    model.insert(i, v);
+                }
+                8 if len > 0 => {
+                    let start = rng.below(len);
+                    let end = start + rng.below(len - start);
+                    l.trim(Some((start, end)));
+                    *model = model.range(start..=end).cloned().collect();
+                }
+                _ => {
+                    let (start, n) = (rng.below(len + 1), rng.below(3));
+                    l.remove_range(start, n);
+                    let start = start.min(len);
+                    model.drain(start..(start + n).min(len));
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    if model.is_empty() {
+        key.boxed = false;
+    } else if entry_bytes(model) > PACKED_MAX_BYTES {
+        key.boxed = true;
+    }
+}
+
+fn check(shard: &mut Shard, key: &Key) {
+    shard.validate().unwrap();
+    let model = &key.model;
+    let read = shard
+        .read::<List, _>(0, &key.name, 0, |l: ListView<'_>| {
+            assert_eq!(l.len(), model.len());
+            assert!(l.iter_from(0).eq(model.iter().map(|v| &v[..])));
+            if let Some(last) = model.len().checked_sub(1) {
+                assert!(l.rev_from(last).eq(model.iter().rev().map(|v| &v[..])));
+                let mid = model.len() / 2;
+                assert_eq!(l.get(mid), Some(&model[mid][..]));
+                assert!(l.iter_from(mid).eq(model.range(mid..).map(|v| &v[..])));
+            }
+            matches!(l, ListView::Chunks(_))
+        })
+        .unwrap();
+    match read {
+        None => assert!(model.is_empty()),
+        Some(chunks) => {
+            // Chunks for good once past the bound; packed while it never was.
+            assert_eq!(chunks, key.boxed, "{} elements", model.len());
+            let want = if chunks {
+                Encoding::List
+            } else {
+                Encoding::ListPacked
+            };
+            assert_eq!(shard.encoding(0, &key.name, 0), Some(want));
+        }
+    }
+}
+
+#[test]
+fn lists_convert_once_and_match_the_model() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut keys: Vec<Key> = (0..4)
+        .map(|i| Key {
+            name: format!("list:{i}").into_bytes(),
+            model: VecDeque::new(),
+            boxed: false,
+        })
+        .collect();
+    let mut converted = 0;
+    for _ in 0..6_000 {
+        let k = rng.below(keys.len());
+        let was = keys[k].boxed;
+        step(&mut shard, &mut rng, &mut keys[k]);
+        converted += usize::from(!was && keys[k].boxed);
+        check(&mut shard, &keys[k]);
+        if keys[k].model.len() > 400 {
+            shard
+                .update::<List, _>(0, &keys[k].name, 0, false, |l| {
+                    l.trim(None);
+                    Ok(())
+                })
+                .unwrap();
+            keys[k].model.clear();
+            keys[k].boxed = false;
+            check(&mut shard, &keys[k]);
+        }
+    }
+    assert!(converted >= 4, "only {converted} conversions exercised");
+}
+
+#[test]
+fn a_packed_list_keeps_its_chunk_size_through_conversion() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    shard.set_limits(Limits {
+        list_chunk_bytes: 4096,
+        ..Limits::default()
+    });
+    let push = |shard: &mut Shard, n: usize| {
+        shard
+            .update::<List, _>(0, b"l", 0, true, |l| {
+                (0..n).for_each(|i| l.push_back(format!("{i:09}").as_bytes()));
+                Ok(())
+            })
+            .unwrap();
+    };
+    push(&mut shard, 10);
+    // Later lists take the new size; this one keeps the one it was created with.
+    shard.set_limits(Limits::default());
+    let fill = |shard: &mut Shard| {
+        shard
+            .read::<List, _>(0, b"l", 0, |l| (l.chunk_bytes(), l.chunk_count(), l.len()))
+            .unwrap()
+            .unwrap()
+    };
+    assert_eq!(fill(&mut shard), (4096, 1, 10));
+    assert_eq!(shard.encoding(0, b"l", 0), Some(Encoding::ListPacked));
+    // At a 4 KiB chunk bound a list stays packed up to 2 KiB of entries: 204 ten-byte ones.
+    push(&mut shard, 194);
+    assert_eq!(shard.encoding(0, b"l", 0), Some(Encoding::ListPacked));
+    push(&mut shard, 1);
+    assert_eq!(shard.encoding(0, b"l", 0), Some(Encoding::List));
+    assert_eq!(fill(&mut shard), (4096, 1, 205));
+    push(&mut shard, 385);
+    let (bytes, chunks, len) = fill(&mut shard);
+    assert_eq!((bytes, len), (4096, 590));
+    assert!(
+        chunks >= 2,
+        "590 ten-byte entries fill more than one 4 KiB chunk"
+    );
+    let logical = shard.view(0, b"l", 0, |v, _| match v {
+        View::List(l) => l.iter_from(0).count(),
+        _ => 0,
+    });
+    assert_eq!(logical, Some(590));
+    shard.validate().unwrap();
+}
