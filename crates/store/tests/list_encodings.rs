@@ -215,3 +215,141 @@ fn a_packed_list_keeps_its_chunk_size_through_conversion() {
     assert_eq!(logical, Some(590));
     shard.validate().unwrap();
 }
+
+#[test]
+fn an_element_past_the_bound_goes_straight_to_chunks() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let big = vec![b'x'; 100_000];
+    for (key, before) in [(&b"new"[..], 0), (b"some", 3)] {
+        shard
+            .update::<List, _>(0, key, 0, true, |l| {
+                (0..before).for_each(|_| l.push_back(b"small"));
+                l.push_front(&big);
+                l.push_back(b"tail");
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(shard.encoding(0, key, 0), Some(Encoding::List));
+        let (len, first, last) = shard
+            .read::<List, _>(0, key, 0, |l| {
+                (
+                    l.len(),
+                    l.end(true).map(<[u8]>::len),
+                    l.end(false).map(<[u8]>::to_vec),
+                )
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (len, first, last),
+            (before + 2, Some(big.len()), Some(b"tail".to_vec()))
+        );
+        shard.validate().unwrap();
+    }
+}
+
+/// LPUSH/RPUSH/LPOP/RPOP as the server runs them: in place when the store can, else `update`.
+fn push_or_update(shard: &mut Shard, key: &[u8], now: u64, left: bool, values: &[&[u8]]) -> bool {
+    if shard
+        .push_list_in_place(0, key, now, left, values)
+        .is_some()
+    {
+        return true;
+    }
+    shard
+        .update::<List, _>(0, key, now, true, |l| {
+            for v in values {
+                if left {
+                    l.push_front(v);
+                } else {
+                    l.push_back(v);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    false
+}
+
+fn pop_or_update(shard: &mut Shard, key: &[u8], now: u64, left: bool) -> (Option<Vec<u8>>, bool) {
+    if let Some(v) = shard.pop_list_in_place(0, key, now, left, <[u8]>::to_vec) {
+        return (Some(v), true);
+    }
+    let popped = shard
+        .update::<List, _>(0, key, now, false, |l| {
+            let v = l.end(left).map(<[u8]>::to_vec);
+            l.pop_end(left);
+            Ok(v)
+        })
+        .unwrap();
+    (popped.flatten(), false)
+}
+
+#[test]
+fn in_place_pushes_and_pops_match_the_model() {
+    let mut shard = Shard::new(&ShardConfig::default()).unwrap();
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut key = Key {
+        name: b"queue".to_vec(),
+        model: VecDeque::new(),
+        boxed: false,
+    };
+    let (mut in_place, mut steps) = (0, 0);
+    for round in 0..40 {
+        // Every other round the key has a TTL, so the payload sits behind one.
+        if round % 2 == 1 && !key.model.is_empty() {
+            shard.set_expire(0, &key.name, Some(1_000_000), 0).unwrap();
+        }
+        for _ in 0..300 {
+            let left = rng.below(2) == 0;
+            if rng.below(2) == 0 {
+                let values: Vec<Vec<u8>> = (0..=rng.below(2)).map(|_| rng.value()).collect();
+                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                in_place += usize::from(push_or_update(&mut shard, &key.name, 0, left, &refs));
+                for v in values {
+                    if left {
+                        key.model.push_front(v);
+                    } else {
+                        key.model.push_back(v);
+                    }
+                }
+            } else {
+                let (got, done) = pop_or_update(&mut shard, &key.name, 0, left);
+                in_place += usize::from(done);
+                let want = if left {
+                    key.model.pop_front()
+                } else {
+                    key.model.pop_back()
+                };
+                assert_eq!(got, want);
+            }
+            steps += 1;
+            if key.model.is_empty() {
+                key.boxed = false;
+            } else if entry_bytes(&key.model) > PACKED_MAX_BYTES {
+                key.boxed = true;
+            }
+            check(&mut shard, &key);
+        }
+        // Drain, so the next round starts packed again.
+        while pop_or_update(&mut shard, &key.name, 0, true).0.is_some() {}
+        key.model.clear();
+        key.boxed = false;
+    }
+    assert!(in_place * 5 > steps, "{in_place} of {steps} in place");
+    // An expired list is never edited in place: the general path deletes it.
+    push_or_update(&mut shard, b"gone", 0, false, &[b"a", b"b"]);
+    shard.set_expire(0, b"gone", Some(10), 0).unwrap();
+    assert_eq!(
+        shard.push_list_in_place(0, b"gone", 20, false, &[b"c"]),
+        None
+    );
+    assert_eq!(
+        shard.pop_list_in_place(0, b"gone", 20, true, <[u8]>::to_vec),
+        None
+    );
+    assert_eq!(
+        shard.push_list_in_place(0, b"gone", 5, false, &[b"c"]),
+        Some(3)
+    );
+}

@@ -91,18 +91,23 @@ fn push_values(
     left: bool,
     only_existing: bool,
 ) -> Result<usize, StoreError> {
-    let pushed = write(ctx, key, !only_existing, |list, _| {
-        // A list being created starts empty; a stored one never is.
-        let was_new = list.is_empty();
-        for v in values {
-            if left {
-                list.push_front(v);
-            } else {
-                list.push_back(v);
+    let (db, now) = (ctx.db(), ctx.now_ms);
+    let (shard, _) = ctx.shard_and_out(key);
+    let pushed = match shard.push_list_in_place(db, key, now, left, values) {
+        Some(len) => Some((len, false)),
+        None => write(ctx, key, !only_existing, |list, _| {
+            // A list being created starts empty; a stored one never is.
+            let was_new = list.is_empty();
+            for v in values {
+                if left {
+                    list.push_front(v);
+                } else {
+                    list.push_back(v);
+                }
             }
-        }
-        (list.len(), was_new)
-    })?;
+            (list.len(), was_new)
+        })?,
+    };
     let Some((len, was_new)) = pushed else {
         return Ok(0);
     };
@@ -182,6 +187,17 @@ fn pop(ctx: &mut Ctx<'_, '_>, args: &[&[u8]], left: bool) {
         },
     };
     let key = args[1];
+    if count.is_none() {
+        let (db, now) = (ctx.db(), ctx.now_ms);
+        let (shard, out) = ctx.shard_and_out(key);
+        if shard
+            .pop_list_in_place(db, key, now, left, |v| out.bulk(v))
+            .is_some()
+        {
+            ctx.touch(db, key);
+            return notify_popped(ctx, key, left, false);
+        }
+    }
     let result = write(ctx, key, false, |list, out| {
         match count {
             None => pop_into(list, out, left, 1),

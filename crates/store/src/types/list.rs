@@ -789,22 +789,16 @@ impl ListObj {
     }
 
     /// A list of chunks bounded by `max` bytes holding `count` elements given as one run of
-    /// front entries (a packed list's, `list_packed.rs`): one chunk, an eighth of room to grow
-    /// (the list is being pushed past its packed bound), when they fit one; else pushed one by
-    /// one.
+    /// front entries within the bound (a packed list's, `list_packed.rs`, at most half of it):
+    /// one chunk with an eighth of room to grow, as the list is being pushed past its packed
+    /// bound; no chunk when there are no entries.
     pub(crate) fn from_entries(heap: &mut Heap, max: usize, entries: &[u8], count: usize) -> Self {
         let mut list = ListObj::with_chunk_bytes(max);
-        let max = list.chunk_bytes();
-        if entries.len() > max && count > 1 {
-            let mut at = 0;
-            while at < entries.len() {
-                let (v, n, end) = read_forward(entries, at);
-                list.push_back(heap, &entries[v..v + n]);
-                at = end;
-            }
+        let (used, max) = (entries.len(), list.chunk_bytes());
+        assert!(used <= max, "packed entries fit one chunk");
+        if count == 0 {
             return list;
         }
-        let used = entries.len();
         let mut c = Chunk::new(heap, capacity_for(used + used / 8, max), Side::Back);
         c.buf.bytes_mut()[..used].copy_from_slice(entries);
         (c.mid, c.tail) = (used as u32, used as u32);

@@ -7,14 +7,19 @@
 //!                                            └ push_back, pop_end, set, … ─┬▶ list_packed::…
 //!                                                                          └▶ ListObj::…(heap)
 //! ```
+//! The common LPUSH/RPUSH and LPOP/RPOP of a packed list with room skip the copy: the
+//! `Shard::*_list_in_place` methods below edit the payload where it is stored, with one lookup,
+//! doing exactly what the copying edit would or nothing (`list_packed.rs`'s `*_in_place`).
+//!
 //! A new list starts packed (`list_packed.rs`, inline in its keyspace entry) and becomes chunks
-//! (`list.rs`, boxed) at the first change that leaves it over its packed bound (`settle`), for
+//! (`list.rs`, boxed) before the first change that would leave it past its packed bound (`fit`), for
 //! good: nothing converts chunks back, so a list popped small again stays boxed (Redis 7.0 never
 //! converts either; every list is a "quicklist" to OBJECT ENCODING). There is no `DerefMut`:
 //! every change goes through a method here, which marks the edit changed and lends `ListObj`
 //! the heap, so no caller can change a list with a heap other than its shard's.
 
 use super::list::ListObj;
+use super::list_codec::entry_size;
 use super::list_packed as packed;
 use super::list_view::{ListIter, ListView};
 use crate::edit::{Builder, Collection, Edit, Work, sealed::Internal};
@@ -22,7 +27,7 @@ use crate::encoding::{Encoding, Kind, tag};
 use crate::error::StoreError;
 use crate::limits::Limits;
 use crate::object::Object;
-use crate::shard::Slot;
+use crate::shard::{Shard, Slot};
 use heap::Heap;
 use shape::ShapeTree;
 
@@ -130,32 +135,42 @@ impl Edit<'_, List> {
         }
     }
 
-    /// Converts a packed list that a change left over its bound into chunks.
-    fn settle(&mut self) {
+    /// Converts a packed list into chunks, before a change that adds an entry of `add` bytes
+    /// and removes `sub` bytes of entries, when the change would leave it past its bound: a
+    /// packed list never holds more (so its count fits 16 bits and its copies stay short).
+    fn fit(&mut self, add: usize, sub: usize) {
         let Work::Inline(_, b) = &self.work else {
             return;
         };
-        if packed::over_bound(b) {
+        if !packed::fits(b, add, sub) {
             let max = packed::chunk_bytes(b);
             let list = ListObj::from_entries(self.heap, max, packed::entries(b), packed::count(b));
             self.become_owned(list);
         }
     }
 
+    /// Bytes of the packed entry at `index` (0 when out of range or not packed).
+    fn packed_entry_bytes(&self, index: usize) -> usize {
+        match &self.work {
+            Work::Inline(_, b) => packed::get(b, index).map_or(0, |v| entry_size(v.len())),
+            _ => 0,
+        }
+    }
+
     pub fn push_front(&mut self, value: &[u8]) {
+        self.fit(entry_size(value.len()), 0);
         match self.target() {
             Target::Packed(b) => packed::push_front(b, value),
             Target::Chunks(l, heap) => l.push_front(heap, value),
         }
-        self.settle();
     }
 
     pub fn push_back(&mut self, value: &[u8]) {
+        self.fit(entry_size(value.len()), 0);
         match self.target() {
             Target::Packed(b) => packed::push_back(b, value),
             Target::Chunks(l, heap) => l.push_back(heap, value),
         }
-        self.settle();
     }
 
     /// Removes the element at the `left` end if true, else the right one (false when empty).
@@ -168,21 +183,22 @@ impl Edit<'_, List> {
 
     /// Replaces element `index`; false when out of range.
     pub fn set(&mut self, index: usize, value: &[u8]) -> bool {
-        let done = match self.target() {
+        if index < self.len() {
+            self.fit(entry_size(value.len()), self.packed_entry_bytes(index));
+        }
+        match self.target() {
             Target::Packed(b) => packed::set(b, index, value),
             Target::Chunks(l, heap) => l.set(heap, index, value),
-        };
-        self.settle();
-        done
+        }
     }
 
     /// Inserts `value` so that it becomes element `index` (`index <= len`).
     pub fn insert(&mut self, index: usize, value: &[u8]) {
+        self.fit(entry_size(value.len()), 0);
         match self.target() {
             Target::Packed(b) => packed::insert(b, index, value),
             Target::Chunks(l, heap) => l.insert(heap, index, value),
         }
-        self.settle();
     }
 
     /// Removes `count` elements starting at `start` (clamped to the list).
@@ -214,5 +230,71 @@ impl Builder<'_, List> {
     /// Appends an element at the tail.
     pub fn push_back(&mut self, value: &[u8]) {
         self.edit(|l| l.push_back(value));
+    }
+}
+
+/// LPUSH/RPUSH and LPOP/RPOP on a packed list, where it is stored (see the module doc).
+impl Shard {
+    /// Pushes `values` at the head (`left`) or the tail of the packed list at `key` in place:
+    /// its new length, or `None` (nothing done) when the key is missing, expired, not a packed
+    /// list or short of room, or a snapshot is under way; the caller then takes `update`.
+    pub fn push_list_in_place(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        left: bool,
+        values: &[&[u8]],
+    ) -> Option<usize> {
+        self.packed_list_in_place(db, key, now_ms, |bytes| {
+            packed::push_in_place(bytes, left, values).then(|| packed::count(bytes))
+        })
+    }
+
+    /// Pops the head (`left`) or tail element of the packed list at `key` in place, after `f`
+    /// has read it: `f`'s result, or `None` (nothing done, `f` not called) when `push_list_in_place`
+    /// would decline, or the pop would empty the list or shrink its payload.
+    pub fn pop_list_in_place<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        left: bool,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<R> {
+        self.packed_list_in_place(db, key, now_ms, |bytes| {
+            packed::pop_in_place(bytes, left, f)
+        })
+    }
+
+    /// Runs `f` on the payload of the live packed list at `key`, where it is stored (no
+    /// snapshot under way, so nothing to preserve), and counts a write access when `f` changed
+    /// it (`Some`), as `update` would have.
+    fn packed_list_in_place<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        f: impl FnOnce(&mut [u8]) -> Option<R>,
+    ) -> Option<R> {
+        if self.snapshot.is_some() {
+            return None;
+        }
+        let Shard {
+            dbs, heap, access, ..
+        } = self;
+        let keys = dbs[db].keys.as_mut()?;
+        keys.edit_in_place(heap, key, |meta, value| {
+            let prefix = if meta.has_ttl() { 8 } else { 0 };
+            let live = !meta.has_ttl()
+                || u64::from_le_bytes(value[..8].try_into().expect("8-byte TTL")) > now_ms;
+            if meta.tag() != tag::LIST_PACKED || !live {
+                return None;
+            }
+            let out = f(&mut value[prefix..])?;
+            *meta = meta.with_level(access.written(Some(meta.level())));
+            Some(out)
+        })
+        .flatten()
     }
 }

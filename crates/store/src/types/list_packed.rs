@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!  +-----------+----------+----------+-----------------------------------------+-------------+
-//!  | count u16 | level u8 | used u32 | entry* head → tail (used bytes)         | room: zeros |
+//!  | count u16 | level u8 | used u16 | entry* head → tail (used bytes)         | room: zeros |
 //!  +-----------+----------+----------+-----------------------------------------+-------------+
 //!  entry = [ len: LEB128 varint | bytes ]                 (a 10-byte element takes 11 bytes)
 //!  level = log2 of the chunk bound the list was created under (Redis's fill: 12 … 16 for
@@ -26,10 +26,10 @@
 //!
 //! Invariants (checked by `validate`): `count` entries fill `used` bytes exactly and the room
 //! after them is zeros; `12 <= level <= 16`; the payload's length is `Heap::usable_size` of
-//! itself; a stored packed list holds `1 <= count` entries and `used <= bound` (every edit that
-//! can grow a list ends in `Edit::settle`, which converts a packed list past its bound into
-//! chunks, and nothing converts chunks back). Every entry takes at least one byte, so `count <=
-//! bound + 1 < 2^16` at any time.
+//! itself; `1 <= count` in a stored list; `used <= bound` always: every edit that adds bytes
+//! asks `fits` first and converts the list into chunks when it would pass the bound
+//! (`Edit::fit`), and nothing converts chunks back. So `count <= used <= 4 KiB` (every entry
+//! takes a byte) fit their 16 bits.
 //!
 //! Cost: every change copies the payload out and back (`edit.rs`), at most `bound` bytes and
 //! its room; element access walks the entries from the head, as a listpack's does.
@@ -38,7 +38,7 @@ use super::list_codec::{encode_front, entry_size, read_forward};
 use heap::Heap;
 
 /// Bytes of the header: the count, the level and the bytes of entries.
-pub const HEADER_BYTES: usize = 7;
+pub const HEADER_BYTES: usize = 5;
 /// Most bytes of entries a packed list holds, whatever its chunk bound: each change copies the
 /// payload twice, so the bound is what one push may cost.
 pub const PACKED_MAX_BYTES: usize = 4096;
@@ -65,7 +65,7 @@ fn set_count(bytes: &mut [u8], n: usize) {
 
 /// Bytes of entries.
 fn used(bytes: &[u8]) -> usize {
-    u32::from_le_bytes(bytes[3..7].try_into().expect("4 bytes")) as usize
+    usize::from(u16::from_le_bytes([bytes[3], bytes[4]]))
 }
 
 /// Where the entries end.
@@ -74,8 +74,8 @@ fn end(bytes: &[u8]) -> usize {
 }
 
 fn set_end(bytes: &mut [u8], end: usize) {
-    let used = u32::try_from(end - HEADER_BYTES).expect("a list element is under 4 GiB");
-    bytes[3..7].copy_from_slice(&used.to_le_bytes());
+    let used = u16::try_from(end - HEADER_BYTES).expect("a packed list holds under 64 KiB");
+    bytes[3..5].copy_from_slice(&used.to_le_bytes());
 }
 
 /// The chunk bound the list was created under.
@@ -96,6 +96,12 @@ pub fn entries(bytes: &[u8]) -> &[u8] {
 /// Whether the list holds more than it may stay packed with.
 pub fn over_bound(bytes: &[u8]) -> bool {
     used(bytes) > bound(bytes)
+}
+
+/// Whether the list stays within its bound after gaining an entry of `add` bytes and losing
+/// `sub` bytes of entries.
+pub fn fits(bytes: &[u8], add: usize, sub: usize) -> bool {
+    (used(bytes) - sub).saturating_add(add) <= bound(bytes)
 }
 
 /// The elements from the head.
@@ -187,12 +193,18 @@ fn give_back_room(bytes: &mut Vec<u8>) {
     }
 }
 
-/// Replaces the entry bytes `from..to` by the entry of `value`.
+/// Replaces the entry bytes `from..to` by the entry of `value`, growing the room if need be.
 fn splice_entry(bytes: &mut Vec<u8>, (from, to): (usize, usize), value: &[u8]) {
-    let (s, old, end) = (entry_size(value.len()), to - from, end(bytes));
+    let (s, old) = (entry_size(value.len()), to - from);
     if s > old {
         make_room(bytes, s - old);
     }
+    write_entry(bytes, (from, to), value);
+}
+
+/// Replaces the entry bytes `from..to` by the entry of `value`, in a payload with the room.
+fn write_entry(bytes: &mut [u8], (from, to): (usize, usize), value: &[u8]) {
+    let (s, old, end) = (entry_size(value.len()), to - from, end(bytes));
     bytes.copy_within(to..end, from + s);
     let new_end = end + s - old;
     if new_end < end {
@@ -202,14 +214,53 @@ fn splice_entry(bytes: &mut Vec<u8>, (from, to): (usize, usize), value: &[u8]) {
     encode_front(&mut bytes[from..from + s], value);
 }
 
-/// Removes the entry bytes `from..to`.
+/// Removes the entry bytes `from..to`, then gives back room as `give_back_room` says.
 fn cut(bytes: &mut Vec<u8>, (from, to): (usize, usize)) {
+    remove_bytes(bytes, (from, to));
+    give_back_room(bytes);
+}
+
+/// Removes the entry bytes `from..to`, zeroing what they leave free.
+fn remove_bytes(bytes: &mut [u8], (from, to): (usize, usize)) {
     let end = end(bytes);
     bytes.copy_within(to..end, from);
     let new_end = end - (to - from);
     bytes[new_end..end].fill(0);
     set_end(bytes, new_end);
-    give_back_room(bytes);
+}
+
+/// Pushes `values` one by one at the head (`left`) or the tail of a payload edited where it is
+/// stored, when its room takes them all within the bound; false (nothing done) otherwise.
+pub fn push_in_place(bytes: &mut [u8], left: bool, values: &[&[u8]]) -> bool {
+    let total: usize = values.iter().map(|v| entry_size(v.len())).sum();
+    if end(bytes) + total > bytes.len() || !fits(bytes, total, 0) {
+        return false;
+    }
+    for v in values {
+        let at = if left { HEADER_BYTES } else { end(bytes) };
+        write_entry(bytes, (at, at), v);
+    }
+    add_count(bytes, values.len());
+    true
+}
+
+/// Pops the element at the head (`left`) or the tail of a payload edited where it is stored,
+/// after `f` has read it, when the list keeps an element and the payload its size (`cut` would
+/// not shrink it); `None` (nothing done, `f` not called) otherwise.
+pub fn pop_in_place<R>(bytes: &mut [u8], left: bool, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    let n = count(bytes);
+    if n < 2 {
+        return None;
+    }
+    let from = offset_of(bytes, if left { 0 } else { n - 1 });
+    let to = read_forward(bytes, from).2;
+    if end(bytes) - (to - from) < bytes.len() / 4 {
+        return None;
+    }
+    let out = f(value_at(bytes, from));
+    remove_bytes(bytes, (from, to));
+    set_count(bytes, n - 1);
+    Some(out)
 }
 
 fn add_count(bytes: &mut [u8], added: usize) {
@@ -486,6 +537,76 @@ mod tests {
             check(&bytes, &model);
         }
         assert!(resets >= 10, "the bound was reached {resets} times");
+    }
+
+    /// Pushes `values` in place and by copying; true when in place took them. Where it did not,
+    /// the in-place payload becomes the copy (as the store then takes the copying path).
+    fn push_both(
+        in_place: &mut Vec<u8>,
+        copied: &mut Vec<u8>,
+        left: bool,
+        values: &[&[u8]],
+    ) -> bool {
+        let total: usize = values.iter().map(|v| entry_size(v.len())).sum();
+        let room = end(in_place) + total <= in_place.len() && fits(in_place, total, 0);
+        assert_eq!(push_in_place(in_place, left, values), room);
+        for v in values {
+            if left {
+                push_front(copied, v);
+            } else {
+                push_back(copied, v);
+            }
+        }
+        if !room {
+            *in_place = copied.clone();
+        }
+        room
+    }
+
+    /// Pops in place and by copying; true when in place did. It may decline only a pop that
+    /// empties the list or shrinks the payload.
+    fn pop_both(in_place: &mut Vec<u8>, copied: &mut Vec<u8>, left: bool) -> bool {
+        let want = if left { get(copied, 0) } else { last(copied) }.map(<[u8]>::to_vec);
+        let n = count(in_place);
+        let done = pop_in_place(in_place, left, <[u8]>::to_vec);
+        pop_end(copied, left);
+        if let Some(v) = &done {
+            assert_eq!(Some(v), want.as_ref());
+        } else {
+            assert!(
+                n < 2 || copied.len() < in_place.len(),
+                "declined a plain pop"
+            );
+            *in_place = copied.clone();
+        }
+        done.is_some()
+    }
+
+    #[test]
+    fn in_place_edits_match_the_copying_ones() {
+        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        let (mut copied, mut in_place) = (empty(8192), empty(8192));
+        let (mut pushed, mut popped) = (0, 0);
+        for _ in 0..20_000 {
+            let left = rng.below(2) == 0;
+            if rng.below(3) > 0 {
+                let values: Vec<Vec<u8>> = (0..=rng.below(3)).map(|_| rng.value()).collect();
+                let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+                pushed += usize::from(push_both(&mut in_place, &mut copied, left, &refs));
+            } else {
+                popped += usize::from(pop_both(&mut in_place, &mut copied, left));
+            }
+            // Same bytes, room included: in place does what copying does, or nothing.
+            assert_eq!(in_place, copied);
+            if over_bound(&copied) {
+                trim(&mut copied, None);
+                in_place = copied.clone();
+            }
+        }
+        assert!(
+            pushed > 1000 && popped > 1000,
+            "{pushed} pushes, {popped} pops in place"
+        );
     }
 
     #[test]
