@@ -5,24 +5,16 @@
 //! key's elements match the model in both directions, and its encoding is the one its history
 //! says.
 
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
 use store::types::list_packed::PACKED_MAX_BYTES;
 use store::{Encoding, Limits, List, ListView, Shard, ShardConfig, View};
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-
-    fn value(&mut self) -> Vec<u8> {
-        let len = [1, 8, 12, 16, 40, 130, 700][self.below(7)];
-        vec![b'a' + self.below(3) as u8; len]
-    }
+/// An element: one of a few lengths that cross the one-byte varint, of one of three bytes.
+fn value(rng: &mut SmallRng) -> Vec<u8> {
+    let len = [1, 8, 12, 16, 40, 130, 700][rng.gen_range(0..7)];
+    vec![b'a' + rng.gen_range(0..3u8); len]
 }
 
 /// Bytes of entries a packed list of `model` takes (a varint length per element).
@@ -40,25 +32,25 @@ struct Key {
     boxed: bool,
 }
 
-fn step(shard: &mut Shard, rng: &mut Rng, key: &mut Key) {
+fn step(shard: &mut Shard, rng: &mut SmallRng, key: &mut Key) {
     let model = &mut key.model;
     let len = model.len();
-    let op = rng.below(10);
+    let op = rng.gen_range(0..10);
     shard
         .update::<List, _>(0, &key.name, 0, true, |l| {
             match op {
                 0..=2 => {
-                    let v = rng.value();
+                    let v = value(rng);
                     l.push_back(&v);
                     model.push_back(v);
                 }
                 3 | 4 => {
-                    let v = rng.value();
+                    let v = value(rng);
                     l.push_front(&v);
                     model.push_front(v);
                 }
                 5 => {
-                    let left = rng.below(2) == 0;
+                    let left = rng.gen_range(0..2) == 0;
                     assert_eq!(
                         l.end(left),
                         if left { model.front() } else { model.back() }.map(|v| &v[..])
@@ -71,25 +63,25 @@ fn step(shard: &mut Shard, rng: &mut Rng, key: &mut Key) {
                     };
                 }
                 6 => {
-                    let (i, v) = (rng.below(len + 1), rng.value());
+                    let (i, v) = (rng.gen_range(0..len + 1), value(rng));
                     assert_eq!(l.set(i, &v), i < len);
                     if i < len {
                         model[i] = v;
                     }
                 }
                 7 => {
-                    let (i, v) = (rng.below(len + 1), rng.value());
+                    let (i, v) = (rng.gen_range(0..len + 1), value(rng));
                     l.insert(i, &v);
                     model.insert(i, v);
                 }
                 8 if len > 0 => {
-                    let start = rng.below(len);
-                    let end = start + rng.below(len - start);
+                    let start = rng.gen_range(0..len);
+                    let end = start + rng.gen_range(0..len - start);
                     l.trim(Some((start, end)));
                     *model = model.range(start..=end).cloned().collect();
                 }
                 _ => {
-                    let (start, n) = (rng.below(len + 1), rng.below(3));
+                    let (start, n) = (rng.gen_range(0..len + 1), rng.gen_range(0..3));
                     l.remove_range(start, n);
                     let start = start.min(len);
                     model.drain(start..(start + n).min(len));
@@ -139,7 +131,7 @@ fn check(shard: &mut Shard, key: &Key) {
 #[test]
 fn lists_convert_once_and_match_the_model() {
     let mut shard = Shard::new(&ShardConfig::default()).unwrap();
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = SmallRng::seed_from_u64(0x2545_F491_4F6C_DD1D);
     let mut keys: Vec<Key> = (0..4)
         .map(|i| Key {
             name: format!("list:{i}").into_bytes(),
@@ -149,7 +141,7 @@ fn lists_convert_once_and_match_the_model() {
         .collect();
     let mut converted = 0;
     for _ in 0..6_000 {
-        let k = rng.below(keys.len());
+        let k = rng.gen_range(0..keys.len());
         let was = keys[k].boxed;
         step(&mut shard, &mut rng, &mut keys[k]);
         converted += usize::from(!was && keys[k].boxed);
@@ -288,7 +280,7 @@ fn pop_or_update(shard: &mut Shard, key: &[u8], now: u64, left: bool) -> (Option
 #[test]
 fn in_place_pushes_and_pops_match_the_model() {
     let mut shard = Shard::new(&ShardConfig::default()).unwrap();
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = SmallRng::seed_from_u64(0x1234_5678_9ABC_DEF1);
     let mut key = Key {
         name: b"queue".to_vec(),
         model: VecDeque::new(),
@@ -301,9 +293,10 @@ fn in_place_pushes_and_pops_match_the_model() {
             shard.set_expire(0, &key.name, Some(1_000_000), 0).unwrap();
         }
         for _ in 0..300 {
-            let left = rng.below(2) == 0;
-            if rng.below(2) == 0 {
-                let values: Vec<Vec<u8>> = (0..=rng.below(2)).map(|_| rng.value()).collect();
+            let left = rng.gen_range(0..2) == 0;
+            if rng.gen_range(0..2) == 0 {
+                let values: Vec<Vec<u8>> =
+                    (0..=rng.gen_range(0..2)).map(|_| value(&mut rng)).collect();
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
                 in_place += usize::from(push_or_update(&mut shard, &key.name, 0, left, &refs));
                 for v in values {

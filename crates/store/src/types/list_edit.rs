@@ -12,11 +12,11 @@
 //! doing exactly what the copying edit would or nothing (`list_packed.rs`'s `*_in_place`).
 //!
 //! A new list starts packed (`list_packed.rs`, inline in its keyspace entry) and becomes chunks
-//! (`list.rs`, boxed) before the first change that would leave it past its packed bound (`fit`), for
-//! good: nothing converts chunks back, so a list popped small again stays boxed (Redis 7.0 never
-//! converts either; every list is a "quicklist" to OBJECT ENCODING). There is no `DerefMut`:
-//! every change goes through a method here, which marks the edit changed and lends `ListObj`
-//! the heap, so no caller can change a list with a heap other than its shard's.
+//! (`list.rs`, boxed) before the first change that would leave it past its packed bound
+//! (`fit`), for good: nothing converts chunks back, so a list popped small again stays boxed
+//! (Redis 7.0 never converts either; every list is a "quicklist" to OBJECT ENCODING). Every
+//! change goes through a method here, which marks the edit changed and lends `ListObj` the
+//! heap, so no caller can change a list with a heap other than its shard's.
 
 use super::list::ListObj;
 use super::list_codec::entry_size;
@@ -252,8 +252,9 @@ impl Shard {
     }
 
     /// Pops the head (`left`) or tail element of the packed list at `key` in place, after `f`
-    /// has read it: `f`'s result, or `None` (nothing done, `f` not called) when `push_list_in_place`
-    /// would decline, or the pop would empty the list or shrink its payload.
+    /// has read it: `f`'s result, or `None` (nothing done, `f` not called) for the cases
+    /// `push_list_in_place` declines, and when the pop would empty the list or shrink its
+    /// payload.
     pub fn pop_list_in_place<R>(
         &mut self,
         db: usize,

@@ -401,23 +401,14 @@ pub fn validate(bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
     use std::collections::VecDeque;
 
-    /// A small deterministic generator (xorshift).
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-
-        fn value(&mut self) -> Vec<u8> {
-            let len = [0, 1, 5, 12, 127, 128, 300][self.below(7)];
-            vec![b'a' + self.below(3) as u8; len]
-        }
+    /// An element: one of a few lengths that cross the one-byte varint, of one of three bytes.
+    fn value(rng: &mut SmallRng) -> Vec<u8> {
+        let len = [0, 1, 5, 12, 127, 128, 300][rng.gen_range(0..7)];
+        vec![b'a' + rng.gen_range(0..3u8); len]
     }
 
     fn check(bytes: &[u8], model: &VecDeque<Vec<u8>>) {
@@ -460,21 +451,21 @@ mod tests {
     }
 
     /// One random edit, to the payload and the model alike.
-    fn random_edit(rng: &mut Rng, bytes: &mut Vec<u8>, model: &mut VecDeque<Vec<u8>>) {
+    fn random_edit(rng: &mut SmallRng, bytes: &mut Vec<u8>, model: &mut VecDeque<Vec<u8>>) {
         let len = model.len();
-        match rng.below(13) {
+        match rng.gen_range(0..13) {
             0..=4 => {
-                let v = rng.value();
+                let v = value(rng);
                 push_back(bytes, &v);
                 model.push_back(v);
             }
             5 | 6 => {
-                let v = rng.value();
+                let v = value(rng);
                 push_front(bytes, &v);
                 model.push_front(v);
             }
             7 => {
-                let left = rng.below(2) == 0;
+                let left = rng.gen_range(0..2) == 0;
                 assert_eq!(pop_end(bytes, left), len > 0);
                 let _ = if left {
                     model.pop_front()
@@ -483,32 +474,32 @@ mod tests {
                 };
             }
             8 => {
-                let (i, v) = (rng.below(len + 2), rng.value());
+                let (i, v) = (rng.gen_range(0..len + 2), value(rng));
                 assert_eq!(set(bytes, i, &v), i < len);
                 if i < len {
                     model[i] = v;
                 }
             }
             9 => {
-                let (i, v) = (rng.below(len + 1), rng.value());
+                let (i, v) = (rng.gen_range(0..len + 1), value(rng));
                 insert(bytes, i, &v);
                 model.insert(i, v);
             }
             10 => {
-                let (start, n) = (rng.below(len + 2), rng.below(4));
+                let (start, n) = (rng.gen_range(0..len + 2), rng.gen_range(0..4));
                 remove_range(bytes, start, n);
                 let start = start.min(len);
                 model.drain(start..(start + n).min(len));
             }
             11 if len > 0 => {
-                let start = rng.below(len);
-                let end = start + rng.below(len - start);
+                let start = rng.gen_range(0..len);
+                let end = start + rng.gen_range(0..len - start);
                 trim(bytes, Some((start, end)));
                 *model = model.range(start..=end).cloned().collect();
             }
             _ => {
-                let v = rng.value();
-                let (limit, from_tail) = (rng.below(3), rng.below(2) == 0);
+                let v = value(rng);
+                let (limit, from_tail) = (rng.gen_range(0..3), rng.gen_range(0..2) == 0);
                 let removed = remove_matching(bytes, &v, limit, from_tail);
                 assert_eq!(removed, remove_in_model(model, &v, limit, from_tail));
             }
@@ -517,7 +508,7 @@ mod tests {
 
     #[test]
     fn edits_match_a_deque_model() {
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = SmallRng::seed_from_u64(0x9E37_79B9_7F4A_7C15);
         let (mut bytes, mut model) = (empty(4096), VecDeque::new());
         let mut resets = 0;
         for step in 0..20_000 {
@@ -584,13 +575,14 @@ mod tests {
 
     #[test]
     fn in_place_edits_match_the_copying_ones() {
-        let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+        let mut rng = SmallRng::seed_from_u64(0xD1B5_4A32_D192_ED03);
         let (mut copied, mut in_place) = (empty(8192), empty(8192));
         let (mut pushed, mut popped) = (0, 0);
         for _ in 0..20_000 {
-            let left = rng.below(2) == 0;
-            if rng.below(3) > 0 {
-                let values: Vec<Vec<u8>> = (0..=rng.below(3)).map(|_| rng.value()).collect();
+            let left = rng.gen_range(0..2) == 0;
+            if rng.gen_range(0..3) > 0 {
+                let values: Vec<Vec<u8>> =
+                    (0..=rng.gen_range(0..3)).map(|_| value(&mut rng)).collect();
                 let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
                 pushed += usize::from(push_both(&mut in_place, &mut copied, left, &refs));
             } else {
