@@ -138,6 +138,7 @@ impl<const D: usize> Heap<D> {
             self.quick.counts[n as usize] -= 1;
             self.quick.blocks -= n as u64;
             d.update(|d| d.kind = kind::GROUP);
+            self.counters.blocks_taken += u64::from(n);
             head
         };
         self.counters.group_blocks += n as u64;
@@ -251,6 +252,7 @@ impl<const D: usize> Heap<D> {
         if len > n {
             self.push_run(head + n, len - n, dirty - was_dirty);
         }
+        self.counters.blocks_taken += u64::from(n);
         Ok(head)
     }
 

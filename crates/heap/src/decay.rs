@@ -20,7 +20,8 @@
 //!  limit = Σ_age  added[age] · (1 − smoothstep((age + 1) / 10))      age 0 = the newest epoch
 //!        weights  0.97 0.90 0.78 0.65 0.50 0.35 0.22 0.10 0.03 0.00
 //! ```
-//! bytes (never less than `dirty_reserve_bytes` for the block pool), purging the rest. Memory
+//! bytes (never less than `dirty_reserve_bytes` for the block pool while blocks are being
+//! taken), purging the rest. Memory
 //! freed in one burst is thus half gone after half the decay time and all gone after it, and a
 //! pool that stays the same size (steady churn, freed and reused within an epoch) adds nothing and
 //! drains to the reserve in `dirty_decay_ms`. Counting growth rather than stamping each run keeps
@@ -107,6 +108,10 @@ pub(crate) struct Decay {
     behind: bool,
     /// Both backlogs are clear (so an idle heap clears them once, not at every epoch).
     idle: bool,
+    /// `Counters::blocks_taken` when last seen, and the epochs since it last changed: after
+    /// `EPOCHS` of them (a whole decay time without a block taken) the reserve is not kept.
+    taken_seen: u64,
+    untaken_epochs: u64,
     blocks: Backlog,
     large: Backlog,
     /// Resident bytes released by `decay` since the heap was made.
@@ -122,6 +127,8 @@ impl Decay {
             next_ms: None,
             behind: false,
             idle: true,
+            taken_seen: 0,
+            untaken_epochs: 0,
             blocks: Backlog::default(),
             large: Backlog::default(),
             released_bytes: 0,
@@ -138,6 +145,15 @@ impl Decay {
         self.next_ms = Some(now_ms - now_ms % self.epoch_ms + self.epoch_ms);
         self.epoch += passed;
         passed
+    }
+
+    /// Counts the epochs passed without a block taken (`taken`: the heap's count so far).
+    fn note_taken(&mut self, epochs: u64, taken: u64) {
+        if taken == self.taken_seen {
+            self.untaken_epochs += epochs;
+        } else {
+            (self.taken_seen, self.untaken_epochs) = (taken, 0);
+        }
     }
 
     /// Forgets both backlogs: nothing is left to age.
@@ -179,7 +195,14 @@ impl<const D: usize> Heap<D> {
             self.decay.blocks.advance(epochs, pool);
             self.decay.large.advance(epochs, cache);
         }
-        let reserve = (self.config.dirty_reserve_bytes / BLOCK_BYTES) as u64;
+        self.decay.note_taken(epochs, self.counters.blocks_taken);
+        // The reserve serves churn: a heap that took no block for a whole decay time keeps none
+        // (jemalloc, which keeps no reserve, ends in the same place).
+        let reserve = if self.decay.untaken_epochs >= EPOCHS as u64 {
+            0
+        } else {
+            (self.config.dirty_reserve_bytes / BLOCK_BYTES) as u64
+        };
         let (block_limit, large_limit) = if self.decay.immediate {
             (reserve, 0)
         } else {

@@ -33,7 +33,8 @@
 //!                                 large cache > large_cache_bytes_max (64 MiB) → coldest pending,
 //!                                 released in batches of release_batch_bytes (8 MiB)
 //!  time schedule, Heap::decay     what is not reused within dirty_decay_ms (1 s) → purged, down to
-//!  (owner calls every ~100 ms)    dirty_reserve_bytes (256 KiB) of blocks; empty slabs kept
+//!  (owner calls every ~100 ms)    dirty_reserve_bytes (256 KiB) of blocks while blocks are
+//!                                 taken, to none after a decay time without; empty slabs kept
 //!                                 1 s → back to the runs; bounded work per call (decay.rs)
 //!  Heap::purge (MEMORY PURGE)     all of it, now
 //! ```
@@ -114,7 +115,8 @@ pub struct HeapConfig {
     /// [`Heap::decay`] (jemalloc's `dirty_decay_ms`); 0 purges at every call.
     pub dirty_decay_ms: u64,
     /// Freed block bytes that decay leaves resident, for churn (a free and an alloc a second
-    /// apart should not cost page faults).
+    /// apart should not cost page faults), while blocks are being taken: a heap that took none
+    /// for `dirty_decay_ms` keeps none.
     pub dirty_reserve_bytes: usize,
 }
 
@@ -794,7 +796,7 @@ mod decay_tests {
     }
 
     #[test]
-    fn decay_keeps_the_reserve_and_what_is_reused() {
+    fn decay_keeps_the_reserve_while_blocks_are_taken() {
         let reserve = 1 << 20;
         let mut heap = heap_with(&HeapConfig {
             dirty_reserve_bytes: reserve,
@@ -812,13 +814,24 @@ mod decay_tests {
         heap.validate();
         assert!(heap.stats().dirty_bytes <= reserve as u64);
         free_all(&mut heap, live);
+        // While blocks are still being taken (one group every 100 ms), the reserve stays.
         for now_ms in (4_000..6_000).step_by(100) {
+            let one = groups(&mut heap, 1);
+            free_all(&mut heap, one);
             heap.decay(now_ms);
         }
         let dirty = heap.stats().dirty_bytes;
         assert!(dirty > 0 && dirty <= reserve as u64, "{dirty}");
-        heap.purge();
+        // The last block was taken at 5,900 ms; a whole decay time later the reserve goes too.
+        for now_ms in (6_000..6_800).step_by(100) {
+            heap.decay(now_ms);
+        }
+        assert!(heap.stats().dirty_bytes > 0, "not before the decay time");
+        for now_ms in (6_800..7_000).step_by(100) {
+            heap.decay(now_ms);
+        }
         assert_eq!(heap.stats().dirty_bytes, 0);
+        heap.validate();
     }
 
     #[test]
@@ -925,13 +938,11 @@ mod decay_tests {
         for now_ms in (10_000..12_000).step_by(100) {
             heap.decay(now_ms);
         }
-        // The slab went back to the runs; its one dirty block is within the reserve.
+        // The slab went back to the runs, and its one dirty block, within the reserve, went
+        // back too: no block was taken for a decay time.
         let stats = heap.stats();
-        assert_eq!(
-            (stats.empty_slab_bytes, stats.dirty_bytes),
-            (0, BLOCK_BYTES as u64)
-        );
-        assert!(heap.purge() >= BLOCK_BYTES);
+        assert_eq!((stats.empty_slab_bytes, stats.dirty_bytes), (0, 0));
+        assert_eq!(heap.purge(), 0);
         assert_eq!(heap.stats().resident_bytes, 0);
     }
 }

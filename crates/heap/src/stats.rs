@@ -28,6 +28,9 @@ pub(crate) struct Counters {
     pub requested_bytes: u64,
     pub group_blocks: u64,
     pub blockland_megablocks: u64,
+    /// Blocks handed out by `take_blocks` or the quick cache since the heap was made (what
+    /// tells `decay` whether the block pool's reserve is being used).
+    pub blocks_taken: u64,
 }
 
 /// The heap's accounting, from [`Heap::stats`].

@@ -229,7 +229,7 @@ fn new_shards(config: &Config) -> Result<Box<[Mutex<Shard>]>, store::StoreError>
         heap: heap::HeapConfig {
             // Each shard keeps 64 KiB of freed blocks resident for churn (eight pages), not the
             // heap's default 256 KiB: 0.5 MiB over eight shards, so an emptied server shrinks
-            // to near its empty size.
+            // to near its empty size; a shard that takes no block for a decay time keeps none.
             dirty_reserve_bytes: SHARD_DIRTY_RESERVE_BYTES,
             ..heap::HeapConfig::default()
         },
