@@ -332,7 +332,8 @@ impl Eviction {
     /// (`index, index + threads, …`): compaction of sparse keyspace pages (up to 1 ms a shard),
     /// each heap's decay (freed memory back to the OS), aging at
     /// a bounded rate (passes paced per `AGE_PASS_MIN_MS`, or `lfu-decay-time` under LFU); and
-    /// on thread 0, evicting while over the limit (Redis's eviction time proc).
+    /// on thread 0, evicting while over the limit (Redis's eviction time proc) and trimming an
+    /// idle glibc (`alloc::trim_when_idle`).
     pub fn cron(&self, server: &Server, index: usize, threads: usize, now_ms: u64) {
         let lfu = matches!(
             access_policy(&server.config.read()),
@@ -358,6 +359,9 @@ impl Eviction {
         }
         if index == 0 && self.limited() {
             self.perform(server, now_ms);
+        }
+        if index == 0 {
+            crate::alloc::trim_when_idle(monotonic_ms);
         }
     }
 
