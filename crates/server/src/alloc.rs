@@ -36,7 +36,7 @@ const IDLE_TRIM_MS: u64 = 1000;
 
 /// When to trim glibc (`trim_when_idle`): once per quiet spell, a decay time after the
 /// allocator's count last moved.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct IdleTrim {
     last_count: usize,
     changed_ms: u64,
@@ -44,14 +44,18 @@ struct IdleTrim {
 }
 
 impl IdleTrim {
+    const fn new() -> IdleTrim {
+        IdleTrim {
+            last_count: 0,
+            changed_ms: 0,
+            trimmed: false,
+        }
+    }
+
     /// Whether to trim now, the count being `count` at `now_ms` (called on a regular tick).
     fn due(&mut self, count: usize, now_ms: u64) -> bool {
         if count != self.last_count {
-            *self = IdleTrim {
-                last_count: count,
-                changed_ms: now_ms,
-                trimmed: false,
-            };
+            (self.last_count, self.changed_ms, self.trimmed) = (count, now_ms, false);
             return false;
         }
         let due = !self.trimmed && now_ms.saturating_sub(self.changed_ms) >= IDLE_TRIM_MS;
@@ -60,11 +64,7 @@ impl IdleTrim {
     }
 }
 
-static IDLE_TRIM: std::sync::Mutex<IdleTrim> = std::sync::Mutex::new(IdleTrim {
-    last_count: 0,
-    changed_ms: 0,
-    trimmed: false,
-});
+static IDLE_TRIM: std::sync::Mutex<IdleTrim> = std::sync::Mutex::new(IdleTrim::new());
 
 /// The cron's tick (`now_ms` monotonic): once the allocator's count has not moved for a decay
 /// time, gives glibc's free pages back once (`purge_system`), as the heaps give their freed
@@ -141,7 +141,7 @@ mod idle_tests {
 
     #[test]
     fn trims_once_per_quiet_spell() {
-        let mut idle = IdleTrim::default();
+        let mut idle = IdleTrim::new();
         assert!(!idle.due(100, 0), "the count moved");
         assert!(!idle.due(100, IDLE_TRIM_MS - 1));
         assert!(idle.due(100, IDLE_TRIM_MS), "a decay time without a change");

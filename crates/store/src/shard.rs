@@ -550,6 +550,45 @@ impl Shard {
         Ok(d.keys.as_mut().expect("created above"))
     }
 
+    /// Runs `f` on the payload of the live entry at `key` whose meta tag is `t`, where it is
+    /// stored, with one lookup: the in-place fast paths (a raw string's bytes, a packed list's
+    /// push or pop). `None`, `f` not called, while a snapshot is under way (the entry would
+    /// have to be preserved first) or when the key is missing, expired or of another tag; `f`
+    /// declines with `None` too. When `f` returns `Some`, the access is counted: as a write
+    /// when `write` (what `put_raw` would count), else as a touch.
+    pub(crate) fn edit_live_in_place<R>(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        now_ms: u64,
+        (t, write): (u8, bool),
+        f: impl FnOnce(&mut [u8]) -> Option<R>,
+    ) -> Option<R> {
+        if self.snapshot.is_some() {
+            return None;
+        }
+        let Shard {
+            dbs, heap, access, ..
+        } = self;
+        let keys = dbs[db].keys.as_mut()?;
+        keys.edit_in_place(heap, key, |meta, value| {
+            let prefix = if meta.has_ttl() { 8 } else { 0 };
+            let live = !meta.has_ttl()
+                || u64::from_le_bytes(value[..8].try_into().expect("8-byte TTL")) > now_ms;
+            if meta.tag() != t || !live {
+                return None;
+            }
+            let out = f(&mut value[prefix..])?;
+            if write {
+                *meta = meta.with_level(access.written(Some(meta.level())));
+            } else if let Some(touched) = access.touched(*meta) {
+                *meta = touched;
+            }
+            Some(out)
+        })
+        .flatten()
+    }
+
     /// Stores `payload` under `key` with meta tag `t` (encoding `encoding`) and `expire_at`,
     /// replacing whatever was there; the entry takes over what the payload owns (a handle, a
     /// record's shape hold), and what the overwritten entry owned is released unless it is the

@@ -191,29 +191,15 @@ impl Shard {
         min_len: usize,
         f: F,
     ) -> Result<R, F> {
-        let Shard {
-            dbs, heap, access, ..
-        } = self;
-        let Some(keys) = dbs[db].keys.as_mut().filter(|_| self.snapshot.is_none()) else {
-            return Err(f);
-        };
         let mut f = Some(f);
-        let done = keys.edit_in_place(heap, key, |meta, value| {
-            let prefix = if meta.has_ttl() { 8 } else { 0 };
-            let live = !meta.has_ttl()
-                || u64::from_le_bytes(value[..8].try_into().expect("8-byte TTL")) > now_ms;
-            if meta.tag() != tag::STR_RAW || !live || value.len() - prefix < min_len {
+        let done = self.edit_live_in_place(db, key, now_ms, (tag::STR_RAW, false), |payload| {
+            let len = payload.len();
+            if len < min_len {
                 return None;
             }
-            if let Some(touched) = access.touched(*meta) {
-                *meta = touched;
-            }
-            let payload = &mut value[prefix..];
-            let len = payload.len();
             f.take().map(|f| f(payload, Some(len)))
         });
-        done.flatten()
-            .ok_or_else(|| f.expect("not called, so not taken"))
+        done.ok_or_else(|| f.expect("not called, so not taken"))
     }
 
     /// Rewrites the string at `key` as an integer with a single lookup (INCR…): `f` sees the

@@ -111,7 +111,6 @@ fn push_values(
     let Some((len, was_new)) = pushed else {
         return Ok(0);
     };
-    let db = ctx.db();
     ctx.touch(db, key);
     if was_new {
         created(ctx, key);

@@ -268,9 +268,8 @@ impl Shard {
         })
     }
 
-    /// Runs `f` on the payload of the live packed list at `key`, where it is stored (no
-    /// snapshot under way, so nothing to preserve), and counts a write access when `f` changed
-    /// it (`Some`), as `update` would have.
+    /// Runs `f` on the payload of the live packed list at `key`, where it is stored, and counts
+    /// a write access when `f` changed it (`Some`), as `update` would have.
     fn packed_list_in_place<R>(
         &mut self,
         db: usize,
@@ -278,24 +277,6 @@ impl Shard {
         now_ms: u64,
         f: impl FnOnce(&mut [u8]) -> Option<R>,
     ) -> Option<R> {
-        if self.snapshot.is_some() {
-            return None;
-        }
-        let Shard {
-            dbs, heap, access, ..
-        } = self;
-        let keys = dbs[db].keys.as_mut()?;
-        keys.edit_in_place(heap, key, |meta, value| {
-            let prefix = if meta.has_ttl() { 8 } else { 0 };
-            let live = !meta.has_ttl()
-                || u64::from_le_bytes(value[..8].try_into().expect("8-byte TTL")) > now_ms;
-            if meta.tag() != tag::LIST_PACKED || !live {
-                return None;
-            }
-            let out = f(&mut value[prefix..])?;
-            *meta = meta.with_level(access.written(Some(meta.level())));
-            Some(out)
-        })
-        .flatten()
+        self.edit_live_in_place(db, key, now_ms, (tag::LIST_PACKED, true), f)
     }
 }

@@ -339,26 +339,32 @@ pub fn trim(bytes: &mut Vec<u8>, keep: Option<(usize, usize)>) {
 /// Removes up to `limit` elements equal to `value` (0: all), the first ones from the tail when
 /// `from_tail`; returns how many went.
 pub fn remove_matching(bytes: &mut Vec<u8>, value: &[u8], limit: usize, from_tail: bool) -> usize {
-    let limit = if limit == 0 { usize::MAX } else { limit };
-    let matching: Vec<usize> = iter_from(bytes, 0)
-        .enumerate()
-        .filter(|(_, v)| *v == value)
-        .map(|(i, _)| i)
-        .collect();
-    let chosen: Vec<usize> = if from_tail {
-        matching.iter().rev().take(limit).rev().copied().collect()
+    let matches = iter_from(bytes, 0).filter(|v| *v == value).count();
+    let removed = if limit == 0 {
+        matches
     } else {
-        matching.iter().take(limit).copied().collect()
+        matches.min(limit)
     };
-    // Drop the chosen entries from the last, so earlier offsets stay put.
-    for &i in chosen.iter().rev() {
-        let from = offset_of(bytes, i);
-        let to = read_forward(bytes, from).2;
-        cut(bytes, (from, to));
+    // Matches `first..first + removed` (in list order) go; one pass moves the rest down.
+    let first = if from_tail { matches - removed } else { 0 };
+    let (mut k, mut write, end) = (0, HEADER_BYTES, end(bytes));
+    let mut read = HEADER_BYTES;
+    while read < end {
+        let (v, n, next) = read_forward(bytes, read);
+        let matched = bytes[v..v + n] == *value;
+        if !(matched && (first..first + removed).contains(&k)) {
+            bytes.copy_within(read..next, write);
+            write += next - read;
+        }
+        k += usize::from(matched);
+        read = next;
     }
-    let n = count(bytes) - chosen.len();
+    bytes[write..end].fill(0);
+    set_end(bytes, write);
+    let n = count(bytes) - removed;
     set_count(bytes, n);
-    chosen.len()
+    give_back_room(bytes);
+    removed
 }
 
 /// Checks the encoding's invariants of a stored payload (see the module doc).
